@@ -1,0 +1,91 @@
+--[[
+ratelockr fixed window — one atomic rate-limit decision.
+
+One integer counter per client; its lifetime is the window. Cheapest of the three, at the price
+of the boundary burst: up to 2 x limit requests can pass around a window's edge. Redis runs a
+script on one thread, so the increment and the check cannot interleave with another client's.
+
+KEYS
+  [1] the counter: an integer string whose PTTL is what is left of the window
+  [2] optional: the telemetry counter of allowed decisions (INCR'd when allowed)
+  [3] optional: the telemetry counter of denied decisions (INCR'd when denied)
+      KEYS[2] and KEYS[3] go together; give both or neither.
+
+ARGV
+  [1] limit        integer >= 1      requests (cost units) admitted per window
+  [2] window_ms    integer >= 1      the window's length in milliseconds
+  [3] cost         integer >= 1      units this request takes (optional, default 1; <= limit)
+  [4] stats TTL    integer seconds   TTL of the telemetry counters (optional, default 120)
+
+REPLY  {allowed, remaining, retry_after_ms, reset_after_ms}
+  allowed         1 or 0; a denied cost is given back (DECRBY), so a rejected burst does not
+                  inflate the counter
+  remaining       units still admissible in this window after this decision
+  retry_after_ms  0 when allowed, else the time left in the window
+  reset_after_ms  the time left in the window (0 when no window is open)
+
+INCRBY cost; the first increment of a window (a counter with no TTL) sets PEXPIRE window_ms.
+The window is the key's lifetime, so the script needs no clock.
+
+EXAMPLE  (100 requests per 60 s)
+  redis-cli EVAL "$(cat fixed_window.lua)" 1 ratelockr:fw:{api}:user42 100 60000
+  1) (integer) 1    2) (integer) 99    3) (integer) 0    4) (integer) 60000
+]]
+
+local function fail(msg)
+  return redis.error_reply('ratelockr fixed_window: ' .. msg)
+end
+
+local function integer_arg(value, name, default)
+  if value == nil or value == '' then
+    if default ~= nil then return default end
+    return nil, name .. ' is required'
+  end
+  local n = tonumber(value)
+  if n == nil or n ~= n or n % 1 ~= 0 or n < 1 or n > 1e15 then
+    return nil, name .. ' must be an integer >= 1, got \'' .. tostring(value) .. '\''
+  end
+  return n
+end
+
+if #KEYS ~= 1 and #KEYS ~= 3 then
+  return fail('expected 1 key (counter) or 3 (counter, allowed counter, denied counter), got ' .. #KEYS)
+end
+
+local limit, err = integer_arg(ARGV[1], 'limit')
+if not limit then return fail(err) end
+local window
+window, err = integer_arg(ARGV[2], 'window_ms')
+if not window then return fail(err) end
+local cost
+cost, err = integer_arg(ARGV[3], 'cost', 1)
+if not cost then return fail(err) end
+if cost > limit then
+  return fail('cost ' .. cost .. ' exceeds limit ' .. limit .. ': such a request can never pass')
+end
+local stats_ttl
+stats_ttl, err = integer_arg(ARGV[4], 'stats TTL', 120)
+if not stats_ttl then return fail(err) end
+
+local key = KEYS[1]
+local count = redis.call('INCRBY', key, cost)
+local ttl = redis.call('PTTL', key)
+if ttl < 0 then
+  redis.call('PEXPIRE', key, window)
+  ttl = window
+end
+
+local allowed, remaining, retry_after
+if count <= limit then
+  allowed, remaining, retry_after = 1, limit - count, 0
+else
+  redis.call('DECRBY', key, cost)
+  allowed, remaining, retry_after = 0, math.max(limit - (count - cost), 0), ttl
+end
+
+if #KEYS == 3 then
+  local counter = KEYS[3 - allowed]
+  if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, stats_ttl) end
+end
+
+return {allowed, remaining, retry_after, ttl}

@@ -1,0 +1,130 @@
+--[[
+ratelockr sliding window log — one atomic rate-limit decision.
+
+Every admitted request is logged in a sorted set with its arrival time as score; a request is
+admitted when fewer than `limit` requests were admitted in the last `window_ms`. Exact, at the
+price of one set member per admitted request. Redis runs a script on one thread, so counting and
+logging cannot interleave with another client's call.
+
+KEYS
+  [1] the log: a sorted set, member = request id, score = arrival time (ms)
+  [2] optional: the telemetry counter of allowed decisions (INCR'd when allowed)
+  [3] optional: the telemetry counter of denied decisions (INCR'd when denied)
+      KEYS[2] and KEYS[3] go together; give both or neither.
+
+ARGV
+  [1] limit        integer >= 1      requests admitted per window
+  [2] window_ms    integer >= 1      the window's length in milliseconds
+  [3] now_ms       integer ms or ""  milliseconds since the epoch; "" = the Redis server's clock
+  [4] member       string            a unique id for this request (the engine sends a UUID v4)
+  [5] cost         integer >= 1      log entries this request takes (optional, default 1;
+                                     <= limit); entries after the first are `member#2`, ...
+  [6] stats TTL    integer seconds   TTL of the telemetry counters (optional, default 120)
+
+REPLY  {allowed, remaining, retry_after_ms, reset_after_ms}
+  allowed         1 or 0; a denied request is not logged
+  remaining       requests still admissible in the window after this decision
+  retry_after_ms  0 when allowed, else the exact wait until enough entries leave the window
+  reset_after_ms  the wait until the log is empty
+
+Entries with score <= now - window_ms are removed (ZREMRANGEBYSCORE) before counting. A clock
+that goes backwards mints nothing: `now` is never taken earlier than the newest logged entry.
+The key's TTL is window_ms (PEXPIRE), set whenever a request is logged.
+
+EXAMPLE  (5 requests per 1000 ms, server clock)
+  redis-cli EVAL "$(cat sliding_window_log.lua)" 1 ratelockr:sw:{api}:user42 5 1000 "" req-1
+  1) (integer) 1    2) (integer) 4    3) (integer) 0    4) (integer) 1000
+]]
+
+local function fail(msg)
+  return redis.error_reply('ratelockr sliding_window_log: ' .. msg)
+end
+
+local function integer_arg(value, name, default)
+  if value == nil or value == '' then
+    if default ~= nil then return default end
+    return nil, name .. ' is required'
+  end
+  local n = tonumber(value)
+  if n == nil or n ~= n or n % 1 ~= 0 or n < 1 or n > 1e15 then
+    return nil, name .. ' must be an integer >= 1, got \'' .. tostring(value) .. '\''
+  end
+  return n
+end
+
+if #KEYS ~= 1 and #KEYS ~= 3 then
+  return fail('expected 1 key (log) or 3 (log, allowed counter, denied counter), got ' .. #KEYS)
+end
+
+local limit, err = integer_arg(ARGV[1], 'limit')
+if not limit then return fail(err) end
+local window
+window, err = integer_arg(ARGV[2], 'window_ms')
+if not window then return fail(err) end
+local member = ARGV[4]
+if member == nil or member == '' then return fail('member (a unique request id) is required') end
+local cost
+cost, err = integer_arg(ARGV[5], 'cost', 1)
+if not cost then return fail(err) end
+if cost > limit then
+  return fail('cost ' .. cost .. ' exceeds limit ' .. limit .. ': such a request can never pass')
+end
+local stats_ttl
+stats_ttl, err = integer_arg(ARGV[6], 'stats TTL', 120)
+if not stats_ttl then return fail(err) end
+
+local now
+if ARGV[3] == nil or ARGV[3] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+else
+  now = tonumber(ARGV[3])
+  if now == nil or now ~= now or now % 1 ~= 0 or now < 0 then
+    return fail('now_ms must be an integer >= 0 or "", got \'' .. tostring(ARGV[3]) .. '\'')
+  end
+end
+
+local key = KEYS[1]
+local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+if newest[2] ~= nil then
+  local newest_score = tonumber(newest[2])
+  if newest_score > now then now = newest_score end
+end
+
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+local count = redis.call('ZCARD', key)
+
+local allowed, remaining, retry_after, reset_after
+if count + cost <= limit then
+  allowed = 1
+  remaining = limit - count - cost
+  retry_after = 0
+  if cost == 1 then
+    redis.call('ZADD', key, now, member)
+  else
+    local args = {now, member}
+    for i = 2, cost do
+      args[#args + 1] = now
+      args[#args + 1] = member .. '#' .. i
+    end
+    redis.call('ZADD', key, unpack(args))
+  end
+  redis.call('PEXPIRE', key, window)
+  reset_after = window
+else
+  allowed = 0
+  remaining = math.max(limit - count, 0)
+  -- Room for `cost` more appears once the (count + cost - limit)-th oldest entry leaves.
+  local nth = count + cost - limit - 1
+  local entry = redis.call('ZRANGE', key, nth, nth, 'WITHSCORES')
+  retry_after = tonumber(entry[2]) + window - now
+  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  reset_after = tonumber(last[2]) + window - now
+end
+
+if #KEYS == 3 then
+  local counter = KEYS[3 - allowed]
+  if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, stats_ttl) end
+end
+
+return {allowed, remaining, retry_after, reset_after}

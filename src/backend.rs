@@ -1,0 +1,92 @@
+//! Which Redis to use: the configured one, or a managed embedded one.
+
+use crate::embedded::{EmbeddedError, EmbeddedRedis};
+use crate::target::{RedisTarget, TargetError, DEFAULT_REDIS_URL};
+use serde::Serialize;
+use std::time::Duration;
+
+/// Where a backend's Redis comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendKind {
+    /// A Redis the user runs, named by URL.
+    External,
+    /// A private redis-server this process started and will stop.
+    Embedded,
+}
+
+/// A Redis to talk to, owning the embedded server (if any) for as long as it lives.
+#[derive(Debug)]
+pub struct Backend {
+    target: RedisTarget,
+    embedded: Option<EmbeddedRedis>,
+}
+
+/// Why no Redis could be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error(transparent)]
+    Embedded(#[from] EmbeddedError),
+}
+
+impl Backend {
+    pub fn external(target: RedisTarget) -> Self {
+        Backend {
+            target,
+            embedded: None,
+        }
+    }
+
+    /// Starts a managed redis-server.
+    pub fn embedded() -> Result<Self, BackendError> {
+        let server = EmbeddedRedis::start()?;
+        let target = RedisTarget::parse(&server.url())?;
+        Ok(Backend {
+            target,
+            embedded: Some(server),
+        })
+    }
+
+    /// The app's policy: a configured URL is used as it is (an unreachable one then fails
+    /// open, visibly); with none configured, the default Redis is used if it answers, and a
+    /// managed embedded one is started if it does not.
+    pub fn resolve(configured: Option<&str>) -> Result<Self, BackendError> {
+        if let Some(url) = configured.map(str::trim).filter(|u| !u.is_empty()) {
+            return Ok(Backend::external(RedisTarget::parse(url)?));
+        }
+        let default = RedisTarget::parse(DEFAULT_REDIS_URL)?;
+        if answers(&default, Duration::from_millis(300)) {
+            return Ok(Backend::external(default));
+        }
+        tracing::info!("no Redis answers at {default}; starting an embedded redis-server");
+        Backend::embedded()
+    }
+
+    pub fn target(&self) -> &RedisTarget {
+        &self.target
+    }
+
+    pub fn kind(&self) -> BackendKind {
+        if self.embedded.is_some() {
+            BackendKind::Embedded
+        } else {
+            BackendKind::External
+        }
+    }
+
+    pub fn embedded_server(&self) -> Option<&EmbeddedRedis> {
+        self.embedded.as_ref()
+    }
+}
+
+/// True when a Redis at `target` answers PING within `timeout` (blocking; used at start-up).
+pub fn answers(target: &RedisTarget, timeout: Duration) -> bool {
+    let client = target.client();
+    let Ok(mut conn) = client.get_connection_with_timeout(timeout) else {
+        return false;
+    };
+    let _ = conn.set_read_timeout(Some(timeout));
+    redis::cmd("PING").query::<String>(&mut conn).is_ok()
+}

@@ -1,0 +1,62 @@
+//! `ratelockr check`: one decision.
+
+use crate::opts::{flag_error, print_json, AlgorithmArg, Global, RuleArgs};
+use clap::Args;
+use ratelockr::{At, CheckError};
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[arg(long, value_enum)]
+    pub algorithm: AlgorithmArg,
+    /// The client being limited (a user id, an IP, an API key).
+    #[arg(long)]
+    pub key: String,
+    /// How much of the allowance this request takes.
+    #[arg(long, default_value_t = 1)]
+    pub cost: u64,
+    /// Decide at this time (ms since the epoch) instead of the Redis server's clock.
+    #[arg(long)]
+    pub now_ms: Option<u64>,
+    #[command(flatten)]
+    pub rule: RuleArgs,
+}
+
+pub async fn run(global: &Global, args: &CheckArgs) -> anyhow::Result<ExitCode> {
+    let rule = args.rule.rule(args.algorithm.into(), None)?;
+    rule.check_cost(args.cost).map_err(flag_error)?;
+    let backend = global.backend()?;
+    let limiter = global.limiter(&backend)?;
+    let at = args.now_ms.map_or(At::ServerClock, At::Millis);
+    let decision = match limiter.try_check_at(&rule, &args.key, args.cost, at).await {
+        Ok(decision) => decision,
+        Err(CheckError::Rule(err)) => return Err(flag_error(err)),
+        Err(CheckError::Redis(failure)) => {
+            eprintln!(
+                "ratelockr: fail-open: Redis at {} could not decide ({failure}); the request is allowed without a limit",
+                limiter.target()
+            );
+            ratelockr::Decision::FAIL_OPEN
+        }
+    };
+    if global.json {
+        print_json(&decision)?;
+    } else if decision.allowed {
+        println!(
+            "allowed   rule {}  key {}  remaining {}  full again in {} ms",
+            rule.name(),
+            args.key,
+            decision.remaining,
+            decision.reset_after_ms
+        );
+    } else {
+        println!(
+            "denied    rule {}  key {}  remaining {}  retry after {} ms",
+            rule.name(),
+            args.key,
+            decision.remaining,
+            decision.retry_after_ms
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

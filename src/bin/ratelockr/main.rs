@@ -1,0 +1,33 @@
+//! The `ratelockr` command line: parses arguments and calls into the engine.
+
+mod cmd;
+mod opts;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = opts::Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("ratelockr: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(cmd::run(cli)) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("ratelockr: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! Command-line options shared by the subcommands.
+
+use anyhow::{anyhow, Context};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use ratelockr::{
+    Algorithm, AlgorithmKind, Backend, KeySpace, Limiter, LimiterOptions, Rule, RuleError,
+};
+use std::time::Duration;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "ratelockr",
+    version,
+    about = "See, tune and prove distributed rate limits on Redis"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Redis to use. The password in it is never printed.
+    #[arg(long, global = true, env = "REDIS_URL", hide_env_values = true,
+          default_value = ratelockr::DEFAULT_REDIS_URL)]
+    pub redis: String,
+    /// Start a private redis-server on a free loopback port instead (stopped on exit).
+    #[arg(long, global = true)]
+    pub embedded: bool,
+    /// Prefix of every key RateLockr writes.
+    #[arg(long, global = true, default_value = ratelockr::keys::DEFAULT_PREFIX)]
+    pub prefix: String,
+    /// The longest a decision may take before it fails open, in milliseconds.
+    #[arg(long, global = true, default_value_t = 250)]
+    pub deadline_ms: u64,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+impl Global {
+    /// The Redis to use: `--embedded` starts one, otherwise `--redis`.
+    pub fn backend(&self) -> anyhow::Result<Backend> {
+        if self.embedded {
+            return Ok(Backend::embedded()?);
+        }
+        Ok(Backend::external(ratelockr::RedisTarget::parse(
+            &self.redis,
+        )?))
+    }
+
+    pub fn limiter_options(&self) -> anyhow::Result<LimiterOptions> {
+        if self.deadline_ms == 0 {
+            return Err(anyhow!("invalid --deadline-ms: must be at least 1"));
+        }
+        Ok(LimiterOptions {
+            keys: KeySpace::new(&self.prefix),
+            deadline: Duration::from_millis(self.deadline_ms),
+            ..LimiterOptions::default()
+        })
+    }
+
+    pub fn limiter(&self, backend: &Backend) -> anyhow::Result<Limiter> {
+        Ok(Limiter::new(backend.target(), self.limiter_options()?))
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Make one rate-limit decision.
+    Check(crate::cmd::check::CheckArgs),
+    /// Show the last 30 seconds of a rule's decisions.
+    Stats(crate::cmd::stats::StatsArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AlgorithmArg {
+    TokenBucket,
+    SlidingWindowLog,
+    FixedWindow,
+}
+
+impl From<AlgorithmArg> for AlgorithmKind {
+    fn from(a: AlgorithmArg) -> Self {
+        match a {
+            AlgorithmArg::TokenBucket => AlgorithmKind::TokenBucket,
+            AlgorithmArg::SlidingWindowLog => AlgorithmKind::SlidingWindowLog,
+            AlgorithmArg::FixedWindow => AlgorithmKind::FixedWindow,
+        }
+    }
+}
+
+/// A rule's parameters, as flags.
+#[derive(Debug, Clone, Args)]
+pub struct RuleArgs {
+    /// The rule's name; telemetry counts under it (default: the algorithm's name).
+    #[arg(long)]
+    pub rule: Option<String>,
+    /// Token bucket: tokens held when full.
+    #[arg(long, default_value_t = 10)]
+    pub capacity: u64,
+    /// Token bucket: tokens added per second.
+    #[arg(long, default_value_t = 10.0)]
+    pub refill_per_sec: f64,
+    /// Windows: requests admitted per window.
+    #[arg(long, default_value_t = 10)]
+    pub limit: u64,
+    /// Windows: the window's length in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    pub window_ms: u64,
+}
+
+impl RuleArgs {
+    /// The rule for `kind`, named `name` or by the default.
+    pub fn rule(&self, kind: AlgorithmKind, name: Option<&str>) -> anyhow::Result<Rule> {
+        let name = name
+            .map(str::to_string)
+            .or_else(|| self.rule.clone())
+            .unwrap_or_else(|| kind.cli_name().to_string());
+        let algorithm = match kind {
+            AlgorithmKind::TokenBucket => Algorithm::TokenBucket {
+                capacity: self.capacity,
+                refill_per_sec: self.refill_per_sec,
+            },
+            AlgorithmKind::SlidingWindowLog => Algorithm::SlidingWindowLog {
+                limit: self.limit,
+                window_ms: self.window_ms,
+            },
+            AlgorithmKind::FixedWindow => Algorithm::FixedWindow {
+                limit: self.limit,
+                window_ms: self.window_ms,
+            },
+        };
+        Rule::new(name, algorithm).map_err(flag_error)
+    }
+}
+
+/// Names the command-line flag in a rule error (`--refill-per-sec`, not `refill_per_sec`).
+pub fn flag_error(err: RuleError) -> anyhow::Error {
+    match err {
+        RuleError::InvalidParameter { parameter, reason } => {
+            anyhow!("invalid --{}: {reason}", parameter.replace('_', "-"))
+        }
+        RuleError::InvalidName(name) => anyhow!(
+            "invalid --rule {name:?}: use 1 to 64 letters, digits, '_', '-' or '.'"
+        ),
+        RuleError::InvalidCost { cost, max, what } => anyhow!(
+            "invalid --cost {cost}: must be from 1 to {max} (the rule's {what}); a larger request could never pass"
+        ),
+        RuleError::InvalidKey(why) => anyhow!("invalid --key: {why}"),
+        other => anyhow!(other),
+    }
+}
+
+/// Prints `value` as one line of JSON on stdout.
+pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+    println!(
+        "{}",
+        serde_json::to_string(value).context("serializing the output")?
+    );
+    Ok(())
+}

@@ -1,0 +1,74 @@
+//! A decision is a value, not an error: denied requests and fail-open answers are both normal.
+
+use serde::Serialize;
+
+/// The answer to "may this request pass now?".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    pub allowed: bool,
+    /// Whole requests still admissible now; `-1` means Redis could not be asked.
+    pub remaining: i64,
+    /// 0 when allowed; otherwise the wait after which a request of this cost could pass.
+    pub retry_after_ms: u64,
+    /// The wait until the limiter is back to its full allowance.
+    pub reset_after_ms: u64,
+    /// True when Redis failed and the request was let through anyway.
+    pub fail_open: bool,
+}
+
+impl Decision {
+    /// The answer when Redis could not be asked and the limiter fails open.
+    pub const FAIL_OPEN: Decision = Decision {
+        allowed: true,
+        remaining: -1,
+        retry_after_ms: 0,
+        reset_after_ms: 0,
+        fail_open: true,
+    };
+
+    /// The answer when Redis could not be asked and the limiter was told to fail closed.
+    pub const FAIL_CLOSED: Decision = Decision {
+        allowed: false,
+        remaining: -1,
+        retry_after_ms: 0,
+        reset_after_ms: 0,
+        fail_open: false,
+    };
+
+    /// True when this decision was made without Redis (fail-open or fail-closed).
+    pub fn is_degraded(&self) -> bool {
+        self.remaining < 0
+    }
+
+    /// The outcome label used by metrics and telemetry.
+    pub fn outcome(&self) -> Outcome {
+        if self.fail_open {
+            Outcome::FailOpen
+        } else if self.allowed {
+            Outcome::Allowed
+        } else {
+            Outcome::Denied
+        }
+    }
+}
+
+/// How a decision is counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Allowed,
+    Denied,
+    FailOpen,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 3] = [Outcome::Allowed, Outcome::Denied, Outcome::FailOpen];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Allowed => "allowed",
+            Outcome::Denied => "denied",
+            Outcome::FailOpen => "fail_open",
+        }
+    }
+}

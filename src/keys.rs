@@ -1,0 +1,80 @@
+//! Where everything lives in Redis.
+//!
+//! ```text
+//! <prefix>:tb:{<rule>}:<client key>              token bucket hash (tokens, last_refill)
+//! <prefix>:sw:{<rule>}:<client key>              sliding window log sorted set
+//! <prefix>:fw:{<rule>}:<client key>              fixed window counter
+//! <prefix>:stats:{<rule>}:<unix second>:allowed  telemetry counters, 120 s TTL
+//! <prefix>:stats:{<rule>}:<unix second>:denied
+//! ```
+//!
+//! The rule name is always wrapped in a hash tag, so a rule's limiters and its counters share one
+//! Redis Cluster slot and a script's KEYS never cross slots.
+
+use crate::rule::{AlgorithmKind, Rule};
+use crate::Outcome;
+
+/// The default key prefix.
+pub const DEFAULT_PREFIX: &str = "ratelockr";
+
+/// Builds key names under one prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeySpace {
+    prefix: String,
+}
+
+impl Default for KeySpace {
+    fn default() -> Self {
+        KeySpace::new(DEFAULT_PREFIX)
+    }
+}
+
+impl KeySpace {
+    pub fn new(prefix: impl Into<String>) -> Self {
+        KeySpace {
+            prefix: prefix.into(),
+        }
+    }
+
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The limiter's state for one client of one rule.
+    pub fn limiter(&self, rule: &Rule, client_key: &str) -> String {
+        self.limiter_for(rule.kind(), rule.name(), client_key)
+    }
+
+    pub fn limiter_for(&self, kind: AlgorithmKind, rule: &str, client_key: &str) -> String {
+        format!("{}:{}:{{{rule}}}:{client_key}", self.prefix, kind.key_tag())
+    }
+
+    /// A telemetry counter: decisions of `outcome` (allowed or denied) for `rule` in `second`.
+    pub fn stats(&self, rule: &str, unix_second: u64, outcome: Outcome) -> String {
+        format!(
+            "{}:stats:{{{rule}}}:{unix_second}:{}",
+            self.prefix,
+            outcome.as_str()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_matches_the_documented_one() {
+        let keys = KeySpace::default();
+        let rule = Rule::token_bucket("api", 10, 1.0).expect("valid");
+        assert_eq!(keys.limiter(&rule, "user:42"), "ratelockr:tb:{api}:user:42");
+        assert_eq!(
+            keys.stats("api", 1_700_000_000, Outcome::Denied),
+            "ratelockr:stats:{api}:1700000000:denied"
+        );
+        assert_eq!(
+            KeySpace::new("t1").limiter_for(AlgorithmKind::FixedWindow, "r", "k"),
+            "t1:fw:{r}:k"
+        );
+    }
+}

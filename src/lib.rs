@@ -1,0 +1,34 @@
+//! RateLockr: distributed rate limits on Redis, one atomic Lua script per decision.
+//!
+//! - [`rule`]      rules: a name and an algorithm with validated parameters
+//! - [`decision`]  a decision is a value: allowed, remaining, retry/reset waits, fail-open
+//! - [`scripts`]   the three Lua scripts (`lua/`), hashed once, replies parsed into decisions
+//! - [`limiter`]   EVALSHA over one shared connection, deadlines, fail-open, failure kinds
+//! - [`keys`]      the key layout under a prefix, rule names hash-tagged for Redis Cluster
+//! - [`telemetry`] per-second counters written by the scripts, read as 60 GETs in one pipeline
+//! - [`target`]    Redis URLs that never show their password
+//! - [`embedded`]  a managed private redis-server on a free loopback port
+//! - [`backend`]   choosing the configured Redis or the embedded one
+//! - [`error`]     Redis failures classified: outage, timeout, misconfiguration...
+
+pub mod backend;
+pub mod decision;
+pub mod embedded;
+pub mod error;
+pub mod keys;
+pub mod limiter;
+pub mod rule;
+pub mod scripts;
+pub mod target;
+pub mod telemetry;
+
+pub use backend::{Backend, BackendError, BackendKind};
+pub use decision::{Decision, Outcome};
+pub use embedded::{EmbeddedError, EmbeddedRedis};
+pub use error::{FailureKind, RedisFailure};
+pub use keys::KeySpace;
+pub use limiter::{CheckError, DecisionObserver, FailureMode, Limiter, LimiterOptions};
+pub use rule::{Algorithm, AlgorithmKind, Rule, RuleError};
+pub use scripts::At;
+pub use target::{RedisTarget, TargetError, DEFAULT_REDIS_URL};
+pub use telemetry::StatsPoint;

@@ -1,0 +1,348 @@
+//! The limiter: one shared connection, one EVALSHA per decision, fail-open on any Redis error.
+
+use crate::decision::Decision;
+use crate::error::{FailureKind, RedisFailure};
+use crate::keys::KeySpace;
+use crate::rule::{validate_client_key, Rule, RuleError};
+use crate::scripts::{parse_reply, At, Call};
+use crate::target::RedisTarget;
+use crate::telemetry::{self, FailureLedger, StatsPoint, COUNTER_TTL_SECS};
+use crate::Outcome;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The default decision deadline: long enough for a loaded Redis on a LAN, short enough that
+/// a hung one costs callers a blink rather than a timeout.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(250);
+
+/// What a decision is when Redis cannot be asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureMode {
+    /// Let the request through (`allowed: true, remaining: -1, fail_open: true`). The default:
+    /// a limiter outage should not become an application outage.
+    #[default]
+    Open,
+    /// Refuse the request (`allowed: false, remaining: -1`), for limits that guard something
+    /// more precious than availability.
+    Closed,
+}
+
+/// How a limiter behaves.
+#[derive(Debug, Clone)]
+pub struct LimiterOptions {
+    /// Where keys live.
+    pub keys: KeySpace,
+    /// The longest a decision may take, connection and script reload included.
+    pub deadline: Duration,
+    pub failure_mode: FailureMode,
+    /// Count decisions per rule and second in Redis (in the same script call).
+    pub telemetry: bool,
+}
+
+impl Default for LimiterOptions {
+    fn default() -> Self {
+        LimiterOptions {
+            keys: KeySpace::default(),
+            deadline: DEFAULT_DEADLINE,
+            failure_mode: FailureMode::Open,
+            telemetry: true,
+        }
+    }
+}
+
+/// Decides requests against rules. Cheap to clone: clones share one connection (multiplexed,
+/// reconnecting in the background) and one failure ledger.
+#[derive(Clone)]
+pub struct Limiter {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// Created lazily, so a limiter exists (and fails open) even while Redis is down.
+    conn: ConnectionManager,
+    target: RedisTarget,
+    options: LimiterOptions,
+    ledger: Arc<FailureLedger>,
+    observer: Option<Arc<dyn DecisionObserver>>,
+    /// The second in which each failure kind was last logged, so an outage under load logs
+    /// once a second per kind instead of once per request.
+    last_logged: [AtomicU64; FailureKind::ALL.len()],
+}
+
+impl std::fmt::Debug for Limiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Limiter")
+            .field("target", &self.inner.target)
+            .field("options", &self.inner.options)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Sees every decision: how the metrics module counts without the limiter knowing Prometheus.
+pub trait DecisionObserver: Send + Sync {
+    fn decided(&self, rule: &Rule, decision: &Decision, elapsed: Duration);
+    fn failed(&self, kind: FailureKind);
+}
+
+/// Why `try_check` gave no decision.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CheckError {
+    #[error(transparent)]
+    Rule(#[from] RuleError),
+    #[error("Redis failed: {0}")]
+    Redis(#[from] RedisFailure),
+}
+
+impl Limiter {
+    /// A limiter for `target`. Does not connect: the first decision does, and a Redis that is
+    /// down then yields fail-open decisions rather than an error here.
+    pub fn new(target: &RedisTarget, options: LimiterOptions) -> Self {
+        Self::build(target, options, Arc::default(), None)
+    }
+
+    fn build(
+        target: &RedisTarget,
+        options: LimiterOptions,
+        ledger: Arc<FailureLedger>,
+        observer: Option<Arc<dyn DecisionObserver>>,
+    ) -> Self {
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(options.deadline))
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_millis(500));
+        let conn = ConnectionManager::new_lazy_with_config(target.client(), config)
+            .expect("a lazy connection manager without push settings cannot fail");
+        Limiter {
+            inner: Arc::new(Inner {
+                conn,
+                target: target.clone(),
+                options,
+                ledger,
+                observer,
+                last_logged: Default::default(),
+            }),
+        }
+    }
+
+    /// The same limiter with an observer that sees every decision (metrics).
+    pub fn with_observer(self, observer: Arc<dyn DecisionObserver>) -> Self {
+        let inner = &self.inner;
+        Self::build(
+            &inner.target,
+            inner.options.clone(),
+            inner.ledger.clone(),
+            Some(observer),
+        )
+    }
+
+    /// A limiter with its own connection to the same Redis, sharing this one's ledger and
+    /// observer: what a separate app instance behind a load balancer would have.
+    pub fn with_own_connection(&self) -> Self {
+        let inner = &self.inner;
+        Self::build(
+            &inner.target,
+            inner.options.clone(),
+            inner.ledger.clone(),
+            inner.observer.clone(),
+        )
+    }
+
+    pub fn target(&self) -> &RedisTarget {
+        &self.inner.target
+    }
+
+    pub fn options(&self) -> &LimiterOptions {
+        &self.inner.options
+    }
+
+    pub fn keys(&self) -> &KeySpace {
+        &self.inner.options.keys
+    }
+
+    /// Decisions made without Redis, and Redis failures by kind.
+    pub fn ledger(&self) -> &FailureLedger {
+        &self.inner.ledger
+    }
+
+    /// One request of cost 1 for `client_key`, on the Redis clock.
+    pub async fn check(&self, rule: &Rule, client_key: &str) -> Result<Decision, RuleError> {
+        self.check_at(rule, client_key, 1, At::ServerClock).await
+    }
+
+    /// One request of `cost` on the Redis clock.
+    pub async fn check_cost(
+        &self,
+        rule: &Rule,
+        client_key: &str,
+        cost: u64,
+    ) -> Result<Decision, RuleError> {
+        self.check_at(rule, client_key, cost, At::ServerClock).await
+    }
+
+    /// One request at an explicit time. Errors only for a cost the rule can never admit or an
+    /// unusable client key; every Redis failure becomes a fail-open (or fail-closed) decision.
+    pub async fn check_at(
+        &self,
+        rule: &Rule,
+        client_key: &str,
+        cost: u64,
+        at: At,
+    ) -> Result<Decision, RuleError> {
+        match self.try_check_at(rule, client_key, cost, at).await {
+            Ok(decision) => Ok(decision),
+            Err(CheckError::Rule(err)) => Err(err),
+            Err(CheckError::Redis(_)) => Ok(self.fallback()),
+        }
+    }
+
+    /// One decision, or the Redis failure that prevented it (already counted and logged).
+    pub async fn try_check_at(
+        &self,
+        rule: &Rule,
+        client_key: &str,
+        cost: u64,
+        at: At,
+    ) -> Result<Decision, CheckError> {
+        rule.check_cost(cost)?;
+        validate_client_key(client_key)?;
+        let inner = &*self.inner;
+        let keys = &inner.options.keys;
+        let second = match at {
+            At::Millis(ms) => ms / 1000,
+            At::ServerClock => telemetry::now_ms() / 1000,
+        };
+        let limiter_key = keys.limiter(rule, client_key);
+        let stats = inner.options.telemetry.then(|| {
+            (
+                keys.stats(rule.name(), second, Outcome::Allowed),
+                keys.stats(rule.name(), second, Outcome::Denied),
+            )
+        });
+        let call = Call {
+            algorithm: rule.algorithm(),
+            limiter_key: &limiter_key,
+            stats_keys: stats.as_ref().map(|(a, d)| (a.as_str(), d.as_str())),
+            stats_ttl_secs: COUNTER_TTL_SECS,
+            cost,
+            at,
+        };
+        let started = Instant::now();
+        let result = self.invoke(&call).await;
+        let elapsed = started.elapsed();
+        match result {
+            Ok(decision) => {
+                if let Some(observer) = &inner.observer {
+                    observer.decided(rule, &decision, elapsed);
+                }
+                Ok(decision)
+            }
+            Err(failure) => {
+                self.record_failure(&failure);
+                let decision = self.fallback();
+                if decision.fail_open {
+                    inner.ledger.record_fail_open(rule.name(), second);
+                }
+                if let Some(observer) = &inner.observer {
+                    observer.decided(rule, &decision, elapsed);
+                }
+                Err(CheckError::Redis(failure))
+            }
+        }
+    }
+
+    /// The decision when Redis cannot be asked.
+    fn fallback(&self) -> Decision {
+        match self.inner.options.failure_mode {
+            FailureMode::Open => Decision::FAIL_OPEN,
+            FailureMode::Closed => Decision::FAIL_CLOSED,
+        }
+    }
+
+    async fn invoke(&self, call: &Call<'_>) -> Result<Decision, RedisFailure> {
+        let deadline = self.inner.options.deadline;
+        let mut conn = self.inner.conn.clone();
+        let invocation = call.invocation();
+        // invoke_async sends EVALSHA and, on NOSCRIPT, loads the script and retries once.
+        let reply: Vec<i64> = tokio::time::timeout(deadline, invocation.invoke_async(&mut conn))
+            .await
+            .map_err(|_| RedisFailure::timeout(deadline))??;
+        parse_reply(&reply)
+    }
+
+    fn record_failure(&self, failure: &RedisFailure) {
+        let inner = &*self.inner;
+        inner.ledger.record_failure(failure.kind);
+        if let Some(observer) = &inner.observer {
+            observer.failed(failure.kind);
+        }
+        let second = telemetry::now_ms() / 1000;
+        let gate = &inner.last_logged[failure.kind.index()];
+        if gate.swap(second, Ordering::Relaxed) == second {
+            return;
+        }
+        let failed_total = inner.ledger.failures_total();
+        if failure.kind == FailureKind::Misconfiguration {
+            tracing::error!(
+                redis = %inner.target, kind = %failure.kind, failed_total,
+                "Redis refused a rate-limit decision; this will not heal by itself: {}",
+                failure.message
+            );
+        } else {
+            tracing::warn!(
+                redis = %inner.target, kind = %failure.kind, failed_total,
+                mode = ?inner.options.failure_mode,
+                "Redis failed a rate-limit decision: {}", failure.message
+            );
+        }
+    }
+
+    /// The last 30 seconds of `rule`, oldest first, the current second last, with this
+    /// process's fail-open counts filled in.
+    pub async fn stats(&self, rule: &str) -> Result<Vec<StatsPoint>, RedisFailure> {
+        self.stats_at(rule, telemetry::now_ms() / 1000).await
+    }
+
+    /// The 30 seconds ending with `now_second`.
+    pub async fn stats_at(
+        &self,
+        rule: &str,
+        now_second: u64,
+    ) -> Result<Vec<StatsPoint>, RedisFailure> {
+        let deadline = self.inner.options.deadline;
+        let mut conn = self.inner.conn.clone();
+        let mut points = tokio::time::timeout(
+            deadline,
+            telemetry::read_window(&mut conn, self.keys(), rule, now_second),
+        )
+        .await
+        .map_err(|_| RedisFailure::timeout(deadline))??;
+        self.inner.ledger.fill(rule, &mut points);
+        Ok(points)
+    }
+
+    /// A PING through the shared connection: the round-trip time, or why it failed.
+    pub async fn ping(&self) -> Result<Duration, RedisFailure> {
+        let deadline = self.inner.options.deadline;
+        let mut conn = self.inner.conn.clone();
+        let started = Instant::now();
+        let pong: String =
+            tokio::time::timeout(deadline, redis::cmd("PING").query_async(&mut conn))
+                .await
+                .map_err(|_| RedisFailure::timeout(deadline))??;
+        if pong != "PONG" {
+            return Err(RedisFailure::new(
+                FailureKind::Reply,
+                format!("PING answered {pong:?}"),
+            ));
+        }
+        Ok(started.elapsed())
+    }
+
+    /// A clone of the shared connection, for callers that need plain Redis commands.
+    pub fn connection(&self) -> ConnectionManager {
+        self.inner.conn.clone()
+    }
+}
