@@ -10,6 +10,7 @@
 //! - [`embedded`]  a managed private redis-server on a free loopback port
 //! - [`backend`]   choosing the configured Redis or the embedded one
 //! - [`error`]     Redis failures classified: outage, timeout, misconfiguration...
+//! - [`metrics`]   Prometheus metrics of decisions, served at `GET /api/metrics`
 
 pub mod backend;
 pub mod decision;
@@ -17,6 +18,7 @@ pub mod embedded;
 pub mod error;
 pub mod keys;
 pub mod limiter;
+pub mod metrics;
 pub mod rule;
 pub mod scripts;
 pub mod target;
@@ -28,6 +30,7 @@ pub use embedded::{EmbeddedError, EmbeddedRedis};
 pub use error::{FailureKind, RedisFailure};
 pub use keys::KeySpace;
 pub use limiter::{CheckError, DecisionObserver, FailureMode, Limiter, LimiterOptions};
+pub use metrics::Metrics;
 pub use rule::{Algorithm, AlgorithmKind, Rule, RuleError};
 pub use scripts::At;
 pub use target::{RedisTarget, TargetError, DEFAULT_REDIS_URL};
