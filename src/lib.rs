@@ -10,17 +10,23 @@
 //! - [`embedded`]  a managed private redis-server on a free loopback port
 //! - [`backend`]   choosing the configured Redis or the embedded one
 //! - [`error`]     Redis failures classified: outage, timeout, misconfiguration...
+//! - [`sim`]       the traffic simulator: workloads, compare mode, the naive race demo
+//! - [`export`]    simulation records as CSV, per-second charts as PNG or SVG
 //! - [`metrics`]   Prometheus metrics of decisions, served at `GET /api/metrics`
+//! - [`bench`]     load tests: the engine against redis-benchmark's ceiling, Lua cost, stats cost
 
 pub mod backend;
+pub mod bench;
 pub mod decision;
 pub mod embedded;
 pub mod error;
+pub mod export;
 pub mod keys;
 pub mod limiter;
 pub mod metrics;
 pub mod rule;
 pub mod scripts;
+pub mod sim;
 pub mod target;
 pub mod telemetry;
 

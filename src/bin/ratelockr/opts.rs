@@ -73,6 +73,12 @@ pub enum Command {
     Check(crate::cmd::check::CheckArgs),
     /// Show the last 30 seconds of a rule's decisions.
     Stats(crate::cmd::stats::StatsArgs),
+    /// Serve Prometheus metrics at /api/metrics (loopback by default).
+    Serve(crate::cmd::serve::ServeArgs),
+    /// Decisions per second and latency through the engine, beside Redis's own ceiling.
+    Bench(crate::cmd::bench::BenchArgs),
+    /// Offer a workload to one rule, or to all three algorithms side by side.
+    Simulate(crate::cmd::simulate::SimulateArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -1,6 +1,9 @@
 //! One module per subcommand.
 
+pub mod bench;
 pub mod check;
+pub mod serve;
+pub mod simulate;
 pub mod stats;
 
 use crate::opts::{Cli, Command};
@@ -10,5 +13,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Check(args) => check::run(&cli.global, args).await,
         Command::Stats(args) => stats::run(&cli.global, args).await,
+        Command::Serve(args) => serve::run(&cli.global, args).await,
+        Command::Bench(args) => bench::run(&cli.global, args).await,
+        Command::Simulate(args) => simulate::run(&cli.global, args).await,
     }
 }

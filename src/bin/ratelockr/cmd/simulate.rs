@@ -1,0 +1,352 @@
+//! `ratelockr simulate`: a workload against one rule or all three algorithms, with CSV and
+//! chart export, a progress bar and a summary table.
+
+use crate::opts::{flag_error, print_json, AlgorithmArg, Global, RuleArgs};
+use anyhow::{anyhow, Context};
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use ratelockr::export::{self, CsvSink};
+use ratelockr::sim::{
+    self, KeyDistribution, Length, Pattern, Progress, Report, SimClock, SimObserver, SimSpec,
+    Workload,
+};
+use serde::Serialize;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PatternArg {
+    Constant,
+    Burst,
+    Ramp,
+    Spike,
+    Poisson,
+}
+
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// The algorithm to simulate (or --compare for all three).
+    #[arg(
+        long,
+        value_enum,
+        required_unless_present = "compare",
+        conflicts_with = "compare"
+    )]
+    pub algorithm: Option<AlgorithmArg>,
+    /// All three algorithms side by side on the same traffic, with equal nominal limits:
+    /// --limit per --window-ms (the token bucket holds --limit and refills --limit per window).
+    #[arg(long)]
+    pub compare: bool,
+    #[command(flatten)]
+    pub rule: RuleArgs,
+    /// Requests to send (default 1000 unless --duration-secs is given).
+    #[arg(long, conflicts_with = "duration_secs")]
+    pub requests: Option<u64>,
+    /// Send for this long instead of a number of requests.
+    #[arg(long)]
+    pub duration_secs: Option<f64>,
+    /// Offered requests per second, held open-loop; 0 = as fast as possible.
+    #[arg(long, default_value_t = 100.0)]
+    pub rps: f64,
+    #[arg(long, value_enum, default_value_t = PatternArg::Constant)]
+    pub pattern: PatternArg,
+    /// burst: requests per burst.
+    #[arg(long, default_value_t = 50)]
+    pub burst_size: u32,
+    /// burst: milliseconds between bursts.
+    #[arg(long, default_value_t = 1000)]
+    pub burst_every_ms: u64,
+    /// ramp: the rate at the end (starts at --rps).
+    #[arg(long, default_value_t = 1000.0)]
+    pub to_rps: f64,
+    /// spike: how many times --rps during the spike.
+    #[arg(long, default_value_t = 10.0)]
+    pub spike_multiplier: f64,
+    /// spike: when it starts, ms after the run starts.
+    #[arg(long, default_value_t = 2000)]
+    pub spike_start_ms: u64,
+    /// spike: how long it lasts.
+    #[arg(long, default_value_t = 1000)]
+    pub spike_length_ms: u64,
+    /// Simulated app instances, each with its own Redis connection, sending at once.
+    #[arg(long, default_value_t = 4)]
+    pub servers: u32,
+    /// Distinct client keys.
+    #[arg(long, default_value_t = 1)]
+    pub keys: u32,
+    /// Skew keys with a Zipf distribution of this exponent (client-0 is the hot key).
+    #[arg(long)]
+    pub zipf: Option<f64>,
+    /// What each request costs.
+    #[arg(long, default_value_t = 1)]
+    pub cost: u64,
+    /// Seeds Poisson gaps and key choices.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Also run the naive GET-then-SET limiter (the broken approach) on the same traffic.
+    #[arg(long)]
+    pub naive: bool,
+    /// Decide on the Redis server's clock instead of each request's send time.
+    #[arg(long)]
+    pub server_clock: bool,
+    /// Write one row per request and algorithm to this CSV file.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Draw decisions per second to this PNG or SVG file.
+    #[arg(long)]
+    pub chart: Option<PathBuf>,
+}
+
+impl SimulateArgs {
+    fn workload(&self) -> anyhow::Result<Workload> {
+        let pattern = match self.pattern {
+            PatternArg::Constant => Pattern::Constant,
+            PatternArg::Burst => Pattern::Burst {
+                size: self.burst_size,
+                every_ms: self.burst_every_ms,
+            },
+            PatternArg::Ramp => Pattern::Ramp {
+                to_rps: self.to_rps,
+            },
+            PatternArg::Spike => Pattern::Spike {
+                multiplier: self.spike_multiplier,
+                start_ms: self.spike_start_ms,
+                length_ms: self.spike_length_ms,
+            },
+            PatternArg::Poisson => Pattern::Poisson,
+        };
+        let length = match (self.requests, self.duration_secs) {
+            (_, Some(secs)) if !(secs.is_finite() && secs > 0.0) => {
+                return Err(anyhow!(
+                    "invalid --duration-secs: must be more than 0, got {secs}"
+                ))
+            }
+            (_, Some(secs)) => Length::DurationMs((secs * 1000.0).round().max(1.0) as u64),
+            (Some(n), None) => Length::Requests(n),
+            (None, None) => Length::Requests(1000),
+        };
+        let keys = match self.zipf {
+            Some(exponent) => KeyDistribution::Zipf {
+                keys: self.keys,
+                exponent,
+            },
+            None => KeyDistribution::Uniform { keys: self.keys },
+        };
+        Ok(Workload {
+            pattern,
+            rps: self.rps,
+            length,
+            servers: self.servers,
+            keys,
+            cost: self.cost,
+            seed: self.seed,
+        })
+    }
+
+    fn spec(&self) -> anyhow::Result<SimSpec> {
+        let workload = self.workload()?;
+        let mut spec = if self.compare {
+            let prefix = self
+                .rule
+                .rule
+                .as_deref()
+                .map(|r| format!("{r}-"))
+                .unwrap_or_default();
+            // Validate the shared parameters under their own flag names first.
+            self.rule
+                .rule(ratelockr::AlgorithmKind::FixedWindow, Some("compare"))?;
+            SimSpec::compare(
+                &prefix,
+                self.rule.limit,
+                self.rule.window_ms,
+                workload,
+                self.naive,
+            )
+            .map_err(flag_error)?
+        } else {
+            let kind = self
+                .algorithm
+                .ok_or_else(|| anyhow!("give --algorithm or --compare"))?
+                .into();
+            SimSpec::single(self.rule.rule(kind, None)?, workload, self.naive)
+                .map_err(flag_error)?
+        };
+        if self.server_clock {
+            spec.clock = SimClock::Server;
+        }
+        spec.validate().map_err(|e| match e {
+            sim::SimError::InvalidWorkload { parameter, reason } => {
+                anyhow!("invalid --{}: {reason}", flag_name(parameter))
+            }
+            sim::SimError::Rule(err) => flag_error(err),
+            other => anyhow!(other),
+        })?;
+        Ok(spec)
+    }
+}
+
+/// The flag behind a workload parameter.
+fn flag_name(parameter: &str) -> String {
+    match parameter {
+        "duration_ms" => "duration-secs".into(),
+        "zipf_exponent" => "zipf".into(),
+        other => other.replace('_', "-"),
+    }
+}
+
+/// Drives the progress bar from the simulator's progress events.
+struct Bar(ProgressBar);
+
+impl SimObserver for Bar {
+    fn on_progress(&self, p: &Progress) {
+        if let Some(planned) = p.planned {
+            self.0.set_length(planned);
+        }
+        self.0.set_position(p.completed);
+    }
+}
+
+pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
+    let spec = args.spec()?;
+    // Unwritable export paths fail now, not after the run.
+    let mut csv = args.csv.as_deref().map(CsvSink::create).transpose()?;
+    if let Some(chart) = &args.chart {
+        export::ChartFormat::from_path(chart)?;
+        export::ensure_writable(chart)?;
+    }
+    let backend = global.backend()?;
+    let limiter = global.limiter(&backend)?;
+    if let Err(failure) = limiter.ping().await {
+        eprintln!(
+            "ratelockr: warning: Redis at {} does not answer ({failure}); decisions will fail open. Use --embedded for a private Redis.",
+            limiter.target()
+        );
+    }
+
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new(spec.workload.planned_requests().unwrap_or(0));
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} requests  {per_sec}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let observer = Bar(bar.clone());
+    let cancel = CancellationToken::new();
+    let on_ctrl_c = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_ctrl_c.cancel();
+        }
+    });
+    let report = sim::run(
+        &limiter,
+        &spec,
+        csv.as_mut().map(|s| s as &mut dyn sim::RecordSink),
+        &observer,
+        cancel,
+    )
+    .await?;
+    bar.finish_and_clear();
+
+    if let Some(path) = &args.chart {
+        export::render_chart(&report, path)
+            .with_context(|| format!("drawing {}", path.display()))?;
+    }
+    if global.json {
+        print_json(&JsonSummary::from(&report))?;
+    } else {
+        print_table(&report, args);
+    }
+    if report.cancelled {
+        eprintln!("ratelockr: cancelled; the summary and exports cover the requests sent so far");
+        return Ok(ExitCode::from(130));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Serialize)]
+struct JsonSummary<'a> {
+    workload: &'a str,
+    requested_rps: f64,
+    achieved_rps: f64,
+    requests_sent: u64,
+    duration_ms: u64,
+    cancelled: bool,
+    algorithms: &'a [sim::TargetSummary],
+}
+
+impl<'a> From<&'a Report> for JsonSummary<'a> {
+    fn from(r: &'a Report) -> Self {
+        JsonSummary {
+            workload: &r.workload,
+            requested_rps: r.requested_rps,
+            achieved_rps: r.achieved_rps,
+            requests_sent: r.requests_sent,
+            duration_ms: r.duration_ms,
+            cancelled: r.cancelled,
+            algorithms: &r.targets,
+        }
+    }
+}
+
+fn print_table(report: &Report, args: &SimulateArgs) {
+    println!("{}", report.workload);
+    let requested = if report.requested_rps == 0.0 {
+        "as fast as possible".to_string()
+    } else {
+        format!("{:.0} rps requested", report.requested_rps)
+    };
+    println!(
+        "{} requests in {:.2} s: {:.0} rps achieved ({requested})\n",
+        report.requests_sent,
+        report.duration_ms as f64 / 1000.0,
+        report.achieved_rps
+    );
+    println!(
+        "{:<28} {:<20} {:>8} {:>8} {:>9} {:>13} {:>8} {:>8} {:>8}",
+        "rule",
+        "algorithm",
+        "allowed",
+        "denied",
+        "fail-open",
+        "over-admitted",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms"
+    );
+    for t in &report.targets {
+        let ms = |us: u64| format!("{:.2}", us as f64 / 1000.0);
+        println!(
+            "{:<28} {:<20} {:>8} {:>8} {:>9} {:>13} {:>8} {:>8} {:>8}",
+            t.rule,
+            t.algorithm,
+            t.allowed,
+            t.denied,
+            t.fail_open,
+            t.over_admitted,
+            ms(t.latency_p50_us),
+            ms(t.latency_p95_us),
+            ms(t.latency_p99_us)
+        );
+    }
+    if report
+        .targets
+        .iter()
+        .any(|t| t.naive && t.over_admitted > 0)
+    {
+        println!("\nThe naive GET/SET limiter admitted more than its rule allows: two instances read the same count at once. The scripts cannot.");
+    }
+    if let Some(csv) = &args.csv {
+        println!("\nCSV:   {}", csv.display());
+    }
+    if let Some(chart) = &args.chart {
+        println!("chart: {}", chart.display());
+    }
+}

@@ -1,0 +1,57 @@
+//! Export: simulation records as CSV, and per-second charts as PNG or SVG.
+//!
+//! - [`csv`]   the CSV writer, streaming records as they complete
+//! - [`chart`] allowed and denied per second, one series per algorithm
+
+pub mod chart;
+pub mod csv;
+
+pub use self::chart::{render_chart, ChartFormat};
+pub use self::csv::{read_records, CsvSink};
+
+use std::path::{Path, PathBuf};
+
+/// Why an export failed. Names the path, so the user knows what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("cannot write {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write CSV to {path}: {source}")]
+    Csv { path: PathBuf, source: ::csv::Error },
+    #[error("cannot draw the chart {path}: {message}")]
+    Chart { path: PathBuf, message: String },
+    #[error("{path}: unknown chart format; end the file name with .png or .svg")]
+    UnknownFormat { path: PathBuf },
+    #[error("the run has no data to chart")]
+    Empty,
+}
+
+impl ExportError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+        ExportError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// Checks that `path` can be written, before a run starts, by creating it. The file is left in
+/// place (empty) and overwritten by the export.
+pub fn ensure_writable(path: &Path) -> Result<(), ExportError> {
+    if path.is_dir() {
+        return Err(ExportError::io(
+            path,
+            std::io::Error::other("it is a directory"),
+        ));
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map(drop)
+        .map_err(|e| ExportError::io(path, e))
+}

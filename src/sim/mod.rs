@@ -1,0 +1,516 @@
+//! The traffic simulator: one workload, offered open-loop by several simulated app instances
+//! (each with its own Redis connection) against one rule, all three algorithms side by side, and
+//! optionally the naive GET/SET limiter that shows the race the scripts remove.
+//!
+//! - [`workload`] patterns, lengths, servers and key distributions
+//! - [`naive`]    the deliberately broken limiter of the race demo
+//! - [`report`]   summaries and per-second series
+//!
+//! Records stream out as they complete (to a [`RecordSink`] such as the CSV writer, and to a
+//! [`SimObserver`] for live charts and progress bars), so memory stays bounded on long runs.
+
+pub mod naive;
+pub mod report;
+pub mod workload;
+
+pub use report::{Report, Series, SeriesPoint, TargetSummary};
+pub use workload::{KeyDistribution, Length, Pattern, Workload};
+
+use crate::decision::Decision;
+use crate::limiter::Limiter;
+use crate::rule::{Rule, RuleError};
+use crate::scripts::At;
+use crate::telemetry::now_ms;
+use report::TargetAccumulator;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+/// The most requests one simulated server keeps in flight; beyond it the schedule waits.
+const MAX_IN_FLIGHT_PER_SERVER: usize = 4096;
+/// How often progress is reported.
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
+/// One limiter under test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Target {
+    pub rule: Rule,
+    /// Decide with the naive GET/SET limiter instead of the rule's script.
+    pub naive: bool,
+}
+
+impl Target {
+    /// The algorithm label in records: the script's name, or `naive_get_set`.
+    pub fn label(&self) -> &'static str {
+        if self.naive {
+            naive::NAIVE_LABEL
+        } else {
+            self.rule.kind().as_str()
+        }
+    }
+}
+
+/// Whose clock decisions use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SimClock {
+    /// Each decision carries its send time (`now_ms`), so the records' times are the times the
+    /// scripts decided at and the summaries' bounds are exact. The default.
+    #[default]
+    Client,
+    /// The Redis server's clock, as in production.
+    Server,
+}
+
+/// A simulation: a workload and the limiters it is offered to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimSpec {
+    pub workload: Workload,
+    pub targets: Vec<Target>,
+    #[serde(default)]
+    pub clock: SimClock,
+}
+
+impl SimSpec {
+    /// One rule; with `naive`, the naive limiter runs beside it on the same traffic, under the
+    /// rule's name with `-naive` appended.
+    pub fn single(rule: Rule, workload: Workload, naive: bool) -> Result<Self, RuleError> {
+        let mut targets = vec![Target {
+            rule: rule.clone(),
+            naive: false,
+        }];
+        if naive {
+            let naive_rule = Rule::new(format!("{}-naive", rule.name()), *rule.algorithm())?;
+            targets.push(Target {
+                rule: naive_rule,
+                naive: true,
+            });
+        }
+        Ok(SimSpec {
+            workload,
+            targets,
+            clock: SimClock::default(),
+        })
+    }
+
+    /// All three algorithms with equal nominal limits: `limit` per `window_ms`. The windows take
+    /// them as they are; the token bucket holds `limit` tokens and refills `limit` per window
+    /// (`limit * 1000 / window_ms` per second), so all three admit the same long-run rate and
+    /// the same burst. Rules are named `<prefix>token-bucket`, `<prefix>sliding-window-log`,
+    /// `<prefix>fixed-window` (and `<prefix>naive` with `naive`).
+    pub fn compare(
+        prefix: &str,
+        limit: u64,
+        window_ms: u64,
+        workload: Workload,
+        naive: bool,
+    ) -> Result<Self, RuleError> {
+        let name = |n: &str| format!("{prefix}{n}");
+        let refill = limit as f64 * 1000.0 / window_ms.max(1) as f64;
+        let mut targets = vec![
+            Target {
+                rule: Rule::token_bucket(name("token-bucket"), limit, refill)?,
+                naive: false,
+            },
+            Target {
+                rule: Rule::sliding_window_log(name("sliding-window-log"), limit, window_ms)?,
+                naive: false,
+            },
+            Target {
+                rule: Rule::fixed_window(name("fixed-window"), limit, window_ms)?,
+                naive: false,
+            },
+        ];
+        if naive {
+            targets.push(Target {
+                rule: Rule::fixed_window(name("naive"), limit, window_ms)?,
+                naive: true,
+            });
+        }
+        Ok(SimSpec {
+            workload,
+            targets,
+            clock: SimClock::default(),
+        })
+    }
+
+    /// Checks the workload and that every target can admit the workload's cost.
+    pub fn validate(&self) -> Result<(), SimError> {
+        self.workload.validate()?;
+        if self.targets.is_empty() {
+            return Err(SimError::InvalidWorkload {
+                parameter: "targets",
+                reason: "name at least one rule".into(),
+            });
+        }
+        for target in &self.targets {
+            target.rule.check_cost(self.workload.cost)?;
+        }
+        Ok(())
+    }
+
+    /// The title of charts and summaries.
+    pub fn describe(&self) -> String {
+        let what = match self.targets.iter().filter(|t| !t.naive).count() {
+            1 => format!(
+                "{} ({})",
+                self.targets[0].rule.name(),
+                self.targets[0].label()
+            ),
+            n => format!("{n} algorithms compared"),
+        };
+        format!("{what}: {}", self.workload.describe())
+    }
+}
+
+/// One decision of one request by one target: a CSV row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// The request's number in the schedule (shared by the targets it was offered to).
+    pub seq: u64,
+    pub sent_at_ms: u64,
+    pub server: u32,
+    pub rule: String,
+    pub algorithm: String,
+    pub key: String,
+    pub allowed: bool,
+    pub remaining: i64,
+    pub retry_after_ms: u64,
+    pub latency_us: u64,
+    pub fail_open: bool,
+}
+
+/// Where records go as they complete (the CSV writer).
+pub trait RecordSink: Send {
+    fn write(&mut self, record: &Record) -> Result<(), crate::export::ExportError>;
+    fn flush(&mut self) -> Result<(), crate::export::ExportError>;
+}
+
+/// How far a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    /// Requests sent so far (each offered to every target).
+    pub sent: u64,
+    /// Requests whose decisions have all come back.
+    pub completed: u64,
+    /// Requests the workload plans, when known.
+    pub planned: Option<u64>,
+    pub elapsed_ms: u64,
+}
+
+/// Sees a run as it happens: the live chart's `refetch-stats`, progress bars.
+pub trait SimObserver: Send + Sync {
+    /// Called for every record, in completion order.
+    fn on_record(&self, _record: &Record) {}
+    /// Called about every 100 ms, and once at the end.
+    fn on_progress(&self, _progress: &Progress) {}
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoObserver;
+impl SimObserver for NoObserver {}
+
+/// Why a simulation could not run or finish.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("invalid {parameter}: {reason}")]
+    InvalidWorkload {
+        parameter: &'static str,
+        reason: String,
+    },
+    #[error(transparent)]
+    Rule(#[from] RuleError),
+    #[error("the run stopped because its records could not be written: {0}")]
+    Export(#[from] crate::export::ExportError),
+}
+
+/// Runs `spec` against the Redis behind `limiter`. Each simulated server gets its own
+/// connection; `cancel` stops the schedule at once and the run ends when in-flight decisions
+/// are back (each is bounded by the limiter's deadline). The sink sees every record before the
+/// report is returned; on a sink error the run stops and the error is returned.
+pub async fn run(
+    limiter: &Limiter,
+    spec: &SimSpec,
+    mut sink: Option<&mut dyn RecordSink>,
+    observer: &dyn SimObserver,
+    cancel: CancellationToken,
+) -> Result<Report, SimError> {
+    spec.validate()?;
+    let workload = Arc::new(spec.workload.clone());
+    let targets = Arc::new(spec.targets.clone());
+    let planned = workload.planned_requests();
+    let started_at_ms = now_ms();
+    let start = Instant::now();
+    // A child token: a sink failure stops the run without cancelling the caller's token.
+    let stop = cancel.child_token();
+    let sent = Arc::new(AtomicU64::new(0));
+    let (records_tx, mut records_rx) = mpsc::unbounded_channel::<Vec<Record>>();
+
+    let servers: Vec<Server> = (0..workload.servers)
+        .map(|index| Server {
+            index,
+            limiter: limiter.with_own_connection(),
+            targets: targets.clone(),
+            workload: workload.clone(),
+            records: records_tx.clone(),
+            in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT_PER_SERVER)),
+            clock: spec.clock,
+        })
+        .collect();
+    drop(records_tx);
+    let driver = tokio::spawn(drive(
+        servers,
+        workload.clone(),
+        stop.clone(),
+        sent.clone(),
+        start,
+    ));
+
+    let mut accumulators: Vec<TargetAccumulator> = targets
+        .iter()
+        .map(|t| {
+            TargetAccumulator::new(
+                t.rule.name().to_string(),
+                t.label().to_string(),
+                *t.rule.algorithm(),
+                t.naive,
+            )
+        })
+        .collect();
+    let mut completed = 0u64;
+    let mut last_progress = Instant::now();
+    let mut sink_error = None;
+    while let Some(batch) = records_rx.recv().await {
+        completed += 1;
+        for (record, accumulator) in batch.iter().zip(accumulators.iter_mut()) {
+            if sink_error.is_none() {
+                if let Some(sink) = sink.as_deref_mut() {
+                    if let Err(err) = sink.write(record) {
+                        sink_error = Some(err);
+                        stop.cancel();
+                    }
+                }
+            }
+            observer.on_record(record);
+            accumulator.add(record, started_at_ms, workload.cost);
+        }
+        if last_progress.elapsed() >= PROGRESS_EVERY {
+            last_progress = Instant::now();
+            observer.on_progress(&Progress {
+                sent: sent.load(Ordering::Relaxed),
+                completed,
+                planned,
+                elapsed_ms: start.elapsed().as_millis() as u64,
+            });
+        }
+    }
+    let _ = driver.await;
+    if let Some(sink) = sink {
+        let flushed = sink.flush();
+        if sink_error.is_none() {
+            sink_error = flushed.err();
+        }
+    }
+    if let Some(err) = sink_error {
+        return Err(SimError::Export(err));
+    }
+    let duration_ms = start.elapsed().as_millis() as u64;
+    let requests_sent = sent.load(Ordering::Relaxed);
+    observer.on_progress(&Progress {
+        sent: requests_sent,
+        completed,
+        planned,
+        elapsed_ms: duration_ms,
+    });
+    let (summaries, series) = accumulators
+        .into_iter()
+        .map(TargetAccumulator::finish)
+        .unzip();
+    Ok(Report {
+        workload: spec.describe(),
+        started_at_ms,
+        duration_ms,
+        cancelled: cancel.is_cancelled(),
+        planned_requests: planned,
+        requests_sent,
+        requested_rps: workload.rps,
+        achieved_rps: if duration_ms == 0 {
+            0.0
+        } else {
+            requests_sent as f64 * 1000.0 / duration_ms as f64
+        },
+        targets: summaries,
+        series,
+    })
+}
+
+/// One simulated app instance.
+struct Server {
+    index: u32,
+    /// Its own connection (a separate ConnectionManager), like a separate process would have.
+    limiter: Limiter,
+    targets: Arc<Vec<Target>>,
+    workload: Arc<Workload>,
+    records: mpsc::UnboundedSender<Vec<Record>>,
+    in_flight: Arc<Semaphore>,
+    clock: SimClock,
+}
+
+/// Offers the schedule: open-loop by the clock, or closed-loop per server for `rps = 0`.
+async fn drive(
+    servers: Vec<Server>,
+    workload: Arc<Workload>,
+    stop: CancellationToken,
+    sent: Arc<AtomicU64>,
+    start: Instant,
+) {
+    if workload.rps == 0.0 {
+        let next = Arc::new(AtomicU64::new(0));
+        let tasks: Vec<_> = servers
+            .into_iter()
+            .map(|server| {
+                tokio::spawn(closed_loop(
+                    server,
+                    next.clone(),
+                    stop.clone(),
+                    sent.clone(),
+                    start,
+                ))
+            })
+            .collect();
+        for task in tasks {
+            let _ = task.await;
+        }
+        return;
+    }
+    let count = servers.len() as u64;
+    let mut pickers: Vec<_> = (0..count as u32).map(|s| workload.key_picker(s)).collect();
+    let mut in_flight = Vec::new();
+    for (seq, offset_us) in workload.schedule().enumerate() {
+        let seq = seq as u64;
+        let due = start + Duration::from_micros(offset_us);
+        if due > Instant::now() {
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = tokio::time::sleep_until(due.into()) => {}
+            }
+        } else if stop.is_cancelled() {
+            break;
+        }
+        let server = &servers[(seq % count) as usize];
+        let key = workload::key_name(pickers[server.index as usize].pick());
+        let Ok(permit) = server.in_flight.clone().acquire_owned().await else {
+            break;
+        };
+        sent.fetch_add(1, Ordering::Relaxed);
+        let request = server.request(seq, key);
+        in_flight.push(tokio::spawn(async move {
+            request.await;
+            drop(permit);
+        }));
+        if in_flight.len() >= 1024 {
+            in_flight.retain(|t: &tokio::task::JoinHandle<()>| !t.is_finished());
+        }
+    }
+    for task in in_flight {
+        let _ = task.await;
+    }
+}
+
+async fn closed_loop(
+    server: Server,
+    next: Arc<AtomicU64>,
+    stop: CancellationToken,
+    sent: Arc<AtomicU64>,
+    start: Instant,
+) {
+    let mut picker = server.workload.key_picker(server.index);
+    loop {
+        if stop.is_cancelled() {
+            break;
+        }
+        let seq = next.fetch_add(1, Ordering::Relaxed);
+        let more = match server.workload.length {
+            Length::Requests(n) => seq < n,
+            Length::DurationMs(ms) => start.elapsed() < Duration::from_millis(ms),
+        };
+        if !more {
+            break;
+        }
+        sent.fetch_add(1, Ordering::Relaxed);
+        let key = workload::key_name(picker.pick());
+        server.request(seq, key).await;
+    }
+}
+
+impl Server {
+    /// One request, offered to every target at once; its records go out together.
+    fn request(
+        &self,
+        seq: u64,
+        key: String,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let limiter = self.limiter.clone();
+        let targets = self.targets.clone();
+        let records = self.records.clone();
+        let cost = self.workload.cost;
+        let server = self.index;
+        let clock = self.clock;
+        async move {
+            let sent_at_ms = now_ms();
+            let at = match clock {
+                SimClock::Client => At::Millis(sent_at_ms),
+                SimClock::Server => At::ServerClock,
+            };
+            let decisions = futures::future::join_all(targets.iter().map(|target| {
+                let limiter = &limiter;
+                let key = &key;
+                async move {
+                    let started = Instant::now();
+                    let decision = if target.naive {
+                        let mut conn = limiter.connection();
+                        naive::decide(
+                            &mut conn,
+                            limiter.keys(),
+                            &target.rule,
+                            key,
+                            cost,
+                            limiter.options().deadline,
+                        )
+                        .await
+                    } else {
+                        // Costs were checked against every rule before the run.
+                        limiter
+                            .check_at(&target.rule, key, cost, at)
+                            .await
+                            .unwrap_or(Decision::FAIL_OPEN)
+                    };
+                    (decision, started.elapsed())
+                }
+            }))
+            .await;
+            let batch = targets
+                .iter()
+                .zip(decisions)
+                .map(|(target, (decision, latency))| Record {
+                    seq,
+                    sent_at_ms,
+                    server,
+                    rule: target.rule.name().to_string(),
+                    algorithm: target.label().to_string(),
+                    key: key.clone(),
+                    allowed: decision.allowed,
+                    remaining: decision.remaining,
+                    retry_after_ms: decision.retry_after_ms,
+                    latency_us: latency.as_micros() as u64,
+                    fail_open: decision.fail_open,
+                })
+                .collect();
+            let _ = records.send(batch);
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! THE BROKEN APPROACH, kept for the race demo: read the counter, decide in the application,
+//! write it back. Two app instances that read the same count at the same moment both see room,
+//! and both write count + 1. Never use this; it exists to show what the scripts prevent.
+
+use crate::decision::Decision;
+use crate::keys::KeySpace;
+use crate::rule::{Algorithm, Rule};
+use crate::Outcome;
+use redis::aio::ConnectionManager;
+use std::time::Duration;
+
+/// The label the naive limiter carries in CSVs, charts and summaries.
+pub const NAIVE_LABEL: &str = "naive_get_set";
+
+/// The fixed window the naive limiter enforces for a rule: its limit and window, or for a
+/// token bucket its capacity per time-to-refill.
+pub fn naive_window(algorithm: &Algorithm) -> (u64, u64) {
+    match *algorithm {
+        Algorithm::TokenBucket {
+            capacity,
+            refill_per_sec,
+        } => (
+            capacity,
+            ((capacity as f64 / refill_per_sec) * 1000.0)
+                .ceil()
+                .max(1.0) as u64,
+        ),
+        Algorithm::SlidingWindowLog { limit, window_ms }
+        | Algorithm::FixedWindow { limit, window_ms } => (limit, window_ms),
+    }
+}
+
+/// One naive decision: GET, compare, SET. Redis errors fail open like the real limiter.
+pub async fn decide(
+    conn: &mut ConnectionManager,
+    keys: &KeySpace,
+    rule: &Rule,
+    client_key: &str,
+    cost: u64,
+    deadline: Duration,
+) -> Decision {
+    let (limit, window_ms) = naive_window(rule.algorithm());
+    let key = format!("{}:naive:{{{}}}:{client_key}", keys.prefix(), rule.name());
+    let attempt = async {
+        let count: Option<u64> = redis::cmd("GET").arg(&key).query_async(conn).await?;
+        let count = count.unwrap_or(0);
+        let allowed = count + cost <= limit;
+        let second = crate::telemetry::now_ms() / 1000;
+        let outcome = if allowed {
+            Outcome::Allowed
+        } else {
+            Outcome::Denied
+        };
+        let stats_key = keys.stats(rule.name(), second, outcome);
+        let mut pipe = redis::pipe();
+        if allowed {
+            // The race: another instance may have written since our GET.
+            if count == 0 {
+                pipe.cmd("SET")
+                    .arg(&key)
+                    .arg(count + cost)
+                    .arg("PX")
+                    .arg(window_ms)
+                    .ignore();
+            } else {
+                pipe.cmd("SET")
+                    .arg(&key)
+                    .arg(count + cost)
+                    .arg("KEEPTTL")
+                    .ignore();
+            }
+        }
+        pipe.incr(&stats_key, 1).ignore();
+        pipe.expire(&stats_key, crate::telemetry::COUNTER_TTL_SECS as i64)
+            .ignore();
+        pipe.query_async::<()>(conn).await?;
+        let remaining = limit.saturating_sub(count + if allowed { cost } else { 0 });
+        Ok::<_, redis::RedisError>(Decision {
+            allowed,
+            remaining: remaining as i64,
+            retry_after_ms: 0,
+            reset_after_ms: 0,
+            fail_open: false,
+        })
+    };
+    match tokio::time::timeout(deadline, attempt).await {
+        Ok(Ok(decision)) => decision,
+        _ => Decision::FAIL_OPEN,
+    }
+}

@@ -1,0 +1,198 @@
+//! What a run found: a summary per target and a per-second series for charts.
+
+use super::Record;
+use crate::rule::Algorithm;
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// The summary of one target (an algorithm, or the naive limiter) over a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetSummary {
+    pub rule: String,
+    pub algorithm: String,
+    pub naive: bool,
+    pub requests: u64,
+    pub allowed: u64,
+    pub denied: u64,
+    pub fail_open: u64,
+    /// Admissions beyond the most the rule could ever admit for a key over the span of that
+    /// key's requests (token bucket: capacity + rate x span; windows: limit x (floor(span /
+    /// window) + 1)), summed over keys. Zero for a correct limiter; the naive one shows its race.
+    pub over_admitted: u64,
+    pub latency_p50_us: u64,
+    pub latency_p95_us: u64,
+    pub latency_p99_us: u64,
+    pub latency_max_us: u64,
+}
+
+/// One second of one target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct SeriesPoint {
+    /// Seconds since the run started.
+    pub second: u64,
+    pub allowed: u64,
+    pub denied: u64,
+    pub fail_open: u64,
+}
+
+/// A target's decisions per second over the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    pub rule: String,
+    pub algorithm: String,
+    pub points: Vec<SeriesPoint>,
+}
+
+/// Everything a run found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub workload: String,
+    pub started_at_ms: u64,
+    pub duration_ms: u64,
+    pub cancelled: bool,
+    /// Requests the workload planned (None for an as-fast-as-possible run bounded by time).
+    pub planned_requests: Option<u64>,
+    pub requests_sent: u64,
+    /// The rate asked for (0 = as fast as possible).
+    pub requested_rps: f64,
+    /// The rate actually sent.
+    pub achieved_rps: f64,
+    pub targets: Vec<TargetSummary>,
+    pub series: Vec<Series>,
+}
+
+/// Per-key bookkeeping for the over-admission bound.
+#[derive(Debug, Default, Clone, Copy)]
+struct KeySpan {
+    first_ms: u64,
+    last_ms: u64,
+    admitted: u64,
+}
+
+/// Accumulates one target's records. Memory: one entry per client key and per second.
+pub(crate) struct TargetAccumulator {
+    rule: String,
+    algorithm_label: String,
+    algorithm: Algorithm,
+    naive: bool,
+    requests: u64,
+    allowed: u64,
+    denied: u64,
+    fail_open: u64,
+    latency: Histogram<u64>,
+    keys: HashMap<String, KeySpan>,
+    points: Vec<SeriesPoint>,
+}
+
+impl TargetAccumulator {
+    pub(crate) fn new(
+        rule: String,
+        algorithm_label: String,
+        algorithm: Algorithm,
+        naive: bool,
+    ) -> Self {
+        TargetAccumulator {
+            rule,
+            algorithm_label,
+            algorithm,
+            naive,
+            requests: 0,
+            allowed: 0,
+            denied: 0,
+            fail_open: 0,
+            latency: Histogram::new_with_bounds(1, 60_000_000, 3).expect("static bounds are valid"),
+            keys: HashMap::new(),
+            points: Vec::new(),
+        }
+    }
+
+    pub(crate) fn add(&mut self, record: &Record, started_at_ms: u64, cost: u64) {
+        self.requests += 1;
+        let second = (record.sent_at_ms.saturating_sub(started_at_ms) / 1000) as usize;
+        if self.points.len() <= second {
+            let start = self.points.len() as u64;
+            self.points
+                .extend((start..=second as u64).map(|s| SeriesPoint {
+                    second: s,
+                    ..Default::default()
+                }));
+        }
+        let point = &mut self.points[second];
+        if record.fail_open {
+            self.fail_open += 1;
+            point.fail_open += 1;
+        } else if record.allowed {
+            self.allowed += 1;
+            point.allowed += 1;
+        } else {
+            self.denied += 1;
+            point.denied += 1;
+        }
+        let _ = self.latency.record(record.latency_us.max(1));
+        let span = self.keys.entry(record.key.clone()).or_insert(KeySpan {
+            first_ms: record.sent_at_ms,
+            last_ms: record.sent_at_ms,
+            admitted: 0,
+        });
+        span.first_ms = span.first_ms.min(record.sent_at_ms);
+        span.last_ms = span.last_ms.max(record.sent_at_ms);
+        if record.allowed && !record.fail_open {
+            span.admitted += cost;
+        }
+    }
+
+    /// The most the rule could admit for one key over `span_ms`.
+    fn bound(&self, span_ms: u64) -> u64 {
+        let (limit, window_ms) = match self.algorithm {
+            _ if self.naive => super::naive::naive_window(&self.algorithm),
+            Algorithm::TokenBucket {
+                capacity,
+                refill_per_sec,
+            } => {
+                return capacity + (refill_per_sec * span_ms as f64 / 1000.0).floor() as u64;
+            }
+            Algorithm::SlidingWindowLog { limit, window_ms }
+            | Algorithm::FixedWindow { limit, window_ms } => (limit, window_ms),
+        };
+        limit * (span_ms / window_ms + 1)
+    }
+
+    pub(crate) fn finish(self) -> (TargetSummary, Series) {
+        let over_admitted = self
+            .keys
+            .values()
+            .map(|k| {
+                k.admitted
+                    .saturating_sub(self.bound(k.last_ms - k.first_ms))
+            })
+            .sum();
+        let q = |p: f64| {
+            if self.latency.is_empty() {
+                0
+            } else {
+                self.latency.value_at_quantile(p)
+            }
+        };
+        let summary = TargetSummary {
+            rule: self.rule.clone(),
+            algorithm: self.algorithm_label.clone(),
+            naive: self.naive,
+            requests: self.requests,
+            allowed: self.allowed,
+            denied: self.denied,
+            fail_open: self.fail_open,
+            over_admitted,
+            latency_p50_us: q(0.5),
+            latency_p95_us: q(0.95),
+            latency_p99_us: q(0.99),
+            latency_max_us: self.latency.max(),
+        };
+        let series = Series {
+            rule: self.rule,
+            algorithm: self.algorithm_label,
+            points: self.points,
+        };
+        (summary, series)
+    }
+}
