@@ -27,8 +27,10 @@ REPLY  {allowed, remaining, retry_after_ms, reset_after_ms}
   retry_after_ms  0 when allowed, else the exact wait until enough entries leave the window
   reset_after_ms  the wait until the log is empty
 
-Entries with score <= now - window_ms are removed (ZREMRANGEBYSCORE) before counting. A clock
-that goes backwards mints nothing: `now` is never taken earlier than the newest logged entry.
+Entries with score <= now - window_ms are not counted (ZCOUNT), and are removed
+(ZREMRANGEBYSCORE) when a request is logged. A clock that goes backwards mints nothing: `now` is
+never taken earlier than the newest logged entry, and a denied request writes nothing (had it
+pruned with a later clock, a call with an earlier clock would find room that is not there).
 The key's TTL is window_ms (PEXPIRE), set whenever a request is logged.
 
 EXAMPLE  (5 requests per 1000 ms, server clock)
@@ -91,14 +93,16 @@ if newest[2] ~= nil then
   if newest_score > now then now = newest_score end
 end
 
-redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
-local count = redis.call('ZCARD', key)
+-- Exclusive lower bound of the window; %.17g prints an integer score exactly.
+local oldest_out = string.format('%.17g', now - window)
+local count = redis.call('ZCOUNT', key, '(' .. oldest_out, '+inf')
 
 local allowed, remaining, retry_after, reset_after
 if count + cost <= limit then
   allowed = 1
   remaining = limit - count - cost
   retry_after = 0
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', oldest_out)
   if cost == 1 then
     redis.call('ZADD', key, now, member)
   else
@@ -116,7 +120,7 @@ else
   remaining = math.max(limit - count, 0)
   -- Room for `cost` more appears once the (count + cost - limit)-th oldest entry leaves.
   local nth = count + cost - limit - 1
-  local entry = redis.call('ZRANGE', key, nth, nth, 'WITHSCORES')
+  local entry = redis.call('ZRANGEBYSCORE', key, '(' .. oldest_out, '+inf', 'WITHSCORES', 'LIMIT', nth, 1)
   retry_after = tonumber(entry[2]) + window - now
   local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
   reset_after = tonumber(last[2]) + window - now

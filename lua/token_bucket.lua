@@ -103,6 +103,10 @@ if tokens >= cost then
   tokens = tokens - cost
 else
   retry_after = math.ceil((cost - tokens) * 1000 / rate)
+  -- The division can round either way: settle on the least wait that refills enough.
+  while retry_after > 1 and refilled(tokens, retry_after - 1) >= cost do
+    retry_after = retry_after - 1
+  end
   while refilled(tokens, retry_after) < cost do retry_after = retry_after + 1 end
 end
 

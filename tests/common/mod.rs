@@ -1,0 +1,146 @@
+//! The integration tests' harness: a real `redis-server` per test, started through the engine's
+//! own [`EmbeddedRedis`] (free loopback port, killed on Drop), and unique key prefixes so that
+//! nothing a test writes can meet another test's keys.
+//!
+//! Each test binary uses a subset of these helpers, hence the `dead_code` allowance.
+#![allow(dead_code)]
+
+use ratelockr::{
+    At, Decision, EmbeddedRedis, FailureKind, KeySpace, Limiter, LimiterOptions, RedisTarget, Rule,
+};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// A deadline far above any healthy decision, so that a loaded 2-core CI box never turns an
+/// exact count into a fail-open one. Tests about deadlines set their own.
+pub const GENEROUS_DEADLINE: Duration = Duration::from_secs(5);
+
+/// An explicit clock origin (ms since the epoch) for tests that drive time themselves.
+pub const T0: u64 = 1_700_000_000_000;
+
+/// A private redis-server for one test.
+pub fn redis() -> EmbeddedRedis {
+    EmbeddedRedis::start().expect("redis-server starts (apt-get install redis-server)")
+}
+
+/// A prefix no other test (in this or another test binary) uses.
+pub fn unique(name: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "t-{name}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Options with a unique prefix and a generous deadline; telemetry on, failing open.
+pub fn options(name: &str) -> LimiterOptions {
+    LimiterOptions {
+        keys: KeySpace::new(unique(name)),
+        deadline: GENEROUS_DEADLINE,
+        ..LimiterOptions::default()
+    }
+}
+
+/// A limiter on `server` under a unique prefix. Call from inside a tokio runtime.
+pub fn limiter(server: &EmbeddedRedis, name: &str) -> Limiter {
+    limiter_with(&server.url(), options(name))
+}
+
+pub fn limiter_with(url: &str, options: LimiterOptions) -> Limiter {
+    Limiter::new(&RedisTarget::parse(url).expect("a valid URL"), options)
+}
+
+/// `redis://127.0.0.1:<port>` where nothing listens (the port was free a moment ago).
+pub fn dead_url() -> String {
+    let listener =
+        TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).expect("bind a free port");
+    let port = listener.local_addr().expect("local addr").port();
+    drop(listener);
+    format!("redis://127.0.0.1:{port}")
+}
+
+/// One decision at `T0 + offset_ms` that Redis must have answered.
+pub async fn decide_at(
+    limiter: &Limiter,
+    rule: &Rule,
+    key: &str,
+    cost: u64,
+    offset_ms: u64,
+) -> Decision {
+    let decision = limiter
+        .check_at(rule, key, cost, At::Millis(T0 + offset_ms))
+        .await
+        .expect("a valid request");
+    assert_not_degraded(limiter, &decision);
+    decision
+}
+
+/// One decision on the Redis clock that Redis must have answered.
+pub async fn decide_now(limiter: &Limiter, rule: &Rule, key: &str, cost: u64) -> Decision {
+    let decision = limiter
+        .check_cost(rule, key, cost)
+        .await
+        .expect("a valid request");
+    assert_not_degraded(limiter, &decision);
+    decision
+}
+
+fn assert_not_degraded(limiter: &Limiter, decision: &Decision) {
+    assert!(
+        !decision.fail_open && decision.remaining >= 0,
+        "Redis should have decided, got {decision:?}; failures so far: {:?}",
+        limiter.ledger().failures()
+    );
+}
+
+/// A plain Redis command through the limiter's own connection.
+pub async fn query<T: redis::FromRedisValue>(limiter: &Limiter, cmd: &redis::Cmd) -> T {
+    cmd.query_async(&mut limiter.connection())
+        .await
+        .unwrap_or_else(|err| panic!("{cmd:?} failed: {err}"))
+}
+
+/// PTTL of a key in milliseconds (-2: no key, -1: no TTL).
+pub async fn pttl(limiter: &Limiter, key: &str) -> i64 {
+    query(limiter, redis::cmd("PTTL").arg(key)).await
+}
+
+pub async fn exists(limiter: &Limiter, key: &str) -> bool {
+    query::<i64>(limiter, redis::cmd("EXISTS").arg(key)).await == 1
+}
+
+/// Copies a limiter's state to another key, to probe "what if" without disturbing the original.
+pub async fn fork(limiter: &Limiter, from: &str, to: &str) {
+    let copied: i64 = query(limiter, redis::cmd("COPY").arg(from).arg(to).arg("REPLACE")).await;
+    assert_eq!(copied, 1, "COPY {from} {to}");
+}
+
+/// How many failures of `kind` the limiter's ledger holds.
+pub fn failures_of(limiter: &Limiter, kind: FailureKind) -> u64 {
+    limiter
+        .ledger()
+        .failures()
+        .into_iter()
+        .find(|(k, _)| *k == kind)
+        .map_or(0, |(_, n)| n)
+}
+
+/// Polls `probe` every 100 ms for at most `limit`; true as soon as it holds.
+pub async fn eventually<F, Fut>(limit: Duration, mut probe: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = std::time::Instant::now();
+    loop {
+        if probe().await {
+            return true;
+        }
+        if started.elapsed() > limit {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

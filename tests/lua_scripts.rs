@@ -1,0 +1,258 @@
+//! The Lua scripts called directly (EVAL and EVALSHA), as any Redis client could: argument
+//! errors name the argument and change nothing; KEYS[1] with the documented ARGV alone works as
+//! design.md describes.
+
+mod common;
+
+use common::{query, redis};
+use ratelockr::scripts::source;
+use ratelockr::{AlgorithmKind, EmbeddedRedis, Limiter};
+
+fn limiter_on(server: &EmbeddedRedis) -> Limiter {
+    common::limiter(server, "lua")
+}
+
+async fn eval(
+    limiter: &Limiter,
+    kind: AlgorithmKind,
+    keys: &[&str],
+    argv: &[&str],
+) -> redis::RedisResult<Vec<i64>> {
+    redis::cmd("EVAL")
+        .arg(source(kind))
+        .arg(keys.len())
+        .arg(keys)
+        .arg(argv)
+        .query_async(&mut limiter.connection())
+        .await
+}
+
+async fn evalsha(
+    limiter: &Limiter,
+    sha: &str,
+    keys: &[&str],
+    argv: &[&str],
+) -> redis::RedisResult<Vec<i64>> {
+    redis::cmd("EVALSHA")
+        .arg(sha)
+        .arg(keys.len())
+        .arg(keys)
+        .arg(argv)
+        .query_async(&mut limiter.connection())
+        .await
+}
+
+async fn dbsize(limiter: &Limiter) -> i64 {
+    query(limiter, &redis::cmd("DBSIZE")).await
+}
+
+#[tokio::test]
+async fn bad_arguments_are_refused_naming_the_argument() {
+    use AlgorithmKind::{FixedWindow as Fw, SlidingWindowLog as Sw, TokenBucket as Tb};
+    let server = redis();
+    let limiter = limiter_on(&server);
+    let one = ["k"];
+    let two = ["k", "stats-allowed"];
+    let three = ["k", "a", "d"];
+    let cases: Vec<(AlgorithmKind, &[&str], Vec<&str>, &str)> = vec![
+        (Tb, &one, vec!["0", "1", "", "1"], "capacity"),
+        (Tb, &one, vec!["-3", "1", ""], "capacity"),
+        (Tb, &one, vec!["2.5", "1", ""], "capacity"),
+        (Tb, &one, vec!["", "1", ""], "capacity is required"),
+        (Tb, &one, vec!["5", "0", ""], "refill rate"),
+        (Tb, &one, vec!["5", "-1", ""], "refill rate"),
+        (Tb, &one, vec!["5", "nan", ""], "refill rate"),
+        (Tb, &one, vec!["5", "inf", ""], "refill rate"),
+        (Tb, &one, vec!["5", "fast", ""], "refill rate"),
+        (
+            Tb,
+            &one,
+            vec!["5", "1", "", "6"],
+            "cost 6 exceeds capacity 5",
+        ),
+        (Tb, &one, vec!["5", "1", "", "0"], "cost"),
+        (Tb, &one, vec!["5", "1", "yesterday"], "now_ms"),
+        (Tb, &one, vec!["5", "1", "-1"], "now_ms"),
+        (Tb, &two, vec!["5", "1", ""], "expected 1 key"),
+        (Tb, &[], vec!["5", "1", ""], "expected 1 key"),
+        (Sw, &one, vec!["0", "1000", "", "m"], "limit"),
+        (Sw, &one, vec!["3", "0", "", "m"], "window_ms"),
+        (Sw, &one, vec!["3", "-1000", "", "m"], "window_ms"),
+        (Sw, &one, vec!["3", "1000", "", ""], "member"),
+        (
+            Sw,
+            &one,
+            vec!["3", "1000", "", "m", "4"],
+            "cost 4 exceeds limit 3",
+        ),
+        (Sw, &one, vec!["3", "1000", "soon", "m"], "now_ms"),
+        (Sw, &two, vec!["3", "1000", "", "m"], "expected 1 key"),
+        (Fw, &one, vec!["0", "1000"], "limit"),
+        (Fw, &one, vec!["3", "0"], "window_ms"),
+        (Fw, &one, vec!["3"], "window_ms is required"),
+        (Fw, &one, vec!["3", "1000", "4"], "cost 4 exceeds limit 3"),
+        (Fw, &one, vec!["3", "1000", "0.5"], "cost"),
+        (Fw, &two, vec!["3", "1000"], "expected 1 key"),
+        (Fw, &[], vec!["3", "1000"], "expected 1 key"),
+    ];
+    let mut shas = Vec::new();
+    for kind in AlgorithmKind::ALL {
+        let sha: String = query(&limiter, redis::cmd("SCRIPT").arg("LOAD").arg(source(kind))).await;
+        shas.push((kind, sha));
+    }
+    for (kind, keys, argv, needle) in &cases {
+        let sha = &shas.iter().find(|(k, _)| k == kind).expect("loaded").1;
+        let results = [
+            ("EVAL", eval(&limiter, *kind, keys, argv).await),
+            ("EVALSHA", evalsha(&limiter, sha, keys, argv).await),
+        ];
+        for (how, result) in results {
+            let ctx = format!("{how} {kind} KEYS {keys:?} ARGV {argv:?}");
+            let err = result.expect_err(&ctx);
+            let message = err.to_string();
+            assert!(
+                message.contains(needle),
+                "{ctx}: {message:?} lacks {needle:?}"
+            );
+            assert!(
+                message.contains(kind.as_str()),
+                "{ctx}: {message:?} does not say which script"
+            );
+            assert_eq!(err.code(), Some("ratelockr"), "{ctx}: {message}");
+        }
+        assert_eq!(dbsize(&limiter).await, 0, "a refused call wrote a key");
+    }
+    // Three keys is the telemetry form: accepted.
+    let ok = eval(&limiter, Tb, &three, &["5", "1", ""]).await;
+    assert_eq!(ok.expect("three keys are fine"), vec![1, 4, 0, 1000]);
+    let counted: (Option<u64>, Option<u64>) =
+        query(&limiter, redis::cmd("MGET").arg("a").arg("d")).await;
+    assert_eq!(counted, (Some(1), None), "the allowed decision is counted");
+}
+
+#[tokio::test]
+async fn keys1_and_the_documented_argv_alone_work_as_designed() {
+    let server = redis();
+    let limiter = limiter_on(&server);
+
+    // token_bucket: capacity, refill rate, now_ms, cost (default 1).
+    let tb = "tb-doc";
+    let reply = eval(
+        &limiter,
+        AlgorithmKind::TokenBucket,
+        &[tb],
+        &["10", "5", ""],
+    )
+    .await;
+    assert_eq!(reply.expect("token bucket"), vec![1, 9, 0, 200]);
+    let reply = eval(
+        &limiter,
+        AlgorithmKind::TokenBucket,
+        &[tb],
+        &["10", "5", "", "3"],
+    )
+    .await;
+    let reply = reply.expect("token bucket with cost");
+    assert_eq!(&reply[..3], &[1, 6, 0]);
+    let (tokens, last): (String, u64) = query(
+        &limiter,
+        redis::cmd("HMGET").arg(tb).arg("tokens").arg("last_refill"),
+    )
+    .await;
+    assert!(tokens.parse::<f64>().expect("a number") <= 6.1, "{tokens}");
+    assert!(
+        last > 1_600_000_000_000,
+        "last_refill is the Redis clock in ms: {last}"
+    );
+    let ttl: i64 = query(&limiter, redis::cmd("TTL").arg(tb)).await;
+    assert_eq!(ttl, 4, "ceil(10 / 5 * 2)");
+    // An explicit clock.
+    let explicit = "tb-explicit";
+    let argv = ["4", "2", "1000000", "4"];
+    let reply = eval(&limiter, AlgorithmKind::TokenBucket, &[explicit], &argv).await;
+    assert_eq!(reply.expect("explicit"), vec![1, 0, 0, 2000]);
+    let argv = ["4", "2", "1000250", "1"];
+    let reply = eval(&limiter, AlgorithmKind::TokenBucket, &[explicit], &argv).await;
+    assert_eq!(reply.expect("explicit"), vec![0, 0, 250, 1750]);
+
+    // sliding_window_log: limit, window_ms, now_ms, member.
+    let sw = "sw-doc";
+    let argv = ["5", "1000", "", "req-1"];
+    let reply = eval(&limiter, AlgorithmKind::SlidingWindowLog, &[sw], &argv).await;
+    assert_eq!(reply.expect("sliding log"), vec![1, 4, 0, 1000]);
+    let argv = ["2", "60000", "5000", "a"];
+    let reply = eval(&limiter, AlgorithmKind::SlidingWindowLog, &["sw-x"], &argv).await;
+    assert_eq!(reply.expect("explicit"), vec![1, 1, 0, 60000]);
+    let argv = ["2", "60000", "5000", "b"];
+    let reply = eval(&limiter, AlgorithmKind::SlidingWindowLog, &["sw-x"], &argv).await;
+    assert_eq!(reply.expect("explicit"), vec![1, 0, 0, 60000]);
+    let argv = ["2", "60000", "6000", "c"];
+    let reply = eval(&limiter, AlgorithmKind::SlidingWindowLog, &["sw-x"], &argv).await;
+    assert_eq!(reply.expect("explicit"), vec![0, 0, 59000, 59000]);
+    let members: Vec<String> =
+        query(&limiter, redis::cmd("ZRANGE").arg("sw-x").arg(0).arg(-1)).await;
+    assert_eq!(members, ["a", "b"], "the denied request c is not logged");
+    let ttl: i64 = query(&limiter, redis::cmd("PTTL").arg(sw)).await;
+    assert!((1..=1000).contains(&ttl), "PTTL {ttl}");
+
+    // fixed_window: limit, window_ms, cost (default 1).
+    let fw = "fw-doc";
+    let reply = eval(
+        &limiter,
+        AlgorithmKind::FixedWindow,
+        &[fw],
+        &["100", "60000"],
+    )
+    .await;
+    assert_eq!(reply.expect("fixed window"), vec![1, 99, 0, 60000]);
+    let reply = eval(
+        &limiter,
+        AlgorithmKind::FixedWindow,
+        &[fw],
+        &["100", "60000", "5"],
+    )
+    .await;
+    let reply = reply.expect("fixed window with cost");
+    assert_eq!(&reply[..3], &[1, 94, 0]);
+    assert!(reply[3] > 58_000 && reply[3] <= 60_000, "{reply:?}");
+    let count: u64 = query(&limiter, redis::cmd("GET").arg(fw)).await;
+    assert_eq!(count, 6);
+
+    // Each call touched its KEYS[1] and nothing else.
+    let mut keys: Vec<String> = query(&limiter, redis::cmd("KEYS").arg("*")).await;
+    keys.sort();
+    assert_eq!(keys, ["fw-doc", "sw-doc", "sw-x", "tb-doc", "tb-explicit"]);
+}
+
+#[tokio::test]
+async fn the_header_examples_hold() {
+    let server = redis();
+    let limiter = limiter_on(&server);
+    // Each header ends its EXAMPLE with the reply it shows: a fresh key gives exactly that.
+    let examples: [(AlgorithmKind, &[&str], [i64; 4]); 3] = [
+        (
+            AlgorithmKind::TokenBucket,
+            &["10", "5", "", "1"],
+            [1, 9, 0, 200],
+        ),
+        (
+            AlgorithmKind::SlidingWindowLog,
+            &["5", "1000", "", "req-1"],
+            [1, 4, 0, 1000],
+        ),
+        (
+            AlgorithmKind::FixedWindow,
+            &["100", "60000"],
+            [1, 99, 0, 60000],
+        ),
+    ];
+    for (kind, argv, expected) in examples {
+        let header = source(kind).split("]]").next().expect("a header");
+        let reply = eval(&limiter, kind, &[&format!("ex-{kind}")], argv).await;
+        assert_eq!(reply.expect("the example runs"), expected, "{kind}");
+        for (i, n) in expected.iter().enumerate() {
+            let shown = format!("{}) (integer) {n}", i + 1);
+            assert!(header.contains(&shown), "{kind} header lacks {shown:?}");
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! The token bucket against a real Redis, on an explicit clock.
+
+mod common;
+
+use common::{decide_at, fork, limiter, pttl, query, redis, T0};
+use ratelockr::{Limiter, Rule};
+
+/// One request of a table case and what must come back.
+#[derive(Debug)]
+struct Step {
+    at: u64,
+    cost: u64,
+    allowed: bool,
+    remaining: i64,
+    /// `None` where float refill makes the exact figure uninteresting.
+    retry_after: Option<u64>,
+    reset_after: Option<u64>,
+}
+
+fn ok(at: u64, cost: u64, remaining: i64, reset_after: u64) -> Step {
+    Step {
+        at,
+        cost,
+        allowed: true,
+        remaining,
+        retry_after: Some(0),
+        reset_after: Some(reset_after),
+    }
+}
+
+fn no(at: u64, cost: u64, remaining: i64, retry_after: u64, reset_after: Option<u64>) -> Step {
+    Step {
+        at,
+        cost,
+        allowed: false,
+        remaining,
+        retry_after: Some(retry_after),
+        reset_after,
+    }
+}
+
+async fn run_case(limiter: &Limiter, name: &str, rule: &Rule, steps: &[Step]) {
+    for (i, step) in steps.iter().enumerate() {
+        let d = decide_at(limiter, rule, name, step.cost, step.at).await;
+        let ctx = format!("case {name:?}, step {i} {step:?}: got {d:?}");
+        assert_eq!(d.allowed, step.allowed, "{ctx}");
+        assert_eq!(d.remaining, step.remaining, "{ctx}");
+        if let Some(retry) = step.retry_after {
+            assert_eq!(d.retry_after_ms, retry, "{ctx}");
+        }
+        if let Some(reset) = step.reset_after {
+            assert_eq!(d.reset_after_ms, reset, "{ctx}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn table_of_decisions() {
+    let server = redis();
+    let limiter = limiter(&server, "tb-table");
+    // Capacity 5, 2 tokens a second: one token every 500 ms.
+    let rule = Rule::token_bucket("tb", 5, 2.0).expect("valid rule");
+    let cases: Vec<(&str, Vec<Step>)> = vec![
+        (
+            "a new bucket starts full and empties",
+            vec![
+                ok(0, 1, 4, 500),
+                ok(0, 1, 3, 1000),
+                ok(0, 1, 2, 1500),
+                ok(0, 1, 1, 2000),
+                ok(0, 1, 0, 2500),
+                no(0, 1, 0, 500, Some(2500)),
+                no(0, 1, 0, 500, Some(2500)),
+            ],
+        ),
+        (
+            "refill is lazy and exact",
+            vec![
+                ok(0, 5, 0, 2500),
+                no(250, 1, 0, 250, Some(2250)),
+                ok(500, 1, 0, 2500),
+                no(500, 1, 0, 500, Some(2500)),
+                ok(1500, 2, 0, 2500),
+            ],
+        ),
+        (
+            "one millisecond short of a token",
+            vec![
+                ok(0, 5, 0, 2500),
+                no(499, 1, 0, 1, None),
+                ok(500, 1, 0, 2500),
+            ],
+        ),
+        (
+            "refill stops at capacity",
+            vec![
+                ok(0, 1, 4, 500),
+                ok(3_600_000, 1, 4, 500),
+                ok(3_600_000, 4, 0, 2500),
+            ],
+        ),
+        (
+            "cost takes several tokens and a denied cost takes none",
+            vec![
+                ok(0, 3, 2, 1500),
+                no(0, 3, 2, 500, Some(1500)),
+                ok(0, 2, 0, 2500),
+                ok(1000, 2, 0, 2500),
+                no(1000, 5, 0, 2500, Some(2500)),
+                ok(3500, 5, 0, 2500),
+            ],
+        ),
+    ];
+    for (name, steps) in &cases {
+        run_case(&limiter, name, &rule, steps).await;
+    }
+}
+
+async fn bucket_state(limiter: &Limiter, key: &str) -> (f64, u64) {
+    let (tokens, last): (f64, u64) = query(
+        limiter,
+        redis::cmd("HMGET")
+            .arg(key)
+            .arg("tokens")
+            .arg("last_refill"),
+    )
+    .await;
+    (tokens, last)
+}
+
+#[tokio::test]
+async fn a_backwards_clock_mints_nothing_and_last_refill_never_moves_back() {
+    let server = redis();
+    let limiter = limiter(&server, "tb-backwards");
+    let rule = Rule::token_bucket("tb", 5, 2.0).expect("valid rule");
+    let key = limiter.keys().limiter(&rule, "c");
+
+    assert!(decide_at(&limiter, &rule, "c", 5, 10_000).await.allowed);
+    assert_eq!(bucket_state(&limiter, &key).await, (0.0, T0 + 10_000));
+
+    // The clock jumps 6 s back: that call mints nothing...
+    let d = decide_at(&limiter, &rule, "c", 1, 4_000).await;
+    assert!(!d.allowed, "the backwards call minted a token: {d:?}");
+    assert_eq!(bucket_state(&limiter, &key).await, (0.0, T0 + 10_000));
+    // ...and neither does the next one, back at the original time (had last_refill moved back
+    // to 4 000, this call would see 6 s of refill).
+    let d = decide_at(&limiter, &rule, "c", 1, 10_000).await;
+    assert!(!d.allowed, "the call after the backwards one minted: {d:?}");
+    assert_eq!(bucket_state(&limiter, &key).await, (0.0, T0 + 10_000));
+
+    let d = decide_at(&limiter, &rule, "c", 1, 10_499).await;
+    assert!(!d.allowed, "{d:?}");
+    assert!(decide_at(&limiter, &rule, "c", 1, 10_500).await.allowed);
+
+    // last_refill is monotonic over a ragged clock.
+    let mut high = 0;
+    for offset in [9_000, 12_000, 11_000, 0, 12_000, 12_001, 5] {
+        decide_at(&limiter, &rule, "c", 1, offset).await;
+        let (tokens, last) = bucket_state(&limiter, &key).await;
+        assert!(last >= high, "last_refill moved back from {high} to {last}");
+        assert!((0.0..=5.0).contains(&tokens), "tokens {tokens}");
+        high = last;
+    }
+    assert_eq!(high, T0 + 12_001);
+}
+
+#[tokio::test]
+async fn ttl_is_twice_the_time_to_fill_and_renewed_on_every_call() {
+    let server = redis();
+    let limiter = limiter(&server, "tb-ttl");
+    // (capacity, rate, ceil(capacity / rate * 2) seconds)
+    let cases = [
+        (10, 3.0, 7),
+        (5, 2.0, 5),
+        (1, 1000.0, 1),
+        (1, 0.3, 7),
+        (3, 0.001, 6000),
+    ];
+    for (i, (capacity, rate, secs)) in cases.into_iter().enumerate() {
+        let rule = Rule::token_bucket(format!("ttl{i}"), capacity, rate).expect("valid rule");
+        let key = limiter.keys().limiter(&rule, "c");
+        let full = secs * 1000;
+        // PTTL -1 (no TTL) must not pass for the 1 s bucket.
+        let low = (full - 1500).max(1);
+        decide_at(&limiter, &rule, "c", 1, 0).await;
+        let ttl = pttl(&limiter, &key).await;
+        assert!(
+            (low..=full).contains(&ttl),
+            "capacity {capacity} rate {rate}: PTTL {ttl}, expected about {full}"
+        );
+        // Renewed on every call, allowed or not.
+        let _: i64 = query(&limiter, redis::cmd("PERSIST").arg(&key)).await;
+        assert_eq!(pttl(&limiter, &key).await, -1);
+        decide_at(&limiter, &rule, "c", capacity, 0).await;
+        let ttl = pttl(&limiter, &key).await;
+        assert!((low..=full).contains(&ttl), "not renewed: PTTL {ttl}");
+    }
+}
+
+#[tokio::test]
+async fn a_denied_request_debits_nothing() {
+    let server = redis();
+    let limiter = limiter(&server, "tb-denied");
+    let rule = Rule::token_bucket("tb", 3, 1.0).expect("valid rule");
+    let key = limiter.keys().limiter(&rule, "c");
+    assert!(decide_at(&limiter, &rule, "c", 3, 0).await.allowed);
+    for cost in [1, 2, 3, 1] {
+        let d = decide_at(&limiter, &rule, "c", cost, 500).await;
+        assert!(!d.allowed, "{d:?}");
+        assert_eq!(bucket_state(&limiter, &key).await, (0.5, T0 + 500));
+    }
+    // Half a token more makes exactly one: nothing was taken by the denials.
+    let d = decide_at(&limiter, &rule, "c", 1, 1_000).await;
+    assert!(d.allowed, "{d:?}");
+    assert_eq!(bucket_state(&limiter, &key).await, (0.0, T0 + 1_000));
+}
+
+#[tokio::test]
+async fn waiting_retry_after_passes_and_one_ms_less_does_not() {
+    let server = redis();
+    let limiter = limiter(&server, "tb-retry");
+    // (capacity, rate, cost drained at 0, gap before the denied probe, probe cost)
+    let cases = [
+        (5, 2.0, 5, 499, 1),
+        (5, 2.0, 5, 0, 1),
+        (10, 3.0, 10, 100, 1),
+        (10, 3.0, 8, 0, 4),
+        (7, 0.3, 7, 1_234, 2),
+        (1000, 1000.0, 1000, 1, 1000),
+        (3, 0.001, 3, 0, 1),
+        (4, 7.0, 4, 13, 3),
+        (9, 0.7, 9, 2_999, 9),
+        (1, 1e9, 1, 0, 1),
+    ];
+    for (i, (capacity, rate, drain, gap, cost)) in cases.into_iter().enumerate() {
+        let rule = Rule::token_bucket(format!("r{i}"), capacity, rate).expect("valid rule");
+        assert!(decide_at(&limiter, &rule, "c", drain, 0).await.allowed);
+        let d = decide_at(&limiter, &rule, "c", cost, gap).await;
+        let ctx = format!("case {i}: capacity {capacity} rate {rate} cost {cost}: {d:?}");
+        assert!(!d.allowed && d.retry_after_ms > 0, "{ctx}");
+        let retry = d.retry_after_ms;
+        let key = limiter.keys().limiter(&rule, "c");
+        fork(&limiter, &key, &limiter.keys().limiter(&rule, "early")).await;
+        let later = decide_at(&limiter, &rule, "c", cost, gap + retry).await;
+        assert!(later.allowed, "waiting retry_after did not pass: {ctx}");
+        let early = decide_at(&limiter, &rule, "early", cost, gap + retry - 1).await;
+        assert!(
+            !early.allowed,
+            "1 ms before retry_after already passes, so retry_after is too long: {ctx}"
+        );
+    }
+}
