@@ -16,13 +16,13 @@ pub const SIZE: (u32, u32) = (1200, 820);
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 static REGISTER_FONT: Once = Once::new();
 
-/// One colour per target, readable on white and told apart in grey print.
+/// One colour per algorithm, readable on white.
 const PALETTE: [RGBColor; 5] = [
     RGBColor(31, 119, 180),  // token bucket: blue
     RGBColor(44, 160, 44),   // sliding log: green
     RGBColor(255, 127, 14),  // fixed window: orange
     RGBColor(214, 39, 40),   // naive: red
-    RGBColor(148, 103, 189), // any further: purple
+    RGBColor(148, 103, 189), // anything else: purple
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,13 +98,16 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, report: &Report) -> D
         ("sans-serif", 17).into_font().color(&RGBColor(80, 80, 80)),
     ))?;
     let (top, bottom) = body.split_vertically(body.dim_in_pixel().1 / 2);
+    // A last second the run barely entered would draw a misleading drop to zero.
+    let covered = ((report.duration_ms + 500) / 1000).max(1);
     let seconds = report
         .series
         .iter()
-        .map(|s| s.points.len())
+        .map(|s| s.points.len() as u64)
         .max()
         .unwrap_or(1)
-        .max(2) as u64;
+        .min(covered)
+        .max(2);
     panel(&top, report, seconds, "allowed / s", |p| p.allowed, true)?;
     panel(&bottom, report, seconds, "denied / s", |p| p.denied, false)?;
     Ok(())
@@ -142,12 +145,19 @@ fn panel<DB: DrawingBackend>(
         .light_line_style(RGBColor(235, 235, 235))
         .bold_line_style(RGBColor(210, 210, 210))
         .draw()?;
-    for (i, series) in report.series.iter().enumerate() {
-        let color = PALETTE[i.min(PALETTE.len() - 1)];
+    // The naive limiter is drawn first and thinner, so the real limiters stay on top of it.
+    let mut order: Vec<&Series> = report.series.iter().collect();
+    order.sort_by_key(|s| !is_naive(s));
+    for series in order {
+        let color = colour(series);
         let style = ShapeStyle::from(&color).stroke_width(if is_naive(series) { 2 } else { 3 });
         chart
             .draw_series(LineSeries::new(
-                series.points.iter().map(|p| (p.second, value(p))),
+                series
+                    .points
+                    .iter()
+                    .take(seconds as usize)
+                    .map(|p| (p.second, value(p))),
                 style,
             ))?
             .label(legend_label(series))
@@ -166,6 +176,17 @@ fn panel<DB: DrawingBackend>(
         .label_font(("sans-serif", 15))
         .draw()?;
     Ok(())
+}
+
+/// Each algorithm keeps its colour from chart to chart.
+fn colour(series: &Series) -> RGBColor {
+    PALETTE[match series.algorithm.as_str() {
+        "token_bucket" => 0,
+        "sliding_window_log" => 1,
+        "fixed_window" => 2,
+        crate::sim::naive::NAIVE_LABEL => 3,
+        _ => 4,
+    }]
 }
 
 fn is_naive(series: &Series) -> bool {

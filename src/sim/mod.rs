@@ -337,7 +337,7 @@ pub async fn run(
         cancelled: cancel.is_cancelled(),
         planned_requests: planned,
         requests_sent,
-        requested_rps: workload.rps,
+        requested_rps: workload.offered_rps(),
         achieved_rps: if duration_ms == 0 {
             0.0
         } else {

@@ -54,7 +54,8 @@ pub struct Report {
     /// Requests the workload planned (None for an as-fast-as-possible run bounded by time).
     pub planned_requests: Option<u64>,
     pub requests_sent: u64,
-    /// The rate asked for (0 = as fast as possible).
+    /// The average rate the workload offers (0 = as fast as possible); for patterns other than
+    /// constant it differs from the base `rps`.
     pub requested_rps: f64,
     /// The rate actually sent.
     pub achieved_rps: f64,

@@ -266,6 +266,21 @@ impl Workload {
         }
     }
 
+    /// The average rate the schedule offers: requests over the span they are spread across
+    /// (for a constant pattern, `rps`). 0 for as fast as possible.
+    pub fn offered_rps(&self) -> f64 {
+        if self.rps == 0.0 {
+            return 0.0;
+        }
+        let (count, last_us) = self.schedule().fold((0u64, 0u64), |(n, _), t| (n + 1, t));
+        // Each arrival stands for one gap at the base rate; a burst run spans whole periods.
+        let span_s = match self.pattern {
+            Pattern::Burst { every_ms, .. } => (last_us as f64 / 1e6) + every_ms as f64 / 1000.0,
+            _ => last_us as f64 / 1e6 + 1.0 / self.rps,
+        };
+        count as f64 / span_s
+    }
+
     /// Picks client keys for one server.
     pub fn key_picker(&self, server: u32) -> KeyPicker {
         let rng = StdRng::seed_from_u64(
@@ -401,6 +416,25 @@ mod tests {
         assert_eq!(offsets, vec![0, 10_000, 20_000, 30_000, 40_000]);
         let w = workload(Pattern::Constant, 100.0, Length::DurationMs(1000));
         assert_eq!(w.planned_requests(), Some(100));
+        assert!(
+            (w.offered_rps() - 100.0).abs() < 1e-6,
+            "{}",
+            w.offered_rps()
+        );
+        let spike = workload(
+            Pattern::Spike {
+                multiplier: 10.0,
+                start_ms: 0,
+                length_ms: 1000,
+            },
+            100.0,
+            Length::DurationMs(2000),
+        );
+        assert!(
+            (spike.offered_rps() - 550.0).abs() < 10.0,
+            "{}",
+            spike.offered_rps()
+        );
     }
 
     #[test]

@@ -301,7 +301,7 @@ fn print_table(report: &Report, args: &SimulateArgs) {
     let requested = if report.requested_rps == 0.0 {
         "as fast as possible".to_string()
     } else {
-        format!("{:.0} rps requested", report.requested_rps)
+        format!("{:.0} rps offered on average", report.requested_rps)
     };
     println!(
         "{} requests in {:.2} s: {:.0} rps achieved ({requested})\n",
