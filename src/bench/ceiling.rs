@@ -1,0 +1,364 @@
+//! The physical limit: Redis running the very same script, driven by `redis-benchmark` (C,
+//! pipelined, many connections), so the only thing between the two figures is the engine.
+//!
+//! The command is the engine's own: `EVALSHA <sha> 3 <limiter key> <allowed counter> <denied
+//! counter> <ARGV as the engine sends it>`, over the same 12-digit client keys
+//! (`__rand_int__` with `-r <keys>`). One difference, in Redis's favour: redis-benchmark cannot
+//! move the telemetry keys to the current second, so it increments one fixed pair of counters.
+
+use crate::keys::KeySpace;
+use crate::rule::{Algorithm, AlgorithmKind, Rule};
+use crate::target::RedisTarget;
+use crate::telemetry::COUNTER_TTL_SECS;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// redis-benchmark's connections: enough to keep Redis busy while some wait on the wire.
+pub const CLIENTS: usize = 50;
+/// Requests each connection pipelines.
+pub const PIPELINE: usize = 16;
+
+/// A redis-benchmark aimed at one Redis.
+#[derive(Debug, Clone)]
+pub struct RedisBenchmark {
+    program: PathBuf,
+    /// `-h H -p P` or `-s SOCKET`, then `--dbnum N`.
+    endpoint: Vec<String>,
+}
+
+/// One redis-benchmark figure.
+#[derive(Debug, Clone, Serialize)]
+pub struct CeilingReport {
+    /// What ran, in words (`token_bucket`, `return 1`, ...).
+    pub script: String,
+    pub requests: u64,
+    pub clients: usize,
+    pub pipeline: usize,
+    pub calls_per_sec: f64,
+    /// The command line, password-free, to reproduce the figure by hand.
+    pub command: String,
+}
+
+impl RedisBenchmark {
+    /// redis-benchmark from PATH aimed at `target`, or why it cannot be used.
+    pub fn locate(target: &RedisTarget) -> Result<Self, String> {
+        let program = crate::embedded::find_on_path("redis-benchmark").ok_or_else(|| {
+            "redis-benchmark is not on PATH (Debian/Ubuntu: apt-get install redis-tools)"
+                .to_string()
+        })?;
+        let client = target.client();
+        let info = client.get_connection_info();
+        let settings = info.redis_settings();
+        if settings.password().is_some() {
+            // redis-benchmark would need it on its command line, visible to every local user.
+            return Err("the Redis URL carries a password; redis-benchmark would have to show it on its command line".into());
+        }
+        let mut endpoint = match info.addr() {
+            redis::ConnectionAddr::Tcp(host, port) => {
+                vec!["-h".into(), host.clone(), "-p".into(), port.to_string()]
+            }
+            redis::ConnectionAddr::Unix(path) => vec!["-s".into(), path.display().to_string()],
+            other => {
+                return Err(format!(
+                    "unsupported connection for redis-benchmark: {other:?}"
+                ))
+            }
+        };
+        endpoint.extend(["--dbnum".into(), settings.db().to_string()]);
+        Ok(RedisBenchmark { program, endpoint })
+    }
+
+    /// Runs `EVALSHA <sha> <keys...> <args...>` `requests` times and returns calls per second.
+    /// `__rand_int__` in a key or argument becomes a 12-digit number below `keyspace`.
+    pub async fn evalsha(
+        &self,
+        label: &str,
+        sha: &str,
+        keys: &[String],
+        args: &[String],
+        requests: u64,
+        keyspace: usize,
+    ) -> anyhow::Result<CeilingReport> {
+        let mut argv: Vec<String> = self.endpoint.clone();
+        argv.extend([
+            "-c".into(),
+            CLIENTS.to_string(),
+            "-P".into(),
+            PIPELINE.to_string(),
+            "-n".into(),
+            requests.to_string(),
+            "-r".into(),
+            keyspace.to_string(),
+            "--csv".into(),
+            "EVALSHA".into(),
+            sha.into(),
+            keys.len().to_string(),
+        ]);
+        argv.extend(keys.iter().cloned());
+        argv.extend(args.iter().cloned());
+        let output = tokio::process::Command::new(&self.program)
+            .args(&argv)
+            .kill_on_drop(true)
+            .output()
+            .await?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        anyhow::ensure!(
+            output.status.success(),
+            "redis-benchmark failed ({}): {}{}",
+            output.status,
+            stdout,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let calls_per_sec = parse_csv_rps(&stdout)
+            .ok_or_else(|| anyhow::anyhow!("no figure in redis-benchmark's output: {stdout}"))?;
+        let shown: Vec<String> = argv.iter().map(|a| shell_quote(a)).collect();
+        Ok(CeilingReport {
+            script: label.into(),
+            requests,
+            clients: CLIENTS,
+            pipeline: PIPELINE,
+            calls_per_sec,
+            command: format!("redis-benchmark {}", shown.join(" ")),
+        })
+    }
+
+    /// As [`RedisBenchmark::evalsha`], for about `duration`: a short first run warms Redis up
+    /// and sizes the measured one.
+    pub async fn evalsha_for(
+        &self,
+        label: &str,
+        sha: &str,
+        keys: &[String],
+        args: &[String],
+        duration: Duration,
+        keyspace: usize,
+    ) -> anyhow::Result<CeilingReport> {
+        let probe = self
+            .evalsha(label, sha, keys, args, 20_000, keyspace)
+            .await?;
+        let requests = (probe.calls_per_sec * duration.as_secs_f64()).max(20_000.0) as u64;
+        self.evalsha(label, sha, keys, args, requests, keyspace)
+            .await
+    }
+}
+
+/// The engine's EVALSHA for `rule`, as redis-benchmark should send it: KEYS then ARGV exactly
+/// as `scripts::Call::invocation` builds them (server clock, cost 1), with the client key
+/// replaced by `__rand_int__`. `telemetry: false` sends the limiter key alone.
+pub fn engine_command(rule: &Rule, keys: &KeySpace, telemetry: bool) -> (Vec<String>, Vec<String>) {
+    let limiter_key = keys.limiter(rule, "__rand_int__");
+    let mut script_keys = vec![limiter_key];
+    if telemetry {
+        // A fixed second: redis-benchmark cannot follow the clock.
+        for outcome in [crate::Outcome::Allowed, crate::Outcome::Denied] {
+            script_keys.push(keys.stats(rule.name(), 0, outcome));
+        }
+    }
+    let ttl = COUNTER_TTL_SECS.to_string();
+    let args = match *rule.algorithm() {
+        Algorithm::TokenBucket {
+            capacity,
+            refill_per_sec,
+        } => vec![
+            capacity.to_string(),
+            refill_per_sec.to_string(),
+            String::new(),
+            "1".into(),
+            ttl,
+        ],
+        Algorithm::SlidingWindowLog { limit, window_ms } => vec![
+            limit.to_string(),
+            window_ms.to_string(),
+            String::new(),
+            // A random member per call; the engine sends a UUID. Collisions only re-score.
+            "req-__rand_int__".into(),
+            "1".into(),
+            ttl,
+        ],
+        Algorithm::FixedWindow { limit, window_ms } => {
+            vec![limit.to_string(), window_ms.to_string(), "1".into(), ttl]
+        }
+    };
+    (script_keys, args)
+}
+
+/// A GCRA with the Redis-side work of go-redis/redis_rate's script (see the file's header).
+pub const GCRA_REFERENCE_LUA: &str = include_str!("../../bench/gcra_reference.lua");
+
+/// One script's Redis-side cost.
+#[derive(Debug, Clone, Serialize)]
+pub struct LuaCost {
+    pub script: String,
+    /// The median of the rounds.
+    pub calls_per_sec: f64,
+    /// `return 1`'s calls per second ÷ this script's: how many trivial EVALSHAs one call costs.
+    pub relative_cost: f64,
+    pub rounds: Vec<f64>,
+    pub command: String,
+}
+
+/// Each script's throughput under redis-benchmark against a trivial `EVALSHA` (`return 1`),
+/// run in interleaved rounds so that a noisy neighbour hurts all alike; medians reported.
+pub async fn lua_costs(
+    bench: &RedisBenchmark,
+    conn: &mut impl redis::aio::ConnectionLike,
+    keys: &KeySpace,
+    keyspace: usize,
+    per_run: Duration,
+    rounds: usize,
+) -> anyhow::Result<Vec<LuaCost>> {
+    struct Case {
+        label: String,
+        sha: String,
+        keys: Vec<String>,
+        args: Vec<String>,
+    }
+    let mut cases = vec![Case {
+        label: "return 1".into(),
+        sha: load_script(conn, "return 1").await?,
+        keys: vec![],
+        args: vec![],
+    }];
+    for kind in AlgorithmKind::ALL {
+        let rule = super::bench_rule(kind)?;
+        let sha = load_script(conn, crate::scripts::source(kind)).await?;
+        for telemetry in [true, false] {
+            if !telemetry && kind != AlgorithmKind::TokenBucket {
+                continue;
+            }
+            let (k, a) = engine_command(&rule, keys, telemetry);
+            cases.push(Case {
+                label: script_label(kind, telemetry),
+                sha: sha.clone(),
+                keys: k,
+                args: a,
+            });
+        }
+    }
+    cases.push(Case {
+        label: "GCRA (redis_rate's calls)".into(),
+        sha: load_script(conn, GCRA_REFERENCE_LUA).await?,
+        keys: vec![format!("{}:gcra:{{bench}}:__rand_int__", keys.prefix())],
+        args: ["100", "100", "1", "1"].map(String::from).to_vec(),
+    });
+    let mut results: Vec<Vec<CeilingReport>> = cases.iter().map(|_| Vec::new()).collect();
+    for _ in 0..rounds.max(1) {
+        for (case, runs) in cases.iter().zip(&mut results) {
+            runs.push(
+                bench
+                    .evalsha_for(
+                        &case.label,
+                        &case.sha,
+                        &case.keys,
+                        &case.args,
+                        per_run,
+                        keyspace,
+                    )
+                    .await?,
+            );
+        }
+    }
+    let medians: Vec<f64> = results
+        .iter()
+        .map(|runs| median(runs.iter().map(|r| r.calls_per_sec).collect()))
+        .collect();
+    let trivial = medians[0];
+    Ok(cases
+        .into_iter()
+        .zip(results)
+        .zip(medians)
+        .map(|((case, runs), calls_per_sec)| LuaCost {
+            script: case.label,
+            calls_per_sec,
+            relative_cost: trivial / calls_per_sec,
+            command: runs.last().map(|r| r.command.clone()).unwrap_or_default(),
+            rounds: runs.iter().map(|r| r.calls_per_sec).collect(),
+        })
+        .collect())
+}
+
+/// The median of a few figures (the mean of the middle two for an even count).
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+/// `SCRIPT LOAD`s `source` and returns its SHA1.
+pub async fn load_script(
+    conn: &mut impl redis::aio::ConnectionLike,
+    source: &str,
+) -> anyhow::Result<String> {
+    Ok(redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(source)
+        .query_async(conn)
+        .await?)
+}
+
+/// The label of an algorithm's script in reports.
+pub fn script_label(kind: AlgorithmKind, telemetry: bool) -> String {
+    if telemetry {
+        kind.as_str().to_string()
+    } else {
+        format!("{} (no telemetry)", kind.as_str())
+    }
+}
+
+/// The rps column of redis-benchmark's `--csv` output. The first column (the command) may
+/// hold commas, so fields are counted from the right: rps is the 7th of 8.
+fn parse_csv_rps(csv: &str) -> Option<f64> {
+    csv.lines()
+        .rev()
+        .filter(|l| !l.starts_with("\"test\""))
+        .find_map(|line| {
+            let fields: Vec<&str> = line.rsplitn(8, ',').collect();
+            (fields.len() == 8).then_some(())?;
+            fields[6].trim_matches('"').parse().ok()
+        })
+}
+
+fn shell_quote(arg: &str) -> String {
+    if !arg.is_empty()
+        && arg
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.:/=".contains(&b))
+    {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_rps_of_redis_benchmark_csv() {
+        let csv = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"\n\"EVALSHA abc 3 k a,b  1 120\",\"36509.68\",\"21.592\",\"1.376\",\"19.999\",\"36.831\",\"43.615\",\"52.095\"\n";
+        assert_eq!(parse_csv_rps(csv), Some(36509.68));
+        assert_eq!(parse_csv_rps("garbage"), None);
+    }
+
+    #[test]
+    fn the_ceiling_sends_the_engines_arguments() {
+        let rule = super::super::bench_rule(AlgorithmKind::TokenBucket).expect("rule");
+        let (keys, args) = engine_command(&rule, &KeySpace::default(), true);
+        assert_eq!(
+            keys,
+            [
+                "ratelockr:tb:{bench}:__rand_int__",
+                "ratelockr:stats:{bench}:0:allowed",
+                "ratelockr:stats:{bench}:0:denied"
+            ]
+        );
+        assert_eq!(args, ["100", "100", "", "1", "120"]);
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("a{b}"), "'a{b}'");
+    }
+}

@@ -1,0 +1,162 @@
+//! Decisions per second and latency through the engine, measured honestly: the connection is
+//! up and every script loaded before the clock starts, a warm-up is excluded, and Redis errors
+//! and fail-open answers are counted apart from decisions, never as decisions.
+
+use super::client_key;
+use crate::limiter::{CheckError, Limiter};
+use crate::rule::Rule;
+use crate::scripts::At;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct EngineBench {
+    pub rule: Rule,
+    /// Tasks deciding at once, each waiting for its answer before asking again (closed loop).
+    pub concurrency: usize,
+    /// Distinct client keys, visited round-robin.
+    pub keys: usize,
+    pub warmup: Duration,
+    pub duration: Duration,
+}
+
+/// What was measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct EngineReport {
+    pub algorithm: &'static str,
+    pub concurrency: usize,
+    pub keys: usize,
+    /// The measured interval (warm-up excluded).
+    pub seconds: f64,
+    /// Decisions Redis made (allowed or denied) within the measured interval.
+    pub decisions: u64,
+    pub allowed: u64,
+    pub denied: u64,
+    /// Calls that failed and so made no decision (each would have been a fail-open).
+    pub errors: u64,
+    pub decisions_per_sec: f64,
+    pub p50_us: f64,
+    pub p95_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+const WARMING: u8 = 0;
+const MEASURING: u8 = 1;
+const STOPPED: u8 = 2;
+
+/// One task's tally, merged at the end so the hot loop shares nothing but the phase flag.
+struct Tally {
+    latency_ns: Histogram<u64>,
+    allowed: u64,
+    denied: u64,
+    errors: u64,
+}
+
+impl EngineBench {
+    /// Runs the benchmark through `limiter` (use the limiter that production would: same
+    /// options, same observer). Fails only when Redis cannot be reached before the start.
+    pub async fn run(&self, limiter: &Limiter) -> anyhow::Result<EngineReport> {
+        anyhow::ensure!(self.concurrency >= 1, "concurrency must be at least 1");
+        anyhow::ensure!(self.keys >= 1, "keys must be at least 1");
+        // Connect and load the script before the clock starts: one decision does both.
+        limiter
+            .ping()
+            .await
+            .map_err(|e| anyhow::anyhow!("Redis at {} does not answer: {e}", limiter.target()))?;
+        limiter
+            .try_check_at(&self.rule, &client_key(0), 1, At::ServerClock)
+            .await
+            .map_err(|e| anyhow::anyhow!("the first decision failed: {e}"))?;
+
+        let keys: Arc<[String]> = (0..self.keys).map(client_key).collect();
+        let phase = Arc::new(AtomicU8::new(WARMING));
+        let mut tasks = Vec::with_capacity(self.concurrency);
+        for task in 0..self.concurrency {
+            let (limiter, rule, keys, phase) = (
+                limiter.clone(),
+                self.rule.clone(),
+                keys.clone(),
+                phase.clone(),
+            );
+            let stride = self.concurrency;
+            tasks.push(tokio::spawn(async move {
+                let mut tally = Tally {
+                    latency_ns: Histogram::new_with_bounds(1_000, 60_000_000_000, 3)
+                        .expect("valid histogram bounds"),
+                    allowed: 0,
+                    denied: 0,
+                    errors: 0,
+                };
+                let mut i = task;
+                loop {
+                    let key = &keys[i % keys.len()];
+                    i += stride;
+                    let started = Instant::now();
+                    let result = limiter.try_check_at(&rule, key, 1, At::ServerClock).await;
+                    let elapsed = started.elapsed();
+                    match phase.load(Ordering::Relaxed) {
+                        MEASURING => {}
+                        WARMING => continue,
+                        _ => break,
+                    }
+                    match result {
+                        Ok(d) if d.fail_open || d.is_degraded() => tally.errors += 1,
+                        Ok(d) => {
+                            if d.allowed {
+                                tally.allowed += 1;
+                            } else {
+                                tally.denied += 1;
+                            }
+                            tally
+                                .latency_ns
+                                .saturating_record(elapsed.as_nanos() as u64);
+                        }
+                        Err(CheckError::Redis(_)) => tally.errors += 1,
+                        Err(CheckError::Rule(err)) => return Err(err),
+                    }
+                }
+                Ok(tally)
+            }));
+        }
+
+        tokio::time::sleep(self.warmup).await;
+        phase.store(MEASURING, Ordering::Relaxed);
+        let started = Instant::now();
+        tokio::time::sleep(self.duration).await;
+        phase.store(STOPPED, Ordering::Relaxed);
+        let seconds = started.elapsed().as_secs_f64();
+
+        let mut latency = Histogram::<u64>::new_with_bounds(1_000, 60_000_000_000, 3)
+            .expect("valid histogram bounds");
+        let (mut allowed, mut denied, mut errors) = (0, 0, 0);
+        for task in tasks {
+            let tally = task.await??;
+            latency.add(&tally.latency_ns)?;
+            allowed += tally.allowed;
+            denied += tally.denied;
+            errors += tally.errors;
+        }
+        let decisions = allowed + denied;
+        let us = |q: f64| latency.value_at_quantile(q) as f64 / 1000.0;
+        Ok(EngineReport {
+            algorithm: self.rule.kind().as_str(),
+            concurrency: self.concurrency,
+            keys: self.keys,
+            seconds,
+            decisions,
+            allowed,
+            denied,
+            errors,
+            decisions_per_sec: decisions as f64 / seconds,
+            p50_us: us(0.50),
+            p95_us: us(0.95),
+            p99_us: us(0.99),
+            max_us: latency.max() as f64 / 1000.0,
+        })
+    }
+}

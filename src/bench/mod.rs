@@ -1,0 +1,121 @@
+//! Load tests of the engine, measured against what Redis itself can do in the same run.
+//!
+//! - [`engine`]   decisions per second and latency percentiles through [`Limiter`](crate::Limiter)
+//! - [`ceiling`]  redis-benchmark running the very same script with EVALSHA, pipelined: the
+//!   physical limit the engine is measured against, and the Lua cost of each script
+//! - [`stats`]    the cost of reading 30 seconds of stats, with and without a million keys
+//!
+//! Every measurement is bounded in time and meant for a Redis on this machine.
+
+pub mod ceiling;
+pub mod engine;
+pub mod stats;
+
+use crate::rule::{AlgorithmKind, Rule, RuleError};
+use serde::Serialize;
+
+/// The rule every benchmark uses for `kind`: generous enough that most decisions are
+/// admissions at the rates this machine reaches across the default 10,000 keys (about 10 per
+/// key and second), so the measured path is the common one.
+pub fn bench_rule(kind: AlgorithmKind) -> Result<Rule, RuleError> {
+    let name = "bench";
+    match kind {
+        AlgorithmKind::TokenBucket => Rule::token_bucket(name, 100, 100.0),
+        AlgorithmKind::SlidingWindowLog => Rule::sliding_window_log(name, 100, 1000),
+        AlgorithmKind::FixedWindow => Rule::fixed_window(name, 100, 1000),
+    }
+}
+
+/// Client keys as redis-benchmark's `__rand_int__` spells them (12 digits), so the engine and
+/// the ceiling touch the same keys.
+pub fn client_key(i: usize) -> String {
+    format!("{i:012}")
+}
+
+/// Where a figure was measured: printed beside every figure.
+#[derive(Debug, Clone, Serialize)]
+pub struct Conditions {
+    pub cpu: String,
+    pub cores: usize,
+    pub redis_version: String,
+    /// UTC, `YYYY-MM-DD HH:MM:SS`.
+    pub date: String,
+}
+
+impl Conditions {
+    /// This machine, and the version the Redis at the other end reports.
+    pub async fn probe(conn: &mut impl redis::aio::ConnectionLike) -> Self {
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .query_async(conn)
+            .await
+            .unwrap_or_default();
+        let redis_version = info
+            .lines()
+            .find_map(|l| l.strip_prefix("redis_version:"))
+            .unwrap_or("unknown")
+            .trim()
+            .to_string();
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, m)| m.trim().to_string())
+            })
+            .unwrap_or_else(|| "unknown".into());
+        Conditions {
+            cpu,
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            redis_version,
+            date: utc_now(),
+        }
+    }
+}
+
+/// The current UTC time as `YYYY-MM-DD HH:MM:SS`, without a date crate.
+fn utc_now() -> String {
+    let secs = crate::telemetry::now_ms() / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_match_redis_benchmark_spelling() {
+        assert_eq!(client_key(42), "000000000042");
+    }
+
+    #[test]
+    fn utc_now_is_well_formed() {
+        let now = utc_now();
+        assert_eq!(now.len(), 19, "{now}");
+        assert!(now.starts_with("20"), "{now}");
+    }
+
+    #[test]
+    fn every_bench_rule_is_valid() {
+        for kind in AlgorithmKind::ALL {
+            assert_eq!(bench_rule(kind).expect("valid").kind(), kind);
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! `ratelockr bench`: the engine's throughput and latency beside Redis's own ceiling.
+
+use crate::opts::{print_json, AlgorithmArg, Global};
+use clap::Args;
+use ratelockr::bench::{self, ceiling, engine::EngineBench, stats, Conditions};
+use ratelockr::{AlgorithmKind, Limiter, Metrics};
+use serde::Serialize;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// The algorithm to measure; repeat it, or leave it out for all three.
+    #[arg(long, value_enum)]
+    pub algorithm: Vec<AlgorithmArg>,
+    /// Seconds measured per run, warm-up excluded.
+    #[arg(long, default_value_t = 3)]
+    pub duration_secs: u64,
+    /// Decisions in flight at once (tasks sharing the limiter's one connection).
+    #[arg(long, default_value_t = 64)]
+    pub concurrency: usize,
+    /// Seconds of warm-up before each measured run.
+    #[arg(long, default_value_t = 1)]
+    pub warmup_secs: u64,
+    /// Distinct client keys, the same for the engine and the ceiling.
+    #[arg(long, default_value_t = 10_000)]
+    pub keys: usize,
+    /// Engine and ceiling runs, alternated; medians reported.
+    #[arg(long, default_value_t = 1)]
+    pub rounds: usize,
+    /// Skip the redis-benchmark ceiling.
+    #[arg(long)]
+    pub no_ceiling: bool,
+    /// Also measure each script's Redis-side cost against a trivial EVALSHA (redis-benchmark).
+    #[arg(long)]
+    pub lua: bool,
+    /// Also show that reading stats costs the same with a million keys in Redis (starts its
+    /// own redis-server).
+    #[arg(long)]
+    pub stats: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct AlgorithmResult {
+    algorithm: &'static str,
+    decisions_per_sec: f64,
+    p50_us: f64,
+    p95_us: f64,
+    p99_us: f64,
+    max_us: f64,
+    decisions: u64,
+    allowed: u64,
+    denied: u64,
+    /// Redis failures: no decision was made (each would have failed open).
+    errors: u64,
+    concurrency: usize,
+    keys: usize,
+    /// Redis running the same EVALSHA under redis-benchmark, calls per second.
+    ceiling_per_sec: Option<f64>,
+    /// decisions_per_sec ÷ ceiling_per_sec.
+    engine_to_ceiling: Option<f64>,
+    ceiling_command: Option<String>,
+    rounds: Vec<bench::engine::EngineReport>,
+    ceiling_rounds: Vec<f64>,
+}
+
+#[derive(Debug, Serialize)]
+struct Output {
+    conditions: Conditions,
+    ceiling_note: Option<String>,
+    results: Vec<AlgorithmResult>,
+    lua: Option<Vec<ceiling::LuaCost>>,
+    stats: Option<stats::StatsReport>,
+}
+
+pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        args.duration_secs >= 1,
+        "invalid --duration-secs: must be at least 1"
+    );
+    anyhow::ensure!(
+        args.concurrency >= 1,
+        "invalid --concurrency: must be at least 1"
+    );
+    anyhow::ensure!(args.keys >= 1, "invalid --keys: must be at least 1");
+    let kinds: Vec<AlgorithmKind> = if args.algorithm.is_empty() {
+        AlgorithmKind::ALL.to_vec()
+    } else {
+        args.algorithm.iter().map(|&a| a.into()).collect()
+    };
+    let backend = global.backend()?;
+    let metrics = Metrics::new();
+    let limiter: Limiter = global
+        .limiter(&backend)?
+        .with_observer(Arc::new(metrics.clone()));
+    let conditions = Conditions::probe(&mut limiter.connection()).await;
+    let redis_benchmark = match args.no_ceiling {
+        true => Err("--no-ceiling".to_string()),
+        false => ceiling::RedisBenchmark::locate(limiter.target()),
+    };
+    let note = redis_benchmark.as_ref().err().cloned();
+    if let Some(why) = &note {
+        eprintln!("ratelockr bench: no ceiling measured: {why}");
+    }
+
+    let mut results = Vec::new();
+    for kind in kinds {
+        let rule = bench::bench_rule(kind)?;
+        let run = EngineBench {
+            rule: rule.clone(),
+            concurrency: args.concurrency,
+            keys: args.keys,
+            warmup: Duration::from_secs(args.warmup_secs),
+            duration: Duration::from_secs(args.duration_secs),
+        };
+        let sha = ceiling::load_script(&mut limiter.connection(), ratelockr::scripts::source(kind))
+            .await?;
+        let (script_keys, script_args) = ceiling::engine_command(&rule, limiter.keys(), true);
+        let mut rounds = Vec::new();
+        let mut ceilings = Vec::new();
+        let mut command = None;
+        for _ in 0..args.rounds.max(1) {
+            rounds.push(run.run(&limiter).await?);
+            if let Ok(rb) = &redis_benchmark {
+                let c = rb
+                    .evalsha_for(
+                        kind.as_str(),
+                        &sha,
+                        &script_keys,
+                        &script_args,
+                        Duration::from_secs(args.duration_secs),
+                        args.keys,
+                    )
+                    .await?;
+                ceilings.push(c.calls_per_sec);
+                command = Some(c.command);
+            }
+        }
+        let med = |f: fn(&bench::engine::EngineReport) -> f64| {
+            ceiling::median(rounds.iter().map(f).collect())
+        };
+        let decisions_per_sec = med(|r| r.decisions_per_sec);
+        let ceiling_per_sec = (!ceilings.is_empty()).then(|| ceiling::median(ceilings.clone()));
+        results.push(AlgorithmResult {
+            algorithm: kind.as_str(),
+            decisions_per_sec,
+            p50_us: med(|r| r.p50_us),
+            p95_us: med(|r| r.p95_us),
+            p99_us: med(|r| r.p99_us),
+            max_us: med(|r| r.max_us),
+            decisions: rounds.iter().map(|r| r.decisions).sum(),
+            allowed: rounds.iter().map(|r| r.allowed).sum(),
+            denied: rounds.iter().map(|r| r.denied).sum(),
+            errors: rounds.iter().map(|r| r.errors).sum(),
+            concurrency: args.concurrency,
+            keys: args.keys,
+            ceiling_per_sec,
+            engine_to_ceiling: ceiling_per_sec.map(|c| decisions_per_sec / c),
+            ceiling_command: command,
+            rounds,
+            ceiling_rounds: ceilings,
+        });
+        if !global.json {
+            print_result(results.last().expect("just pushed"));
+        }
+    }
+
+    let lua = match (&redis_benchmark, args.lua) {
+        (Ok(rb), true) => Some(
+            ceiling::lua_costs(
+                rb,
+                &mut limiter.connection(),
+                limiter.keys(),
+                args.keys,
+                Duration::from_secs(1),
+                args.rounds.max(3),
+            )
+            .await?,
+        ),
+        _ => None,
+    };
+    let stats = match args.stats {
+        true => Some(stats::run(2_000, 1_000_000).await?),
+        false => None,
+    };
+
+    let output = Output {
+        conditions,
+        ceiling_note: note,
+        results,
+        lua,
+        stats,
+    };
+    if global.json {
+        if output.results.len() == 1 && output.lua.is_none() && output.stats.is_none() {
+            // One algorithm: its figures at the top level, as design.md promises.
+            let mut value = serde_json::to_value(&output.results[0])?;
+            value["conditions"] = serde_json::to_value(&output.conditions)?;
+            print_json(&value)?;
+        } else {
+            print_json(&output)?;
+        }
+    } else {
+        print_tail(&output);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_result(r: &AlgorithmResult) {
+    let ceiling = match (r.ceiling_per_sec, r.engine_to_ceiling) {
+        (Some(c), Some(ratio)) => format!("  ceiling {c:>9.0}/s  engine/ceiling {ratio:.2}"),
+        _ => String::new(),
+    };
+    println!(
+        "{:<19} {:>9.0} decisions/s  p50 {:>6.0} us  p95 {:>6.0} us  p99 {:>6.0} us  errors {}{ceiling}",
+        r.algorithm, r.decisions_per_sec, r.p50_us, r.p95_us, r.p99_us, r.errors
+    );
+}
+
+fn print_tail(output: &Output) {
+    let c = &output.conditions;
+    println!(
+        "  (concurrency {}, {} keys; {} cores, {}; Redis {}; {} UTC)",
+        output.results.first().map_or(0, |r| r.concurrency),
+        output.results.first().map_or(0, |r| r.keys),
+        c.cores,
+        c.cpu,
+        c.redis_version,
+        c.date
+    );
+    if let Some(costs) = &output.lua {
+        println!("\nLua cost (redis-benchmark, EVALSHA, medians):");
+        for cost in costs {
+            println!(
+                "  {:<32} {:>9.0} calls/s  {:>5.2}x the cost of `return 1`",
+                cost.script, cost.calls_per_sec, cost.relative_cost
+            );
+        }
+    }
+    if let Some(s) = &output.stats {
+        println!("\nStats read (30 s = 60 GETs in one pipeline), private redis-server:");
+        for run in [&s.empty, &s.populated] {
+            println!(
+                "  {:>8} keys in Redis  {:>7.0} reads/s  p50 {:>5.0} us  p99 {:>5.0} us",
+                run.keys_in_redis, run.reads_per_sec, run.p50_us, run.p99_us
+            );
+        }
+        println!(
+            "  with a million keys ÷ empty: p50 {:.2}, throughput {:.2}",
+            s.p50_ratio, s.throughput_ratio
+        );
+    }
+}

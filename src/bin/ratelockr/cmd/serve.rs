@@ -1,0 +1,110 @@
+//! `ratelockr serve`: the metrics endpoint, optionally fed by a demo workload.
+
+use crate::opts::{AlgorithmArg, Global};
+use clap::Args;
+use ratelockr::metrics::MetricsServer;
+use ratelockr::{AlgorithmKind, Limiter, Metrics};
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Where to listen. Loopback by default: the metrics name rules and reveal traffic.
+    #[arg(long, default_value = "127.0.0.1:9464")]
+    pub addr: SocketAddr,
+    /// Decisions per second of a demo workload through this process's limiter (all three
+    /// algorithms in turn, 50 client keys), so the endpoint has something to count. 0: none;
+    /// the endpoint then reports this process's decisions only, which are none.
+    #[arg(long, default_value_t = 0)]
+    pub demo_rps: u32,
+    /// The demo's algorithm; repeat it, or leave it out for all three.
+    #[arg(long, value_enum)]
+    pub algorithm: Vec<AlgorithmArg>,
+}
+
+pub async fn run(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    if !args.addr.ip().is_loopback() {
+        eprintln!(
+            "ratelockr serve: warning: {} is reachable from other machines; the metrics name your rules",
+            args.addr
+        );
+    }
+    let metrics = Metrics::new();
+    let server = MetricsServer::bind(metrics.clone(), args.addr).await?;
+    let addr = server.local_addr()?;
+    // Keeps an embedded Redis alive while the demo runs.
+    let _backend = if args.demo_rps > 0 {
+        let backend = global.backend()?;
+        let limiter = global
+            .limiter(&backend)?
+            .with_observer(Arc::new(metrics.clone()));
+        let kinds: Vec<AlgorithmKind> = if args.algorithm.is_empty() {
+            AlgorithmKind::ALL.to_vec()
+        } else {
+            args.algorithm.iter().map(|&a| a.into()).collect()
+        };
+        let rules = kinds
+            .into_iter()
+            .map(|kind| {
+                let rule = ratelockr::bench::bench_rule(kind)?;
+                // Tight enough that the demo shows denials too.
+                let algorithm = match *rule.algorithm() {
+                    ratelockr::Algorithm::TokenBucket { .. } => ratelockr::Algorithm::TokenBucket {
+                        capacity: 10,
+                        refill_per_sec: 2.0,
+                    },
+                    ratelockr::Algorithm::SlidingWindowLog { .. } => {
+                        ratelockr::Algorithm::SlidingWindowLog {
+                            limit: 10,
+                            window_ms: 5_000,
+                        }
+                    }
+                    ratelockr::Algorithm::FixedWindow { .. } => ratelockr::Algorithm::FixedWindow {
+                        limit: 10,
+                        window_ms: 5_000,
+                    },
+                };
+                Ok(ratelockr::Rule::new(
+                    format!("demo-{}", kind.cli_name()),
+                    algorithm,
+                )?)
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        metrics.set_active_rules(rules.len());
+        tokio::spawn(demo(limiter, rules, args.demo_rps));
+        eprintln!(
+            "ratelockr serve: demo workload of {} decisions/s against {}",
+            args.demo_rps,
+            backend.target()
+        );
+        Some(backend)
+    } else {
+        None
+    };
+    eprintln!(
+        "ratelockr serve: metrics of this process's decisions at http://{addr}{} (Ctrl-C stops)",
+        ratelockr::metrics::METRICS_PATH
+    );
+    server
+        .run(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Paced decisions over a few client keys, round-robin across `rules`.
+async fn demo(limiter: Limiter, rules: Vec<ratelockr::Rule>, rps: u32) {
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / f64::from(rps)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let keys: Vec<String> = (0..50).map(|i| format!("demo-client-{i}")).collect();
+    for n in 0usize.. {
+        tick.tick().await;
+        let rule = &rules[n % rules.len()];
+        let key = &keys[(n / rules.len()) % keys.len()];
+        // Redis failures fail open and are counted by the metrics; nothing to do here.
+        let _ = limiter.check(rule, key).await;
+    }
+}
