@@ -1,0 +1,341 @@
+//! The `ratelockr` binary: `check` and `stats` as scripts and people use them.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::process::{Command, Output};
+
+fn ratelockr(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ratelockr"))
+        .args(args)
+        .env_remove("REDIS_URL")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run the ratelockr binary")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "exit {}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&out.stdout)))
+}
+
+fn keys_of(value: &serde_json::Value) -> BTreeSet<String> {
+    value
+        .as_object()
+        .expect("a JSON object")
+        .keys()
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn check_json_prints_exactly_the_decision() {
+    let server = common::redis();
+    let prefix = common::unique("cli-json");
+    let url = server.url();
+    let base = [
+        "check", "--redis", &url, "--prefix", &prefix, "--json", "--key", "k",
+    ];
+    let expected: BTreeSet<String> = [
+        "allowed",
+        "remaining",
+        "retry_after_ms",
+        "reset_after_ms",
+        "fail_open",
+    ]
+    .map(String::from)
+    .into();
+    for (algorithm, params) in [
+        (
+            "token-bucket",
+            ["--capacity", "3", "--refill-per-sec", "0.001"],
+        ),
+        (
+            "sliding-window-log",
+            ["--limit", "3", "--window-ms", "600000"],
+        ),
+        ("fixed-window", ["--limit", "3", "--window-ms", "600000"]),
+    ] {
+        let mut remaining = Vec::new();
+        for _ in 0..4 {
+            let mut args = base.to_vec();
+            args.extend(["--algorithm", algorithm]);
+            args.extend(params);
+            let d = json(&ratelockr(&args));
+            assert_eq!(keys_of(&d), expected, "{algorithm}: {d}");
+            assert_eq!(d["fail_open"], false, "{algorithm}: {d}");
+            remaining.push((d["allowed"].as_bool(), d["remaining"].as_i64()));
+        }
+        let want = [(true, 2), (true, 1), (true, 0), (false, 0)]
+            .map(|(a, r)| (Some(a), Some(r)))
+            .to_vec();
+        assert_eq!(remaining, want, "{algorithm}");
+    }
+    // The human form says what happened.
+    let out = ratelockr(&[
+        "check",
+        "--redis",
+        &url,
+        "--prefix",
+        &prefix,
+        "--key",
+        "h",
+        "--algorithm",
+        "fixed-window",
+    ]);
+    assert!(out.status.success());
+    assert!(
+        text(&out.stdout).starts_with("allowed"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn invalid_parameters_exit_non_zero_naming_the_flag() {
+    let dead = common::dead_url();
+    let cases: [(&[&str], &str); 10] = [
+        (
+            &["--algorithm", "token-bucket", "--refill-per-sec", "0"],
+            "refill-per-sec",
+        ),
+        (
+            // `--refill-per-sec -1` (a space) is taken by clap for an unknown flag `-1`.
+            &["--algorithm", "token-bucket", "--refill-per-sec=-1"],
+            "refill-per-sec",
+        ),
+        (
+            &["--algorithm", "token-bucket", "--refill-per-sec", "NaN"],
+            "refill-per-sec",
+        ),
+        (
+            &["--algorithm", "token-bucket", "--capacity", "0"],
+            "capacity",
+        ),
+        (&["--algorithm", "fixed-window", "--limit", "0"], "limit"),
+        (
+            &["--algorithm", "sliding-window-log", "--window-ms", "0"],
+            "window-ms",
+        ),
+        (
+            &[
+                "--algorithm",
+                "token-bucket",
+                "--capacity",
+                "10",
+                "--cost",
+                "11",
+            ],
+            "cost",
+        ),
+        (&["--algorithm", "fixed-window", "--cost", "0"], "cost"),
+        (&["--algorithm", "fixed-window", "--rule", "a b"], "rule"),
+        (
+            &["--algorithm", "fixed-window", "--deadline-ms", "0"],
+            "deadline-ms",
+        ),
+    ];
+    for (flags, needle) in cases {
+        let mut args = vec!["check", "--redis", &dead, "--key", "k", "--json"];
+        args.extend(flags);
+        let out = ratelockr(&args);
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{flags:?} was accepted");
+        assert!(
+            stderr.contains(needle),
+            "{flags:?}: {stderr:?} does not name {needle}"
+        );
+        assert!(out.stdout.is_empty(), "{flags:?} printed a decision");
+    }
+}
+
+#[test]
+fn fail_open_exits_zero_and_says_so_on_stderr() {
+    let dead = common::dead_url();
+    let out = ratelockr(&[
+        "check",
+        "--redis",
+        &dead,
+        "--algorithm",
+        "token-bucket",
+        "--key",
+        "k",
+        "--json",
+    ]);
+    let d = json(&out);
+    assert_eq!(d["allowed"], true);
+    assert_eq!(d["remaining"], -1);
+    assert_eq!(d["fail_open"], true);
+    assert!(
+        text(&out.stderr).contains("fail-open"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_password_in_the_url_never_appears_in_clear() {
+    let server = common::redis();
+    let secret = "s3cr3t-pa55";
+    let live = format!("redis://app:{secret}@127.0.0.1:{}", server.port());
+    let dead = common::dead_url().replace("redis://", &format!("redis://:{secret}@"));
+    let runs: Vec<(&str, Output)> = vec![
+        (
+            "wrong password on a live Redis",
+            ratelockr(&[
+                "check",
+                "--redis",
+                &live,
+                "--algorithm",
+                "fixed-window",
+                "--key",
+                "k",
+            ]),
+        ),
+        (
+            "nothing listening",
+            ratelockr(&[
+                "check",
+                "--redis",
+                &dead,
+                "--algorithm",
+                "fixed-window",
+                "--key",
+                "k",
+                "--json",
+            ]),
+        ),
+        (
+            "stats, nothing listening",
+            ratelockr(&["stats", "--redis", &dead, "--rule", "r", "--json"]),
+        ),
+        (
+            "a URL the client refuses",
+            ratelockr(&[
+                "check",
+                "--redis",
+                &format!("http://app:{secret}@127.0.0.1:1"),
+                "--algorithm",
+                "fixed-window",
+                "--key",
+                "k",
+            ]),
+        ),
+        (
+            "from $REDIS_URL",
+            Command::new(env!("CARGO_BIN_EXE_ratelockr"))
+                .args(["check", "--algorithm", "fixed-window", "--key", "k"])
+                .env("REDIS_URL", &live)
+                .env("RUST_LOG", "debug")
+                .output()
+                .expect("run"),
+        ),
+    ];
+    for (what, out) in runs {
+        let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        assert!(!all.contains(secret), "{what}: the password leaked: {all}");
+        assert!(!all.is_empty(), "{what}: said nothing");
+    }
+    // The wrong password is reported (as a fail-open decision), with the redacted URL.
+    let out = ratelockr(&[
+        "check",
+        "--redis",
+        &live,
+        "--algorithm",
+        "fixed-window",
+        "--key",
+        "k",
+    ]);
+    assert!(out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("fail-open") && stderr.contains("***"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn stats_json_prints_30_seconds_of_counts() {
+    let server = common::redis();
+    let prefix = common::unique("cli-stats");
+    let url = server.url();
+    for _ in 0..5 {
+        let out = ratelockr(&[
+            "check",
+            "--redis",
+            &url,
+            "--prefix",
+            &prefix,
+            "--algorithm",
+            "fixed-window",
+            "--limit",
+            "3",
+            "--window-ms",
+            "600000",
+            "--rule",
+            "cli-rule",
+            "--key",
+            "k",
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let before = ratelockr::telemetry::now_ms() / 1000;
+    let rows = json(&ratelockr(&[
+        "stats", "--redis", &url, "--prefix", &prefix, "--rule", "cli-rule", "--json",
+    ]));
+    let after = ratelockr::telemetry::now_ms() / 1000;
+    let rows = rows.as_array().expect("a JSON array");
+    assert_eq!(rows.len(), 30);
+    let expected: BTreeSet<String> = ["second", "allowed", "denied"].map(String::from).into();
+    let mut seconds = Vec::new();
+    let (mut allowed, mut denied) = (0, 0);
+    for row in rows {
+        assert_eq!(keys_of(row), expected, "{row}");
+        seconds.push(row["second"].as_u64().expect("a second"));
+        allowed += row["allowed"].as_u64().expect("a count");
+        denied += row["denied"].as_u64().expect("a count");
+    }
+    assert!(seconds.windows(2).all(|w| w[1] == w[0] + 1), "{seconds:?}");
+    let last = *seconds.last().expect("30 rows");
+    assert!((before..=after).contains(&last), "{last} not now");
+    assert_eq!((allowed, denied), (3, 2));
+}
+
+#[test]
+fn embedded_starts_a_private_redis() {
+    let out = ratelockr(&[
+        "--embedded",
+        "check",
+        "--algorithm",
+        "sliding-window-log",
+        "--limit",
+        "4",
+        "--key",
+        "k",
+        "--json",
+    ]);
+    let d = json(&out);
+    assert_eq!(d["fail_open"], false, "{}", text(&out.stderr));
+    assert_eq!(
+        (d["allowed"].as_bool(), d["remaining"].as_i64()),
+        (Some(true), Some(3))
+    );
+    let rows = json(&ratelockr(&[
+        "--embedded",
+        "stats",
+        "--rule",
+        "x",
+        "--json",
+    ]));
+    assert_eq!(rows.as_array().map(Vec::len), Some(30));
+}

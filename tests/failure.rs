@@ -1,0 +1,263 @@
+//! When Redis fails: NOSCRIPT is recovered, outages and hangs fail open within the deadline,
+//! misconfiguration is told apart. Every test that flushes, freezes or kills has its own server.
+
+mod common;
+
+use common::{dead_url, decide_at, decide_now, failures_of, limiter, limiter_with, options, query};
+use ratelockr::{
+    At, CheckError, Decision, FailureKind, FailureMode, Limiter, LimiterOptions, Rule,
+};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn rules() -> [Rule; 3] {
+    [
+        Rule::token_bucket("tb", 5, 0.001).expect("valid rule"),
+        Rule::sliding_window_log("sw", 5, 600_000).expect("valid rule"),
+        Rule::fixed_window("fw", 5, 600_000).expect("valid rule"),
+    ]
+}
+
+#[tokio::test]
+async fn decisions_survive_script_flush_without_failing_open() {
+    let server = common::redis();
+    let limiter = limiter(&server, "noscript");
+    for rule in rules() {
+        assert_eq!(decide_now(&limiter, &rule, "c", 1).await.remaining, 4);
+    }
+    for round in 0..2 {
+        let _: String = query(&limiter, redis::cmd("SCRIPT").arg("FLUSH")).await;
+        for rule in rules() {
+            let d = decide_now(&limiter, &rule, "c", 1).await;
+            // The state survived and the decision is a real one, not fail-open.
+            assert_eq!(
+                d.remaining,
+                3 - round,
+                "{} after SCRIPT FLUSH: {d:?}",
+                rule.name()
+            );
+            assert!(d.allowed);
+        }
+    }
+    assert_eq!(limiter.ledger().failures_total(), 0);
+    assert_eq!(limiter.ledger().fail_open_total(), 0);
+}
+
+#[tokio::test]
+async fn no_redis_fails_open_and_is_counted_by_kind() {
+    let limiter = limiter_with(
+        &dead_url(),
+        LimiterOptions {
+            deadline: Duration::from_millis(500),
+            ..options("dead")
+        },
+    );
+    for rule in rules() {
+        for _ in 0..2 {
+            let started = Instant::now();
+            let d = limiter.check(&rule, "c").await.expect("valid request");
+            assert_eq!(d, Decision::FAIL_OPEN);
+            assert!(
+                d.allowed && d.remaining == -1 && d.fail_open,
+                "{}: {d:?}",
+                rule.name()
+            );
+            assert!(started.elapsed() < Duration::from_secs(5));
+        }
+    }
+    let ledger = limiter.ledger();
+    assert_eq!(ledger.fail_open_total(), 6);
+    assert_eq!(ledger.failures_total(), 6);
+    let outage = failures_of(&limiter, FailureKind::Unavailable)
+        + failures_of(&limiter, FailureKind::Timeout);
+    assert_eq!(
+        outage,
+        6,
+        "an outage is not a misconfiguration: {:?}",
+        ledger.failures()
+    );
+    assert_eq!(failures_of(&limiter, FailureKind::Misconfiguration), 0);
+    // try_check_at names the failure rather than hiding it.
+    let rule = &rules()[0];
+    match limiter.try_check_at(rule, "c", 1, At::ServerClock).await {
+        Err(CheckError::Redis(failure)) => assert!(
+            matches!(
+                failure.kind,
+                FailureKind::Unavailable | FailureKind::Timeout
+            ),
+            "{failure}"
+        ),
+        other => panic!("expected a Redis failure, got {other:?}"),
+    }
+    // Fail-open decisions are counted per rule and second in process.
+    let second = ratelockr::telemetry::now_ms() / 1000;
+    let series = ledger.fail_open_series("tb", second);
+    assert_eq!(series.len(), 30);
+    let counted: u64 = series.iter().map(|p| p.fail_open).sum();
+    assert_eq!(counted, 3, "{series:?}");
+}
+
+#[tokio::test]
+async fn fail_closed_denies_without_redis() {
+    let limiter = limiter_with(
+        &dead_url(),
+        LimiterOptions {
+            deadline: Duration::from_millis(500),
+            failure_mode: FailureMode::Closed,
+            ..options("closed")
+        },
+    );
+    for rule in rules() {
+        let d = limiter.check(&rule, "c").await.expect("valid request");
+        assert_eq!(d, Decision::FAIL_CLOSED);
+        assert!(!d.allowed && d.remaining == -1 && !d.fail_open, "{d:?}");
+    }
+    assert_eq!(limiter.ledger().failures_total(), 3);
+    assert_eq!(limiter.ledger().fail_open_total(), 0);
+}
+
+/// Sends SIGCONT when dropped, so a failing test never leaves a frozen redis-server behind.
+struct Thaw(u32);
+
+impl Drop for Thaw {
+    fn drop(&mut self) {
+        signal("CONT", self.0);
+    }
+}
+
+fn signal(name: &str, pid: u32) {
+    let status = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -{name} {pid}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_redis_fails_open_within_the_deadline_and_recovers() {
+    let server = common::redis();
+    let limiter = limiter_with(
+        &server.url(),
+        LimiterOptions {
+            deadline: Duration::from_millis(200),
+            ..options("frozen")
+        },
+    );
+    let rule = Rule::token_bucket("tb", 1_000, 0.001).expect("valid rule");
+    // Connect (and load the script) while Redis is alive, with a retry for a slow start.
+    let mut warm = false;
+    for _ in 0..20 {
+        if !limiter.check(&rule, "warm").await.expect("valid").fail_open {
+            warm = true;
+            break;
+        }
+    }
+    assert!(warm, "Redis never answered: {}", server.log());
+
+    signal("STOP", server.pid());
+    let thaw = Thaw(server.pid());
+    for _ in 0..3 {
+        let started = Instant::now();
+        let d = limiter.check(&rule, "c").await.expect("valid request");
+        let took = started.elapsed();
+        assert!(
+            took < Duration::from_secs(5),
+            "a hung Redis held a caller {took:?}"
+        );
+        assert!(d.fail_open && d.allowed && d.remaining == -1, "{d:?}");
+    }
+    assert!(
+        failures_of(&limiter, FailureKind::Timeout) >= 3,
+        "{:?}",
+        limiter.ledger().failures()
+    );
+
+    drop(thaw);
+    let recovered = common::eventually(Duration::from_secs(10), || {
+        let limiter = limiter.clone();
+        let rule = rule.clone();
+        async move {
+            !limiter
+                .check(&rule, "after")
+                .await
+                .expect("valid")
+                .fail_open
+        }
+    })
+    .await;
+    assert!(recovered, "decisions did not recover after SIGCONT");
+    let d = decide_now(&limiter, &rule, "after", 1).await;
+    assert!(d.allowed && d.remaining > 0, "{d:?}");
+}
+
+#[tokio::test]
+async fn a_killed_redis_fails_open() {
+    let server = common::redis();
+    let limiter = limiter_with(
+        &server.url(),
+        LimiterOptions {
+            deadline: Duration::from_millis(500),
+            ..options("killed")
+        },
+    );
+    let rule = Rule::fixed_window("fw", 3, 600_000).expect("valid rule");
+    decide_now(&limiter, &rule, "c", 1).await;
+    drop(server);
+    for _ in 0..3 {
+        let started = Instant::now();
+        let d = limiter.check(&rule, "c").await.expect("valid request");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(d, Decision::FAIL_OPEN);
+    }
+    assert_eq!(failures_of(&limiter, FailureKind::Misconfiguration), 0);
+    assert_eq!(limiter.ledger().fail_open_total(), 3);
+}
+
+async fn plant_wrong_type(limiter: &Limiter, rule: &Rule, client: &str) {
+    let key = limiter.keys().limiter(rule, client);
+    // A hash where the fixed window wants an integer; a string elsewhere.
+    let cmd = match rule.kind() {
+        ratelockr::AlgorithmKind::FixedWindow => {
+            let mut c = redis::cmd("HSET");
+            c.arg(&key).arg("not").arg("a counter");
+            c
+        }
+        _ => {
+            let mut c = redis::cmd("SET");
+            c.arg(&key).arg("not a limiter");
+            c
+        }
+    };
+    let _: redis::Value = query(limiter, &cmd).await;
+}
+
+#[tokio::test]
+async fn a_wrong_type_at_the_key_is_a_misconfiguration_and_fails_open() {
+    let server = common::redis();
+    let limiter = limiter(&server, "wrongtype");
+    for rule in rules() {
+        plant_wrong_type(&limiter, &rule, "c").await;
+        match limiter.try_check_at(&rule, "c", 1, At::ServerClock).await {
+            Err(CheckError::Redis(failure)) => {
+                assert_eq!(failure.kind, FailureKind::Misconfiguration, "{failure}");
+                assert!(failure.message.contains("WRONGTYPE"), "{failure}");
+            }
+            other => panic!(
+                "{}: expected a misconfiguration, got {other:?}",
+                rule.name()
+            ),
+        }
+        let d = limiter
+            .check_at(&rule, "c", 1, At::Millis(common::T0))
+            .await
+            .expect("valid request");
+        assert_eq!(d, Decision::FAIL_OPEN, "{}", rule.name());
+        // The same rule still decides for other clients.
+        let ok = decide_at(&limiter, &rule, "other", 1, 0).await;
+        assert!(ok.allowed && ok.remaining == 4, "{ok:?}");
+    }
+    assert_eq!(failures_of(&limiter, FailureKind::Misconfiguration), 6);
+    assert_eq!(limiter.ledger().failures_total(), 6);
+    assert_eq!(limiter.ledger().fail_open_total(), 6);
+}
