@@ -6,6 +6,7 @@ use serde::Serialize;
 use std::time::Duration;
 
 /// Where a backend's Redis comes from.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BackendKind {

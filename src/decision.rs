@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 /// The answer to "may this request pass now?".
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Decision {
     pub allowed: bool,

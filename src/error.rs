@@ -4,6 +4,7 @@ use serde::Serialize;
 use std::fmt;
 
 /// What went wrong when Redis was asked for a decision.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum FailureKind {

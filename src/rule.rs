@@ -19,6 +19,7 @@ pub const MAX_RULE_NAME_LEN: usize = 64;
 pub const MAX_CLIENT_KEY_LEN: usize = 512;
 
 /// Which of the three scripts decides.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum AlgorithmKind {
@@ -81,6 +82,7 @@ impl std::str::FromStr for AlgorithmKind {
 }
 
 /// An algorithm with its parameters.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "algorithm", rename_all = "snake_case")]
 pub enum Algorithm {
@@ -190,6 +192,7 @@ pub enum RuleError {
 }
 
 /// A named, validated rule. Construct with [`Rule::new`]; deserializing validates too.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "RawRule")]
 pub struct Rule {

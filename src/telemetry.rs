@@ -19,6 +19,7 @@ pub const WINDOW_SECS: u64 = 30;
 pub const COUNTER_TTL_SECS: u64 = 120;
 
 /// One second of one rule.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 pub struct StatsPoint {
     pub second: u64,

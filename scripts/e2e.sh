@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs the end-to-end test of the desktop app: Xvfb, tauri-driver (with WebKitWebDriver) and
+# the webdriverio test in ui/e2e/. Expects the app built (target/debug/ratelockr-app) and
+# `npm ci` done in ui/. Cleans up everything it started.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export PATH="$HOME/.cargo/bin:$PATH"
+command -v tauri-driver >/dev/null || cargo install tauri-driver --locked
+WEBKIT_DRIVER=$(command -v WebKitWebDriver || true)
+[[ -n "$WEBKIT_DRIVER" ]] || { echo "e2e: WebKitWebDriver missing (scripts/deps.sh e2e)" >&2; exit 1; }
+[[ -x target/debug/ratelockr-app ]] || { echo "e2e: build the app first (make app)" >&2; exit 1; }
+
+run_inside_x() {
+  local log port
+  log=$(mktemp)
+  # The app inherits these from tauri-driver; the test reads them too.
+  RATELOCKR_DATA_DIR=$(mktemp -d)
+  RATELOCKR_EXPORT_DIR=$(mktemp -d)
+  export RATELOCKR_DATA_DIR RATELOCKR_EXPORT_DIR
+  port=4444
+  tauri-driver --port "$port" --native-driver "$WEBKIT_DRIVER" >"$log" 2>&1 &
+  DRIVER_PID=$!
+  trap 'kill "$DRIVER_PID" 2>/dev/null || true; wait "$DRIVER_PID" 2>/dev/null || true; rm -rf "$RATELOCKR_DATA_DIR" "$RATELOCKR_EXPORT_DIR"' EXIT
+  local status=0
+  (cd ui && TAURI_DRIVER_URL="http://127.0.0.1:$port" node --test --test-reporter=spec e2e/app.e2e.test.mjs) || status=$?
+  if [[ $status -ne 0 ]]; then
+    echo "--- tauri-driver log ---" >&2
+    tail -n 50 "$log" >&2
+  fi
+  rm -f "$log"
+  return "$status"
+}
+if [[ "${1:-}" == "--inside-x" ]]; then
+  run_inside_x
+else
+  # The screen is the window's size, so the screenshot is the window.
+  xvfb-run -a -s "-screen 0 1360x900x24" "$0" --inside-x
+fi

@@ -1,0 +1,136 @@
+//! The one error type that crosses the IPC boundary: a machine-readable code, a message for
+//! people, and (for validation) the field to show it beside.
+
+use serde::Serialize;
+use ts_rs::TS;
+
+/// What kind of failure an [`AppError`] is; the UI switches on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The Redis URL is not one we can use.
+    InvalidUrl,
+    /// A rule's name or parameters were refused by the engine.
+    InvalidRule,
+    /// A simulator parameter was refused by the engine.
+    InvalidWorkload,
+    RuleExists,
+    RuleNotFound,
+    /// Redis did not answer (the test button, a stats read).
+    RedisUnavailable,
+    /// The managed redis-server could not be started (missing binary, say).
+    EmbeddedUnavailable,
+    SimulationRunning,
+    /// Nothing to export yet: no run has finished.
+    NoRun,
+    /// The settings file could not be read or written.
+    Store,
+    /// A file could not be written.
+    Export,
+    /// The metrics endpoint could not be started.
+    Metrics,
+    /// The user closed a save dialog.
+    Cancelled,
+    Internal,
+}
+
+/// An error as the UI receives it: `{ code, message, field? }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS, thiserror::Error)]
+#[error("{message}")]
+pub struct AppError {
+    pub code: ErrorCode,
+    pub message: String,
+    /// The input the message is about (`capacity`, `window_ms`, `name`, `rps`...), for inline
+    /// validation messages.
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+impl AppError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        AppError {
+            code,
+            message: message.into(),
+            field: None,
+        }
+    }
+
+    pub fn with_field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+}
+
+impl From<ratelockr::RuleError> for AppError {
+    fn from(err: ratelockr::RuleError) -> Self {
+        use ratelockr::RuleError as E;
+        let field = match &err {
+            E::InvalidParameter { parameter, .. } => Some(parameter.to_string()),
+            E::InvalidName(_) => Some("name".to_string()),
+            E::UnknownAlgorithm(_) => Some("algorithm".to_string()),
+            E::InvalidCost { .. } => Some("cost".to_string()),
+            E::InvalidKey(_) => Some("key".to_string()),
+        };
+        AppError {
+            code: ErrorCode::InvalidRule,
+            message: err.to_string(),
+            field,
+        }
+    }
+}
+
+impl From<ratelockr::TargetError> for AppError {
+    fn from(err: ratelockr::TargetError) -> Self {
+        // TargetError holds only the redacted URL, so its message is safe to show.
+        AppError::new(ErrorCode::InvalidUrl, err.to_string()).with_field("redis_url")
+    }
+}
+
+impl From<ratelockr::BackendError> for AppError {
+    fn from(err: ratelockr::BackendError) -> Self {
+        match err {
+            ratelockr::BackendError::Target(t) => t.into(),
+            ratelockr::BackendError::Embedded(e) => {
+                AppError::new(ErrorCode::EmbeddedUnavailable, e.to_string())
+            }
+        }
+    }
+}
+
+impl From<ratelockr::RedisFailure> for AppError {
+    fn from(err: ratelockr::RedisFailure) -> Self {
+        AppError::new(ErrorCode::RedisUnavailable, err.to_string())
+    }
+}
+
+impl From<ratelockr::sim::SimError> for AppError {
+    fn from(err: ratelockr::sim::SimError) -> Self {
+        use ratelockr::sim::SimError as E;
+        match err {
+            E::InvalidWorkload { parameter, .. } => {
+                AppError::new(ErrorCode::InvalidWorkload, err.to_string()).with_field(parameter)
+            }
+            E::Rule(rule) => rule.into(),
+            other => AppError::new(ErrorCode::Export, other.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serializes_as_code_message_field() {
+        let err: AppError = ratelockr::Rule::fixed_window("api", 0, 1000)
+            .expect_err("limit 0")
+            .into();
+        let json = serde_json::to_value(&err).expect("serializes");
+        assert_eq!(json["code"], "invalid_rule");
+        assert_eq!(json["field"], "limit");
+        assert!(json["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("limit")));
+    }
+}

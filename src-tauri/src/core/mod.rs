@@ -1,0 +1,525 @@
+//! The app's behaviour without Tauri: connection, rules, stats, simulator, export and metrics
+//! over the engine. The Tauri commands are one-line calls into [`AppCore`]; everything here is
+//! testable (and usable) without a window.
+//!
+//! - [`error`]      the `{code, message, field}` error the UI receives
+//! - [`connection`] the Redis in use: status, test, switch
+//! - [`rules`]      rule drafts validated by the engine, the rule book
+//! - [`settings`]   what is persisted, and how a damaged file is set aside
+//! - [`sim`]        simulator requests, progress, summaries and events
+
+pub mod connection;
+pub mod error;
+pub mod rules;
+pub mod settings;
+pub mod sim;
+
+use connection::{Connection, ConnectionStatus, ConnectionTest};
+use error::{AppError, ErrorCode};
+use ratelockr::telemetry::{now_ms, StatsPoint};
+use ratelockr::{Metrics, Rule};
+use rules::{RuleBook, RuleDraft};
+use serde::Serialize;
+use settings::{MetricsSettings, Persist, Settings};
+use sim::{Relay, RunSummary, SimEvents, SimFinished, SimProgress, SimRequest, SimStatus};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use tokio_util::sync::CancellationToken;
+use ts_rs::TS;
+
+/// The last 30 seconds of one rule, or why Redis could not say (the fail-open counts, which
+/// live in this process, are there either way).
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct RuleStats {
+    pub rule: String,
+    pub points: Vec<StatsPoint>,
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What the app shows at start.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct AppInfo {
+    pub version: String,
+    /// Problems met while loading the settings (a damaged file set aside, a refused rule).
+    pub warnings: Vec<String>,
+    pub data_dir: String,
+}
+
+/// A file written by an export.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct Exported {
+    pub path: String,
+}
+
+/// The metrics endpoint's state.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct MetricsStatus {
+    pub settings: MetricsSettings,
+    /// `http://127.0.0.1:<port>/api/metrics` while serving.
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Chart formats for [`AppCore::export_chart`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, Serialize, TS)]
+#[serde(rename_all = "lowercase")]
+pub enum ChartFormat {
+    Png,
+    Svg,
+}
+
+impl ChartFormat {
+    pub fn extension(self) -> &'static str {
+        match self {
+            ChartFormat::Png => "png",
+            ChartFormat::Svg => "svg",
+        }
+    }
+}
+
+#[derive(Default)]
+struct SimSlot {
+    /// Set while a run goes on.
+    cancel: Option<CancellationToken>,
+    rules: Vec<String>,
+    progress: Arc<Mutex<Option<SimProgress>>>,
+    last: Option<ratelockr::sim::Report>,
+    error: Option<AppError>,
+}
+
+struct MetricsSlot {
+    settings: MetricsSettings,
+    shutdown: Option<CancellationToken>,
+    url: Option<String>,
+    error: Option<String>,
+}
+
+/// The app's state. Locks are std Mutexes held for field updates only, never across an await.
+pub struct AppCore {
+    metrics: Metrics,
+    conn: RwLock<Connection>,
+    redis_url: Mutex<Option<String>>,
+    rules: Mutex<RuleBook>,
+    persist: Box<dyn Persist>,
+    warnings: Mutex<Vec<String>>,
+    sim: Mutex<SimSlot>,
+    metrics_slot: Mutex<MetricsSlot>,
+    data_dir: PathBuf,
+}
+
+impl std::fmt::Debug for AppCore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppCore")
+            .field("data_dir", &self.data_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl AppCore {
+    /// Opens the configured Redis (or the default, or an embedded one: blocking, it may start a
+    /// redis-server). A configured URL that does not parse is reported and the automatic choice
+    /// used instead, so a bad setting never keeps the app from starting.
+    pub fn new(
+        settings: Settings,
+        persist: Box<dyn Persist>,
+        mut warnings: Vec<String>,
+        data_dir: PathBuf,
+    ) -> Result<Self, AppError> {
+        let metrics = Metrics::new();
+        let conn = match Connection::open(settings.redis_url.as_deref(), &metrics) {
+            Ok(conn) => conn,
+            Err(err) if err.code == ErrorCode::InvalidUrl => {
+                warnings.push(format!("{}; using the automatic choice", err.message));
+                Connection::open(None, &metrics)?
+            }
+            Err(err) => return Err(err),
+        };
+        metrics.set_active_rules(settings.rules.len());
+        Ok(AppCore {
+            metrics,
+            conn: RwLock::new(conn),
+            redis_url: Mutex::new(settings.redis_url),
+            rules: Mutex::new(RuleBook::new(settings.rules)),
+            persist,
+            warnings: Mutex::new(warnings),
+            sim: Mutex::default(),
+            metrics_slot: Mutex::new(MetricsSlot {
+                settings: settings.metrics,
+                shutdown: None,
+                url: None,
+                error: None,
+            }),
+            data_dir,
+        })
+    }
+
+    fn connection(&self) -> Connection {
+        self.conn.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    fn save(&self) -> Result<(), AppError> {
+        let settings = Settings {
+            redis_url: lock(&self.redis_url).clone(),
+            metrics: lock(&self.metrics_slot).settings,
+            rules: lock(&self.rules).rules().to_vec(),
+        };
+        self.persist
+            .save(settings.entries())
+            .map_err(|e| AppError::new(ErrorCode::Store, format!("could not save settings: {e}")))
+    }
+
+    pub fn info(&self) -> AppInfo {
+        AppInfo {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            warnings: lock(&self.warnings).clone(),
+            data_dir: self.data_dir.display().to_string(),
+        }
+    }
+
+    // --- connection -------------------------------------------------------------------------
+
+    pub async fn connection_status(&self) -> ConnectionStatus {
+        self.connection().status().await
+    }
+
+    pub async fn connection_test(&self, url: &str) -> Result<ConnectionTest, AppError> {
+        connection::test(url).await
+    }
+
+    /// Switches to `url` (None or empty: automatic) without a restart, and remembers it. A
+    /// running simulation keeps its own connection until it ends.
+    pub async fn connection_switch(
+        &self,
+        url: Option<String>,
+    ) -> Result<ConnectionStatus, AppError> {
+        let url = url.filter(|u| !u.trim().is_empty());
+        let metrics = self.metrics.clone();
+        let wanted = url.clone();
+        let conn =
+            tokio::task::spawn_blocking(move || Connection::open(wanted.as_deref(), &metrics))
+                .await
+                .map_err(|e| AppError::new(ErrorCode::Internal, e.to_string()))??;
+        *self.conn.write().unwrap_or_else(|e| e.into_inner()) = conn;
+        *lock(&self.redis_url) = url;
+        self.save()?;
+        Ok(self.connection_status().await)
+    }
+
+    // --- rules ------------------------------------------------------------------------------
+
+    pub fn rules(&self) -> Vec<Rule> {
+        lock(&self.rules).rules().to_vec()
+    }
+
+    pub fn rule_validate(&self, draft: &RuleDraft) -> Result<Rule, AppError> {
+        draft.to_rule()
+    }
+
+    /// Creates (`original` None) or replaces a rule, persists, and returns all rules.
+    pub fn rule_save(
+        &self,
+        original: Option<&str>,
+        draft: &RuleDraft,
+    ) -> Result<Vec<Rule>, AppError> {
+        let rule = draft.to_rule()?;
+        let mut book = lock(&self.rules);
+        let before = book.clone();
+        book.upsert(original, rule)?;
+        let rules = book.rules().to_vec();
+        drop(book);
+        if let Err(err) = self.save() {
+            *lock(&self.rules) = before;
+            return Err(err);
+        }
+        self.metrics.set_active_rules(rules.len());
+        Ok(rules)
+    }
+
+    pub fn rule_delete(&self, name: &str) -> Result<Vec<Rule>, AppError> {
+        let mut book = lock(&self.rules);
+        let before = book.clone();
+        book.remove(name)?;
+        let rules = book.rules().to_vec();
+        drop(book);
+        if let Err(err) = self.save() {
+            *lock(&self.rules) = before;
+            return Err(err);
+        }
+        self.metrics.set_active_rules(rules.len());
+        Ok(rules)
+    }
+
+    // --- stats ------------------------------------------------------------------------------
+
+    /// The last 30 seconds of each rule: one pipelined read per rule.
+    pub async fn stats(&self, rules: &[String]) -> Vec<RuleStats> {
+        let limiter = self.connection().limiter;
+        let now_second = now_ms() / 1000;
+        let mut out = Vec::with_capacity(rules.len());
+        for rule in rules.iter().take(16) {
+            let (points, error) = match limiter.stats_at(rule, now_second).await {
+                Ok(points) => (points, None),
+                Err(err) => (
+                    limiter.ledger().fail_open_series(rule, now_second),
+                    Some(err.to_string()),
+                ),
+            };
+            out.push(RuleStats {
+                rule: rule.clone(),
+                points,
+                error,
+            });
+        }
+        out
+    }
+
+    // --- simulator --------------------------------------------------------------------------
+
+    /// Starts a run in the background (call it within a Tokio runtime); its events go to
+    /// `events`. Only one run at a time.
+    pub fn sim_start(
+        self: &Arc<Self>,
+        request: &SimRequest,
+        events: Arc<dyn SimEvents>,
+    ) -> Result<SimStatus, AppError> {
+        let spec = request.to_spec(|name| lock(&self.rules).get(name).cloned())?;
+        let csv_path = self.last_run_csv();
+        let cancel = CancellationToken::new();
+        let progress = Arc::new(Mutex::new(None));
+        {
+            let mut slot = lock(&self.sim);
+            if slot.cancel.is_some() {
+                return Err(AppError::new(
+                    ErrorCode::SimulationRunning,
+                    "a simulation is already running; cancel it first",
+                ));
+            }
+            slot.cancel = Some(cancel.clone());
+            slot.rules = spec
+                .targets
+                .iter()
+                .map(|t| t.rule.name().to_string())
+                .collect();
+            slot.progress = progress.clone();
+            slot.error = None;
+        }
+        let core = self.clone();
+        let conn = self.connection();
+        tokio::spawn(async move {
+            let result = core
+                .run(&conn, &spec, &csv_path, events.as_ref(), &progress, cancel)
+                .await;
+            let finished = {
+                let mut slot = lock(&core.sim);
+                slot.cancel = None;
+                match result {
+                    Ok(report) => {
+                        let summary = RunSummary::from_report(&report);
+                        slot.last = Some(report);
+                        SimFinished {
+                            summary: Some(summary),
+                            error: None,
+                        }
+                    }
+                    Err(err) => {
+                        slot.error = Some(err.clone());
+                        SimFinished {
+                            summary: None,
+                            error: Some(err),
+                        }
+                    }
+                }
+            };
+            events.finished(&finished);
+        });
+        Ok(self.sim_status())
+    }
+
+    async fn run(
+        &self,
+        conn: &Connection,
+        spec: &ratelockr::sim::SimSpec,
+        csv_path: &Path,
+        events: &dyn SimEvents,
+        progress: &Mutex<Option<SimProgress>>,
+        cancel: CancellationToken,
+    ) -> Result<ratelockr::sim::Report, AppError> {
+        std::fs::create_dir_all(&self.data_dir).map_err(|e| {
+            AppError::new(
+                ErrorCode::Export,
+                format!("cannot create {}: {e}", self.data_dir.display()),
+            )
+        })?;
+        let mut sink = ratelockr::export::CsvSink::create(csv_path)
+            .map_err(|e| AppError::new(ErrorCode::Export, e.to_string()))?;
+        let relay = Relay {
+            events,
+            first_rule: spec
+                .targets
+                .first()
+                .map(|t| t.rule.name().to_string())
+                .unwrap_or_default(),
+            fail_open: Default::default(),
+            latest: progress,
+        };
+        // The backend stays alive (an embedded server, say) for the run even if the user
+        // switches Redis meanwhile.
+        let _backend = conn.backend.clone();
+        Ok(ratelockr::sim::run(&conn.limiter, spec, Some(&mut sink), &relay, cancel).await?)
+    }
+
+    pub fn sim_cancel(&self) -> SimStatus {
+        if let Some(cancel) = &lock(&self.sim).cancel {
+            cancel.cancel();
+        }
+        self.sim_status()
+    }
+
+    pub fn sim_status(&self) -> SimStatus {
+        let slot = lock(&self.sim);
+        let progress = *lock(&slot.progress);
+        SimStatus {
+            running: slot.cancel.is_some(),
+            rules: slot.rules.clone(),
+            progress,
+            last: slot.last.as_ref().map(RunSummary::from_report),
+            error: slot.error.clone(),
+        }
+    }
+
+    // --- export -----------------------------------------------------------------------------
+
+    fn last_run_csv(&self) -> PathBuf {
+        self.data_dir.join("last-run.csv")
+    }
+
+    fn finished_run(&self) -> Result<ratelockr::sim::Report, AppError> {
+        let slot = lock(&self.sim);
+        if slot.cancel.is_some() {
+            return Err(AppError::new(
+                ErrorCode::SimulationRunning,
+                "wait for the run to finish (or cancel it) before exporting",
+            ));
+        }
+        slot.last.clone().ok_or_else(|| {
+            AppError::new(
+                ErrorCode::NoRun,
+                "run a simulation first: there is nothing to export yet",
+            )
+        })
+    }
+
+    /// Copies the last run's CSV to `dest`. The run's own copy stays, so a failed export loses
+    /// nothing and can be retried.
+    pub fn export_csv(&self, dest: &Path) -> Result<Exported, AppError> {
+        self.finished_run()?;
+        std::fs::copy(self.last_run_csv(), dest).map_err(|e| {
+            AppError::new(
+                ErrorCode::Export,
+                format!("cannot write {}: {e}", dest.display()),
+            )
+        })?;
+        Ok(Exported {
+            path: dest.display().to_string(),
+        })
+    }
+
+    /// Draws the last run's per-second chart to `dest` (PNG or SVG by `format`).
+    pub fn export_chart(&self, dest: &Path, format: ChartFormat) -> Result<Exported, AppError> {
+        let report = self.finished_run()?;
+        let dest = dest.with_extension(format.extension());
+        ratelockr::export::render_chart(&report, &dest)
+            .map_err(|e| AppError::new(ErrorCode::Export, e.to_string()))?;
+        Ok(Exported {
+            path: dest.display().to_string(),
+        })
+    }
+
+    // --- metrics ----------------------------------------------------------------------------
+
+    pub fn metrics_status(&self) -> MetricsStatus {
+        let slot = lock(&self.metrics_slot);
+        MetricsStatus {
+            settings: slot.settings,
+            url: slot.url.clone(),
+            error: slot.error.clone(),
+        }
+    }
+
+    /// Applies (and remembers) the metrics settings: stops the endpoint, and starts it again on
+    /// 127.0.0.1:`port` when enabled. A taken port is reported in the status, not fatal.
+    pub async fn metrics_configure(
+        &self,
+        settings: MetricsSettings,
+    ) -> Result<MetricsStatus, AppError> {
+        if let Some(old) = lock(&self.metrics_slot).shutdown.take() {
+            old.cancel();
+        }
+        let (url, error, shutdown) = if settings.enabled {
+            let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, settings.port));
+            match ratelockr::metrics::MetricsServer::bind(self.metrics.clone(), addr).await {
+                Ok(server) => {
+                    let bound = server
+                        .local_addr()
+                        .map(|a| a.port())
+                        .unwrap_or(settings.port);
+                    let token = CancellationToken::new();
+                    let stop = token.clone();
+                    tokio::spawn(async move {
+                        if let Err(err) = server.run(stop.cancelled_owned()).await {
+                            tracing::warn!("metrics endpoint stopped: {err}");
+                        }
+                    });
+                    (
+                        Some(format!(
+                            "http://127.0.0.1:{bound}{}",
+                            ratelockr::metrics::METRICS_PATH
+                        )),
+                        None,
+                        Some(token),
+                    )
+                }
+                Err(err) => (None, Some(err.to_string()), None),
+            }
+        } else {
+            (None, None, None)
+        };
+        {
+            let mut slot = lock(&self.metrics_slot);
+            slot.settings = settings;
+            slot.url = url;
+            slot.error = error;
+            slot.shutdown = shutdown;
+        }
+        self.save()?;
+        Ok(self.metrics_status())
+    }
+
+    /// Starts the endpoint as the saved settings say (at app start).
+    pub async fn metrics_start(&self) -> MetricsStatus {
+        let settings = lock(&self.metrics_slot).settings;
+        match self.metrics_configure(settings).await {
+            Ok(status) => status,
+            Err(err) => {
+                let mut status = self.metrics_status();
+                status.error = Some(err.message);
+                status
+            }
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! The rule book: rules as the user edits them, validated by the engine, kept in order.
+
+use super::error::{AppError, ErrorCode};
+use ratelockr::{Algorithm, AlgorithmKind, Rule};
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+/// A rule as the editor holds it: every parameter optional, so a half-filled form still
+/// reaches the engine's validation and comes back with a message naming the field.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct RuleDraft {
+    pub name: String,
+    pub algorithm: AlgorithmKind,
+    #[ts(optional)]
+    pub capacity: Option<f64>,
+    #[ts(optional)]
+    pub refill_per_sec: Option<f64>,
+    #[ts(optional)]
+    pub limit: Option<f64>,
+    #[ts(optional)]
+    pub window_ms: Option<f64>,
+}
+
+/// A whole, non-negative number from a form field (JSON numbers arrive as floats).
+fn whole(field: &'static str, value: Option<f64>) -> Result<u64, AppError> {
+    let value = value.ok_or_else(|| {
+        AppError::new(ErrorCode::InvalidRule, format!("{field} is required")).with_field(field)
+    })?;
+    if !value.is_finite() || value < 0.0 || value.fract() != 0.0 || value > u64::MAX as f64 {
+        return Err(AppError::new(
+            ErrorCode::InvalidRule,
+            format!("invalid {field}: must be a whole number, got {value}"),
+        )
+        .with_field(field));
+    }
+    Ok(value as u64)
+}
+
+impl RuleDraft {
+    /// The engine's rule, or the engine's reason (with the field) why not.
+    pub fn to_rule(&self) -> Result<Rule, AppError> {
+        let algorithm = match self.algorithm {
+            AlgorithmKind::TokenBucket => Algorithm::TokenBucket {
+                capacity: whole("capacity", self.capacity)?,
+                refill_per_sec: self.refill_per_sec.ok_or_else(|| {
+                    AppError::new(ErrorCode::InvalidRule, "refill_per_sec is required")
+                        .with_field("refill_per_sec")
+                })?,
+            },
+            AlgorithmKind::SlidingWindowLog => Algorithm::SlidingWindowLog {
+                limit: whole("limit", self.limit)?,
+                window_ms: whole("window_ms", self.window_ms)?,
+            },
+            AlgorithmKind::FixedWindow => Algorithm::FixedWindow {
+                limit: whole("limit", self.limit)?,
+                window_ms: whole("window_ms", self.window_ms)?,
+            },
+        };
+        Ok(Rule::new(self.name.trim(), algorithm)?)
+    }
+}
+
+/// The user's rules, unique by name, in the order they were created.
+#[derive(Debug, Clone, Default)]
+pub struct RuleBook {
+    rules: Vec<Rule>,
+}
+
+impl RuleBook {
+    pub fn new(rules: Vec<Rule>) -> Self {
+        let mut book = RuleBook::default();
+        for rule in rules {
+            if book.position(rule.name()).is_none() {
+                book.rules.push(rule);
+            }
+        }
+        book
+    }
+
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Rule> {
+        self.rules.iter().find(|r| r.name() == name)
+    }
+
+    fn position(&self, name: &str) -> Option<usize> {
+        self.rules.iter().position(|r| r.name() == name)
+    }
+
+    /// Creates a rule (`original` None) or replaces the rule called `original`, which may be
+    /// renamed as long as the new name is free.
+    pub fn upsert(&mut self, original: Option<&str>, rule: Rule) -> Result<(), AppError> {
+        let clash = self.position(rule.name());
+        match original.map(|name| (name, self.position(name))) {
+            None => {
+                if clash.is_some() {
+                    return Err(exists(rule.name()));
+                }
+                self.rules.push(rule);
+            }
+            Some((name, None)) => return Err(not_found(name)),
+            Some((_, Some(at))) => {
+                if clash.is_some_and(|c| c != at) {
+                    return Err(exists(rule.name()));
+                }
+                self.rules[at] = rule;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn remove(&mut self, name: &str) -> Result<Rule, AppError> {
+        let at = self.position(name).ok_or_else(|| not_found(name))?;
+        Ok(self.rules.remove(at))
+    }
+}
+
+fn exists(name: &str) -> AppError {
+    AppError::new(
+        ErrorCode::RuleExists,
+        format!("a rule named {name:?} already exists"),
+    )
+    .with_field("name")
+}
+
+fn not_found(name: &str) -> AppError {
+    AppError::new(ErrorCode::RuleNotFound, format!("no rule named {name:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn draft(name: &str, limit: Option<f64>) -> RuleDraft {
+        RuleDraft {
+            name: name.into(),
+            algorithm: AlgorithmKind::FixedWindow,
+            capacity: None,
+            refill_per_sec: None,
+            limit,
+            window_ms: Some(1000.0),
+        }
+    }
+
+    #[test]
+    fn drafts_are_validated_by_the_engine_naming_the_field() {
+        assert!(draft("api", Some(10.0)).to_rule().is_ok());
+        let err = draft("api", Some(0.0)).to_rule().expect_err("limit 0");
+        assert_eq!(
+            (err.code, err.field.as_deref()),
+            (ErrorCode::InvalidRule, Some("limit"))
+        );
+        let err = draft("api", None).to_rule().expect_err("missing");
+        assert_eq!(err.field.as_deref(), Some("limit"));
+        let err = draft("api", Some(2.5)).to_rule().expect_err("fraction");
+        assert_eq!(err.field.as_deref(), Some("limit"));
+        let err = draft("a b", Some(3.0)).to_rule().expect_err("name");
+        assert_eq!(err.field.as_deref(), Some("name"));
+    }
+
+    #[test]
+    fn names_stay_unique_through_create_rename_and_delete() {
+        let mut book = RuleBook::default();
+        let rule = |n: &str| Rule::fixed_window(n, 5, 1000).expect("valid");
+        book.upsert(None, rule("a")).expect("create");
+        book.upsert(None, rule("b")).expect("create");
+        assert_eq!(
+            book.upsert(None, rule("a")).expect_err("dup").code,
+            ErrorCode::RuleExists
+        );
+        assert_eq!(
+            book.upsert(Some("b"), rule("a"))
+                .expect_err("rename onto a")
+                .code,
+            ErrorCode::RuleExists
+        );
+        book.upsert(Some("b"), rule("c")).expect("rename");
+        book.upsert(Some("c"), rule("c")).expect("edit in place");
+        assert_eq!(
+            book.rules().iter().map(Rule::name).collect::<Vec<_>>(),
+            ["a", "c"]
+        );
+        assert_eq!(
+            book.remove("zz").expect_err("missing").code,
+            ErrorCode::RuleNotFound
+        );
+        book.remove("a").expect("delete");
+        assert_eq!(book.rules().len(), 1);
+    }
+}

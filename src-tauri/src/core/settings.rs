@@ -1,0 +1,199 @@
+//! What the app remembers between runs, and how a damaged settings file is handled: set aside
+//! under a new name and reported, never silently overwritten.
+
+use ratelockr::Rule;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+use ts_rs::TS;
+
+/// The default port of the app's metrics endpoint (the CLI's `serve` default).
+pub const DEFAULT_METRICS_PORT: u16 = 9464;
+
+/// The metrics endpoint's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct MetricsSettings {
+    pub enabled: bool,
+    /// Served on 127.0.0.1 only.
+    pub port: u16,
+}
+
+impl Default for MetricsSettings {
+    fn default() -> Self {
+        MetricsSettings {
+            enabled: true,
+            port: DEFAULT_METRICS_PORT,
+        }
+    }
+}
+
+/// Everything persisted.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Settings {
+    /// None: the default Redis if it answers, else the embedded one.
+    pub redis_url: Option<String>,
+    pub metrics: MetricsSettings,
+    pub rules: Vec<Rule>,
+}
+
+/// The store keys.
+pub const KEY_REDIS_URL: &str = "redis_url";
+pub const KEY_METRICS: &str = "metrics";
+pub const KEY_RULES: &str = "rules";
+
+/// Where settings are written. The app implements it over tauri-plugin-store; tests may use
+/// anything.
+pub trait Persist: Send + Sync {
+    fn save(&self, entries: Vec<(&'static str, Value)>) -> Result<(), String>;
+}
+
+impl Settings {
+    /// The store entries for these settings.
+    pub fn entries(&self) -> Vec<(&'static str, Value)> {
+        vec![
+            (
+                KEY_REDIS_URL,
+                self.redis_url
+                    .clone()
+                    .map(Value::String)
+                    .unwrap_or(Value::Null),
+            ),
+            (
+                KEY_METRICS,
+                serde_json::to_value(self.metrics).unwrap_or(Value::Null),
+            ),
+            (
+                KEY_RULES,
+                serde_json::to_value(&self.rules).unwrap_or(Value::Array(vec![])),
+            ),
+        ]
+    }
+
+    /// Reads settings from store entries, keeping whatever is valid and describing the rest.
+    /// Returns the settings and one warning per entry that was refused.
+    pub fn from_entries(get: impl Fn(&str) -> Option<Value>) -> (Settings, Vec<String>) {
+        let mut warnings = Vec::new();
+        let mut settings = Settings::default();
+        match get(KEY_REDIS_URL) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(url)) if url.trim().is_empty() => {}
+            Some(Value::String(url)) => settings.redis_url = Some(url),
+            Some(_) => warnings.push("the saved Redis URL is not a string; ignored".into()),
+        }
+        if let Some(value) = get(KEY_METRICS) {
+            match serde_json::from_value(value) {
+                Ok(metrics) => settings.metrics = metrics,
+                Err(err) => warnings.push(format!(
+                    "the saved metrics settings are invalid ({err}); using the defaults"
+                )),
+            }
+        }
+        match get(KEY_RULES) {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) => {
+                for (i, item) in items.into_iter().enumerate() {
+                    match serde_json::from_value::<Rule>(item) {
+                        Ok(rule) => settings.rules.push(rule),
+                        Err(err) => {
+                            warnings.push(format!("saved rule #{} was refused: {err}", i + 1))
+                        }
+                    }
+                }
+            }
+            Some(_) => warnings.push("the saved rules are not a list; ignored".into()),
+        }
+        (settings, warnings)
+    }
+}
+
+/// If the file at `path` exists but is not a JSON object, renames it to
+/// `<name>.corrupt-<unix seconds>` so that nothing is lost, and says so.
+pub fn quarantine_if_corrupt(path: &Path) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    if serde_json::from_slice::<Map<String, Value>>(&bytes).is_ok() {
+        return None;
+    }
+    let aside = aside_path(path, "corrupt");
+    Some(match std::fs::rename(path, &aside) {
+        Ok(()) => format!(
+            "the settings file was damaged; it was moved to {} and the app started with defaults",
+            aside.display()
+        ),
+        Err(err) => format!(
+            "the settings file {} is damaged and could not be moved aside ({err}); it will not be overwritten",
+            path.display()
+        ),
+    })
+}
+
+/// Copies the file aside (`<name>.<tag>-<unix seconds>`) before entries that were refused are
+/// dropped by the next save. Returns the copy's path.
+pub fn back_up(path: &Path, tag: &str) -> std::io::Result<PathBuf> {
+    let aside = aside_path(path, tag);
+    std::fs::copy(path, &aside)?;
+    Ok(aside)
+}
+
+fn aside_path(path: &Path, tag: &str) -> PathBuf {
+    let secs = ratelockr::telemetry::now_ms() / 1000;
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".{tag}-{secs}"));
+    path.with_file_name(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_corrupt_file_is_moved_aside_not_lost() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("settings.json");
+        std::fs::write(&path, b"{\"rules\": [oops").expect("write");
+        let warning = quarantine_if_corrupt(&path).expect("reported");
+        assert!(warning.contains("damaged"), "{warning}");
+        assert!(!path.exists());
+        let moved: Vec<_> = std::fs::read_dir(dir.path()).expect("ls").collect();
+        assert_eq!(moved.len(), 1);
+        let moved = moved
+            .into_iter()
+            .next()
+            .expect("one")
+            .expect("entry")
+            .path();
+        assert_eq!(std::fs::read(moved).expect("read"), b"{\"rules\": [oops");
+        std::fs::write(&path, b"{}").expect("write");
+        assert_eq!(quarantine_if_corrupt(&path), None);
+    }
+
+    #[test]
+    fn invalid_entries_are_reported_and_valid_ones_kept() {
+        let entries = json!({
+            "redis_url": "redis://:pw@127.0.0.1:6390",
+            "metrics": {"enabled": false, "port": 9999},
+            "rules": [
+                {"name": "ok", "algorithm": "fixed_window", "limit": 5, "window_ms": 1000},
+                {"name": "bad", "algorithm": "fixed_window", "limit": 0, "window_ms": 1000}
+            ]
+        });
+        let (settings, warnings) = Settings::from_entries(|k| entries.get(k).cloned());
+        assert_eq!(settings.rules.len(), 1);
+        assert_eq!(
+            settings.metrics,
+            MetricsSettings {
+                enabled: false,
+                port: 9999
+            }
+        );
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("limit"), "{warnings:?}");
+        let round: Map<String, Value> = settings
+            .entries()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        let (again, none) = Settings::from_entries(|k| round.get(k).cloned());
+        assert_eq!((again, none.len()), (settings, 0));
+    }
+}

@@ -1,0 +1,38 @@
+//! Simulator events to the window: `refetch-stats` per request, `sim-progress`, `sim-finished`.
+
+use crate::core::sim::{SimEvents, SimFinished, SimProgress};
+use tauri::{AppHandle, Emitter, Runtime};
+
+pub const REFETCH_STATS: &str = "refetch-stats";
+pub const SIM_PROGRESS: &str = "sim-progress";
+pub const SIM_FINISHED: &str = "sim-finished";
+
+pub struct WindowEvents<R: Runtime> {
+    app: AppHandle<R>,
+}
+
+impl<R: Runtime> std::fmt::Debug for WindowEvents<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WindowEvents")
+    }
+}
+
+impl<R: Runtime> WindowEvents<R> {
+    pub fn new(app: AppHandle<R>) -> Self {
+        WindowEvents { app }
+    }
+}
+
+impl<R: Runtime> SimEvents for WindowEvents<R> {
+    fn refetch_stats(&self) {
+        let _ = self.app.emit(REFETCH_STATS, ());
+    }
+
+    fn progress(&self, progress: &SimProgress) {
+        let _ = self.app.emit(SIM_PROGRESS, progress);
+    }
+
+    fn finished(&self, finished: &SimFinished) {
+        let _ = self.app.emit(SIM_FINISHED, finished);
+    }
+}

@@ -1,0 +1,124 @@
+//! RateLockr's desktop app: a thin Tauri v2 layer over the `ratelockr` engine.
+//!
+//! - [`core`]        the app's behaviour without Tauri (state, connection, rules, simulator...)
+//! - [`commands`]    `#[tauri::command]`s, one-line calls into `core`
+//! - [`events`]      simulator events to the window
+//! - [`store`]       settings persisted with tauri-plugin-store
+//! - [`save_dialog`] where exports go (native dialog, or a directory for tests)
+//! - [`bindings`]    the TypeScript types in `ui/src/bindings/`, generated from Rust
+
+pub mod bindings;
+pub mod commands;
+pub mod core;
+pub mod events;
+pub mod save_dialog;
+pub mod store;
+
+use crate::core::AppCore;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tauri::{Builder, Manager, Runtime};
+
+/// Overrides the data directory (settings, the last run's CSV): tests and side-by-side copies.
+pub const DATA_DIR_ENV: &str = "RATELOCKR_DATA_DIR";
+
+/// The commands the window may call; capabilities/main.json grants exactly these.
+#[macro_export]
+macro_rules! handler {
+    () => {
+        tauri::generate_handler![
+            $crate::commands::app_info,
+            $crate::commands::connection_status,
+            $crate::commands::connection_test,
+            $crate::commands::connection_switch,
+            $crate::commands::rules_list,
+            $crate::commands::rule_validate,
+            $crate::commands::rule_save,
+            $crate::commands::rule_delete,
+            $crate::commands::stats,
+            $crate::commands::sim_start,
+            $crate::commands::sim_cancel,
+            $crate::commands::sim_status,
+            $crate::commands::export_csv,
+            $crate::commands::export_chart,
+            $crate::commands::metrics_status,
+            $crate::commands::metrics_configure,
+        ]
+    };
+}
+
+/// The app on any runtime: plugins and commands. `run` adds [`install`] as its setup; the
+/// tests, on the mock runtime, call [`install`] after building.
+pub fn app<R: Runtime>(builder: Builder<R>) -> Builder<R> {
+    builder
+        .plugin(tauri_plugin_store::Builder::default().build())
+        .plugin(tauri_plugin_dialog::init())
+        .invoke_handler(handler!())
+}
+
+/// Opens the settings and Redis, puts the state under management and starts the metrics
+/// endpoint. `data_dir` None: `$RATELOCKR_DATA_DIR`, else the platform's app data directory.
+pub fn install<R: Runtime>(
+    app: &tauri::AppHandle<R>,
+    data_dir: Option<PathBuf>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    // The limiter's connection manager needs the async runtime's context to exist.
+    let core = tauri::async_runtime::block_on(async { open_core(app, data_dir) })?;
+    let metrics_core = core.clone();
+    tauri::async_runtime::spawn(async move {
+        let status = metrics_core.metrics_start().await;
+        if let Some(err) = status.error {
+            tracing::warn!("metrics endpoint not started: {err}");
+        }
+    });
+    app.manage(core);
+    Ok(())
+}
+
+fn default_data_dir<R: Runtime>(
+    app: &tauri::AppHandle<R>,
+) -> Result<PathBuf, Box<dyn std::error::Error>> {
+    match std::env::var_os(DATA_DIR_ENV).filter(|d| !d.is_empty()) {
+        Some(dir) => Ok(PathBuf::from(dir)),
+        None => Ok(app.path().app_data_dir()?),
+    }
+}
+
+fn open_core<R: Runtime>(
+    app: &tauri::AppHandle<R>,
+    data_dir: Option<PathBuf>,
+) -> Result<Arc<AppCore>, Box<dyn std::error::Error>> {
+    let dir = match data_dir {
+        Some(dir) => dir,
+        None => default_data_dir(app)?,
+    };
+    std::fs::create_dir_all(&dir)?;
+    let (settings, persist, warnings) = store::open(app, &dir.join(store::SETTINGS_FILE))?;
+    for warning in &warnings {
+        tracing::warn!("{warning}");
+    }
+    let core = AppCore::new(settings, Box::new(persist), warnings, dir)?;
+    Ok(Arc::new(core))
+}
+
+/// The app's Tauri context (config, assets, capabilities) from the root tauri.conf.json.
+pub fn context<R: Runtime>() -> tauri::Context<R> {
+    tauri::generate_context!("../tauri.conf.json")
+}
+
+/// Runs the desktop app.
+pub fn run() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,ratelockr=info".into()),
+        )
+        .try_init();
+    if let Err(err) = app(Builder::default())
+        .setup(|app| install(app.handle(), None))
+        .run(context())
+    {
+        eprintln!("ratelockr-app: {err}");
+        std::process::exit(1);
+    }
+}

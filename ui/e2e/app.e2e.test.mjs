@@ -1,0 +1,234 @@
+// End-to-end test of the real app window: tauri-driver + WebKitWebDriver (run under Xvfb by
+// scripts/e2e.sh), a real redis-server started here, webdriverio as the WebDriver client.
+// It creates a rule, runs simulations, watches the chart and summary, exports a CSV, kills
+// Redis mid-run to see the fail-open banner and the recovery, and saves docs/screenshot.png.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync, existsSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { remote } from "webdriverio";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+const APP = process.env.RATELOCKR_APP ?? join(ROOT, "target/debug/ratelockr-app");
+const DRIVER = process.env.TAURI_DRIVER_URL ?? "http://127.0.0.1:4444";
+const SCREENSHOT = join(ROOT, "docs/screenshot.png");
+
+// The app inherits tauri-driver's environment, so scripts/e2e.sh sets these for both.
+const dataDir = process.env.RATELOCKR_DATA_DIR ?? mkdtempSync(join(tmpdir(), "ratelockr-e2e-data-"));
+const exportDir = process.env.RATELOCKR_EXPORT_DIR ?? mkdtempSync(join(tmpdir(), "ratelockr-e2e-export-"));
+let redis;
+let redisPort;
+let browser;
+
+function freePort() {
+  return new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => ok(port));
+    });
+    srv.on("error", fail);
+  });
+}
+
+async function startRedis() {
+  redis = spawn("redis-server", ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+  await until(() => ping(), 10_000, "redis-server answers");
+}
+
+function ping() {
+  try {
+    return execFileSync("redis-cli", ["-p", String(redisPort), "PING"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim() === "PONG";
+  } catch {
+    return false;
+  }
+}
+
+async function until(check, timeoutMs, what) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+const text = (sel) => browser.execute((s) => document.querySelector(s)?.textContent ?? "", sel);
+const visible = (sel) => browser.execute((s) => {
+  const el = document.querySelector(s);
+  return Boolean(el) && !el.classList.contains("hidden") && el.getClientRects().length > 0;
+}, sel);
+
+/** Sets a form control's value the way typing or choosing would, firing input and change. */
+async function fill(sel, value) {
+  await browser.execute((s, v) => {
+    const el = document.querySelector(s);
+    if (el.type === "checkbox") el.checked = v;
+    else el.value = v;
+    el.dispatchEvent(new Event("input", { bubbles: true }));
+    el.dispatchEvent(new Event("change", { bubbles: true }));
+  }, sel, value);
+}
+
+async function click(sel) {
+  const el = await browser.$(sel);
+  await el.waitForClickable({ timeout: 10_000 });
+  await el.click();
+}
+
+async function runSimulation({ target, rps, requests, servers = 2, keys = 1, naive = false }) {
+  await fill("#sim-target", target);
+  await fill("#sim-rps", String(rps));
+  await fill("#sim-requests", String(requests));
+  await fill("#sim-servers", String(servers));
+  await fill("#sim-keys", String(keys));
+  await fill("#sim-naive", naive);
+  await click("#sim-run");
+}
+
+async function summaryRows() {
+  return browser.execute(() =>
+    [...document.querySelectorAll("#summary tbody tr")].map((tr) => ({
+      rule: tr.dataset.rule,
+      cells: [...tr.children].map((td) => td.textContent.trim()),
+    })),
+  );
+}
+
+async function chartTotals() {
+  return browser.execute(() =>
+    Object.fromEntries(
+      [...document.querySelectorAll(".chart-panel")].map((p) => [
+        p.dataset.rule,
+        { allowed: Number(p.dataset.allowed ?? 0), denied: Number(p.dataset.denied ?? 0), failOpen: Number(p.dataset.failOpen ?? 0) },
+      ]),
+    ),
+  );
+}
+
+const idle = () => browser.execute(() => !document.getElementById("sim-run").disabled);
+
+describe("RateLockr desktop app", { timeout: 240_000 }, () => {
+  before(async () => {
+    redisPort = await freePort();
+    await startRedis();
+    writeFileSync(join(dataDir, "settings.json"), JSON.stringify({ redis_url: `redis://127.0.0.1:${redisPort}`, metrics: { enabled: false, port: 9464 } }));
+    // tauri-driver first, then its /status, before a session is created.
+    await until(async () => {
+      try {
+        return (await fetch(`${DRIVER}/status`)).ok;
+      } catch {
+        return false;
+      }
+    }, 30_000, "tauri-driver answers /status");
+    const url = new URL(DRIVER);
+    browser = await remote({
+      hostname: url.hostname,
+      port: Number(url.port),
+      logLevel: "warn",
+      connectionRetryTimeout: 120_000,
+      capabilities: {
+        "wdio:enforceWebDriverClassic": true,
+        browserName: "wry",
+        "tauri:options": { application: APP },
+      },
+    });
+    await until(() => browser.execute(() => document.body.dataset.ready === "true"), 30_000, "the dashboard is ready");
+  });
+
+  after(async () => {
+    await browser?.deleteSession().catch(() => {});
+    redis?.kill("SIGKILL");
+  });
+
+  it("shows the Redis it uses and its round trip", async () => {
+    await until(async () => (await text("#conn-state")).startsWith("Connected"), 10_000, "connected");
+    assert.equal(await text("#conn-url"), `redis://127.0.0.1:${redisPort}`);
+    assert.match(await text("#conn-rtt"), /(µs|ms)$/);
+  });
+
+  it("creates a rule, with the engine's validation shown inline", async () => {
+    await click("#rule-new");
+    await fill("#rule-name", "checkout");
+    await fill("#rule-algorithm", "fixed_window");
+    await fill("#rule-limit", "0");
+    await fill("#rule-window", "1000");
+    const limitError = await until(async () => (await text('[data-error-for="limit"]')) || false, 5_000, "an inline error for limit");
+    assert.match(limitError, /limit/);
+    await fill("#rule-limit", "20");
+    await until(async () => (await text('[data-error-for="limit"]')) === "", 5_000, "the error clears");
+    await click("#rule-save");
+    await until(() => browser.execute(() => Boolean(document.querySelector('#rule-list [data-rule="checkout"]'))), 5_000, "the rule is listed");
+    const saved = JSON.parse(readFileSync(join(dataDir, "settings.json"), "utf8"));
+    assert.deepEqual(saved.rules, [{ name: "checkout", algorithm: "fixed_window", limit: 20, window_ms: 1000 }]);
+  });
+
+  it("runs a simulation against the rule and shows the chart and summary", async () => {
+    await runSimulation({ target: "checkout", rps: 200, requests: 600 });
+    await until(idle, 60_000, "the run ends");
+    const rows = await summaryRows();
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0].rule, "checkout");
+    // 600 requests at 200/s over ~3 s against 20 per second: most are denied.
+    const totals = await until(async () => {
+      const t = (await chartTotals()).checkout;
+      return t && t.allowed + t.denied === 600 ? t : false;
+    }, 10_000, "the chart shows all 600 decisions");
+    assert.ok(totals.denied > 400, JSON.stringify(totals));
+    assert.ok(totals.allowed >= 20 && totals.allowed <= 100, JSON.stringify(totals));
+  });
+
+  it("exports the last run's CSV", async () => {
+    await click("#export-csv");
+    const note = await until(async () => ((await text("#export-note")).startsWith("Saved") ? text("#export-note") : false), 10_000, "the export is saved");
+    const file = note.replace(/^Saved /, "");
+    assert.equal(file, join(exportDir, "ratelockr-run.csv"));
+    const lines = readFileSync(file, "utf8").trim().split("\n");
+    assert.equal(lines[0], "seq,sent_at_ms,server,rule,algorithm,key,allowed,remaining,retry_after_ms,latency_us,fail_open");
+    assert.equal(lines.length, 601);
+    assert.ok(lines.slice(1).every((l) => l.includes(",checkout,fixed_window,")));
+  });
+
+  it("fails open visibly when Redis dies mid-run, and recovers when it returns", async () => {
+    await runSimulation({ target: "checkout", rps: 100, requests: 100_000 });
+    await new Promise((r) => setTimeout(r, 1_000));
+    redis.kill("SIGKILL");
+    await until(() => visible("#failopen-banner"), 15_000, "the fail-open banner shows");
+    await until(async () => (await text("#conn-state")).startsWith("Unreachable"), 10_000, "the status says unreachable");
+    await until(async () => /fail-open/.test(await text("#sim-progress")), 10_000, "the progress counts fail-open decisions");
+    await startRedis();
+    await until(async () => (await text("#conn-state")).startsWith("Connected"), 20_000, "the app reconnects by itself");
+    await click("#sim-cancel");
+    await until(idle, 30_000, "the cancelled run ends");
+    const row = (await summaryRows())[0];
+    assert.ok(Number(row.cells[5].replace(/,/g, "")) > 0, `fail-open counted: ${row.cells}`);
+    await until(async () => !(await visible("#failopen-banner")), 20_000, "the banner clears after recovery");
+  });
+
+  it("compares the three algorithms side by side", async () => {
+    await fill("#sim-target", "__compare");
+    await fill("#sim-limit", "50");
+    await fill("#sim-window", "1000");
+    await fill("#sim-pattern", "burst");
+    await runSimulation({ target: "__compare", rps: 150, requests: 1500, servers: 4, keys: 3 });
+    await until(idle, 60_000, "the comparison ends");
+    const rows = await summaryRows();
+    assert.deepEqual(rows.map((r) => r.rule), ["compare-token-bucket", "compare-sliding-window-log", "compare-fixed-window"]);
+    await until(async () => {
+      const t = await chartTotals();
+      return ["compare-token-bucket", "compare-sliding-window-log", "compare-fixed-window"].every((r) => t[r] && t[r].allowed + t[r].denied === 1500);
+    }, 10_000, "three charts with every decision");
+    await until(async () => !(await visible("#failopen-banner")), 10_000, "no banner");
+  });
+
+  it("saves a screenshot of the window", async () => {
+    // Let the charts settle, then photograph the whole X screen (the window fills it).
+    await new Promise((r) => setTimeout(r, 1_000));
+    execFileSync("import", ["-window", "root", SCREENSHOT]);
+    assert.ok(existsSync(SCREENSHOT));
+  });
+});

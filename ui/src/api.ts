@@ -1,0 +1,68 @@
+/**
+ * Typed wrappers around invoke(): one function per Rust command, with the payload types
+ * generated from Rust (./bindings). Every rejection is an AppError `{code, message, field?}`.
+ */
+import { invoke } from "@tauri-apps/api/core";
+import { listen, type UnlistenFn } from "@tauri-apps/api/event";
+import type { AppError } from "./bindings/AppError";
+import type { AppInfo } from "./bindings/AppInfo";
+import type { ChartFormat } from "./bindings/ChartFormat";
+import type { ConnectionStatus } from "./bindings/ConnectionStatus";
+import type { ConnectionTest } from "./bindings/ConnectionTest";
+import type { Exported } from "./bindings/Exported";
+import type { MetricsSettings } from "./bindings/MetricsSettings";
+import type { MetricsStatus } from "./bindings/MetricsStatus";
+import type { Rule } from "./bindings/Rule";
+import type { RuleDraft } from "./bindings/RuleDraft";
+import type { RuleStats } from "./bindings/RuleStats";
+import type { SimFinished } from "./bindings/SimFinished";
+import type { SimProgress } from "./bindings/SimProgress";
+import type { SimRequest } from "./bindings/SimRequest";
+import type { SimStatus } from "./bindings/SimStatus";
+
+/** Narrows anything thrown by invoke() to an AppError. */
+export function toAppError(err: unknown): AppError {
+  if (typeof err === "object" && err !== null && "code" in err && "message" in err) {
+    return err as AppError;
+  }
+  return { code: "internal", message: err instanceof Error ? err.message : String(err) };
+}
+
+async function call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> {
+  try {
+    return await invoke<T>(cmd, args);
+  } catch (err) {
+    throw toAppError(err);
+  }
+}
+
+export const api = {
+  appInfo: () => call<AppInfo>("app_info"),
+  connectionStatus: () => call<ConnectionStatus>("connection_status"),
+  connectionTest: (url: string) => call<ConnectionTest>("connection_test", { url }),
+  connectionSwitch: (url: string | null) => call<ConnectionStatus>("connection_switch", { url }),
+  rulesList: () => call<Rule[]>("rules_list"),
+  ruleValidate: (draft: RuleDraft) => call<Rule>("rule_validate", { draft }),
+  ruleSave: (original: string | null, draft: RuleDraft) =>
+    call<Rule[]>("rule_save", { original, draft }),
+  ruleDelete: (name: string) => call<Rule[]>("rule_delete", { name }),
+  stats: (rules: string[]) => call<RuleStats[]>("stats", { rules }),
+  simStart: (request: SimRequest) => call<SimStatus>("sim_start", { request }),
+  simCancel: () => call<SimStatus>("sim_cancel"),
+  simStatus: () => call<SimStatus>("sim_status"),
+  exportCsv: () => call<Exported>("export_csv"),
+  exportChart: (format: ChartFormat) => call<Exported>("export_chart", { format }),
+  metricsStatus: () => call<MetricsStatus>("metrics_status"),
+  metricsConfigure: (settings: MetricsSettings) =>
+    call<MetricsStatus>("metrics_configure", { settings }),
+};
+
+/** The events the backend emits (see src-tauri/src/events.rs). */
+export const events = {
+  onRefetchStats: (handler: () => void): Promise<UnlistenFn> =>
+    listen("refetch-stats", () => handler()),
+  onSimProgress: (handler: (p: SimProgress) => void): Promise<UnlistenFn> =>
+    listen<SimProgress>("sim-progress", (e) => handler(e.payload)),
+  onSimFinished: (handler: (f: SimFinished) => void): Promise<UnlistenFn> =>
+    listen<SimFinished>("sim-finished", (e) => handler(e.payload)),
+};

@@ -1,0 +1,134 @@
+/** The live chart: one uPlot per rule, side by side, allowed/denied/fail-open per second. */
+import uPlot from "uplot";
+import "uplot/dist/uPlot.min.css";
+import type { RuleStats } from "./bindings/RuleStats";
+import { algorithmLabel, chartColumns, fmtInt, totals } from "./model";
+
+export const COLORS = {
+  allowed: "#16a34a",
+  denied: "#dc2626",
+  failOpen: "#d97706",
+};
+
+interface Panel {
+  root: HTMLElement;
+  plot: uPlot;
+  totals: HTMLElement;
+  error: HTMLElement;
+}
+
+function fill(color: string): string {
+  return `${color}22`;
+}
+
+export class ChartGrid {
+  private panels = new Map<string, Panel>();
+  private order: string[] = [];
+  private observer: ResizeObserver;
+
+  constructor(
+    private container: HTMLElement,
+    private algorithmOf: (rule: string) => string | undefined,
+  ) {
+    this.observer = new ResizeObserver(() => this.resize());
+    this.observer.observe(container);
+  }
+
+  /** Shows one panel per rule, in this order; keeps panels that stay. */
+  setRules(rules: string[]) {
+    if (rules.join("\n") === this.order.join("\n")) return;
+    for (const [name, panel] of this.panels) {
+      if (!rules.includes(name)) {
+        panel.plot.destroy();
+        panel.root.remove();
+        this.panels.delete(name);
+      }
+    }
+    this.container.querySelector(".empty")?.remove();
+    if (rules.length === 0) {
+      const empty = document.createElement("div");
+      empty.className = "empty";
+      empty.textContent = "Create a rule or run a simulation to see traffic here.";
+      this.container.append(empty);
+    }
+    this.order = rules;
+    this.container.style.setProperty("--cols", String(Math.min(Math.max(rules.length, 1), 4)));
+    for (const name of rules) {
+      const panel = this.panels.get(name) ?? this.create(name);
+      this.container.append(panel.root);
+    }
+    this.resize();
+  }
+
+  update(stats: RuleStats[]) {
+    for (const s of stats) {
+      const panel = this.panels.get(s.rule);
+      if (!panel) continue;
+      panel.plot.setData(chartColumns(s.points));
+      const t = totals(s.points);
+      panel.totals.innerHTML =
+        `<span class="allowed">${fmtInt(t.allowed)}</span> · ` +
+        `<span class="denied">${fmtInt(t.denied)}</span> · ` +
+        `<span class="failopen">${fmtInt(t.fail_open)}</span>`;
+      panel.root.dataset.allowed = String(t.allowed);
+      panel.root.dataset.denied = String(t.denied);
+      panel.root.dataset.failOpen = String(t.fail_open);
+      panel.error.textContent = s.error ? `Redis: ${s.error}` : "";
+    }
+  }
+
+  private size(): { width: number; height: number } {
+    const cols = Math.min(Math.max(this.order.length, 1), 4);
+    const gap = 12;
+    const width = Math.max(220, Math.floor((this.container.clientWidth - gap * (cols - 1)) / cols) - 24);
+    return { width, height: 170 };
+  }
+
+  private resize() {
+    const size = this.size();
+    for (const panel of this.panels.values()) panel.plot.setSize(size);
+  }
+
+  private create(name: string): Panel {
+    const root = document.createElement("div");
+    root.className = "chart-panel";
+    root.dataset.rule = name;
+    const head = document.createElement("div");
+    head.className = "chart-head";
+    const title = document.createElement("div");
+    title.className = "chart-title";
+    const algorithm = this.algorithmOf(name);
+    title.innerHTML = `<span class="rule-name"></span>${algorithm ? `<span class="badge ${algorithm}">${algorithmLabel(algorithm)}</span>` : ""}`;
+    (title.querySelector(".rule-name") as HTMLElement).textContent = name;
+    const totalsEl = document.createElement("div");
+    totalsEl.className = "chart-totals mono";
+    head.append(title, totalsEl);
+    const plotEl = document.createElement("div");
+    const error = document.createElement("div");
+    error.className = "chart-error";
+    root.append(head, plotEl, error);
+    const opts: uPlot.Options = {
+      ...this.size(),
+      legend: { show: false },
+      cursor: { drag: { x: false, y: false } },
+      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(5, Math.ceil(max * 1.15))] } },
+      axes: [
+        { stroke: "#64748b", grid: { stroke: "#e2e8f0", width: 1 }, ticks: { stroke: "#e2e8f0" }, font: "11px system-ui" },
+        { stroke: "#64748b", grid: { stroke: "#e2e8f0", width: 1 }, ticks: { stroke: "#e2e8f0" }, font: "11px system-ui", size: 44 },
+      ],
+      series: [
+        {},
+        { label: "allowed", stroke: COLORS.allowed, fill: fill(COLORS.allowed), width: 2, points: { show: false } },
+        { label: "denied", stroke: COLORS.denied, fill: fill(COLORS.denied), width: 2, points: { show: false } },
+        { label: "fail-open", stroke: COLORS.failOpen, width: 2, dash: [6, 4], points: { show: false } },
+      ],
+    };
+    const now = Math.floor(Date.now() / 1000);
+    const seconds = Array.from({ length: 30 }, (_, i) => now - 29 + i);
+    const zeros = seconds.map(() => 0);
+    const plot = new uPlot(opts, [seconds, zeros, zeros, zeros], plotEl);
+    const panel = { root, plot, totals: totalsEl, error };
+    this.panels.set(name, panel);
+    return panel;
+  }
+}
