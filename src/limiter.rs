@@ -4,7 +4,7 @@ use crate::decision::Decision;
 use crate::error::{FailureKind, RedisFailure};
 use crate::keys::KeySpace;
 use crate::rule::{validate_client_key, Rule, RuleError};
-use crate::scripts::{parse_reply, At, Call};
+use crate::scripts::{self, At, Call};
 use crate::target::RedisTarget;
 use crate::telemetry::{self, FailureLedger, StatsPoint, COUNTER_TTL_SECS};
 use crate::Outcome;
@@ -264,12 +264,26 @@ impl Limiter {
     async fn invoke(&self, call: &Call<'_>) -> Result<Decision, RedisFailure> {
         let deadline = self.inner.options.deadline;
         let mut conn = self.inner.conn.clone();
-        let invocation = call.invocation();
-        // invoke_async sends EVALSHA and, on NOSCRIPT, loads the script and retries once.
-        let reply: Vec<i64> = tokio::time::timeout(deadline, invocation.invoke_async(&mut conn))
+        // EVALSHA built in one buffer; on NOSCRIPT (a restarted or flushed Redis) the script
+        // is loaded and the call retried once, as redis-rs's invoke_async would.
+        let evalsha = call.evalsha();
+        let attempt = async {
+            match evalsha.query_async::<redis::Value>(&mut conn).await {
+                Err(err)
+                    if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+                {
+                    scripts::script(call.algorithm.kind())
+                        .load_async(&mut conn)
+                        .await?;
+                    evalsha.query_async::<redis::Value>(&mut conn).await
+                }
+                other => other,
+            }
+        };
+        let reply = tokio::time::timeout(deadline, attempt)
             .await
             .map_err(|_| RedisFailure::timeout(deadline))??;
-        parse_reply(&reply)
+        scripts::parse_value(&reply)
     }
 
     fn record_failure(&self, failure: &RedisFailure) {

@@ -54,46 +54,82 @@ pub(crate) struct Call<'a> {
 }
 
 impl Call<'_> {
-    /// The script invocation: KEYS and ARGV exactly as the script headers document them.
-    pub(crate) fn invocation(&self) -> redis::ScriptInvocation<'static> {
+    /// The EVALSHA: KEYS and ARGV exactly as the script headers document them, written
+    /// straight into one command buffer (no `ScriptInvocation` with a vector per argument and
+    /// the copy `invoke_async` makes of them). The caller recovers from NOSCRIPT (`Limiter`).
+    pub(crate) fn evalsha(&self) -> redis::Cmd {
         let kind = self.algorithm.kind();
-        let mut inv = script(kind).key(self.limiter_key);
+        let keys = if self.stats_keys.is_some() { 3 } else { 1 };
+        let mut cmd = redis::Cmd::with_capacity(3 + keys + 6, 192 + self.limiter_key.len());
+        cmd.arg("EVALSHA")
+            .arg(script(kind).get_hash())
+            .arg(keys)
+            .arg(self.limiter_key);
         if let Some((allowed, denied)) = self.stats_keys {
-            inv.key(allowed).key(denied);
+            cmd.arg(allowed).arg(denied);
         }
-        let now = match self.at {
-            At::ServerClock => String::new(),
-            At::Millis(ms) => ms.to_string(),
+        let now = |cmd: &mut redis::Cmd| match self.at {
+            At::ServerClock => {
+                cmd.arg("");
+            }
+            At::Millis(ms) => {
+                cmd.arg(ms);
+            }
         };
         match *self.algorithm {
             Algorithm::TokenBucket {
                 capacity,
                 refill_per_sec,
             } => {
-                inv.arg(capacity)
-                    .arg(refill_per_sec)
-                    .arg(now)
-                    .arg(self.cost)
-                    .arg(self.stats_ttl_secs);
+                cmd.arg(capacity).arg(refill_per_sec);
+                now(&mut cmd);
+                cmd.arg(self.cost).arg(self.stats_ttl_secs);
             }
             Algorithm::SlidingWindowLog { limit, window_ms } => {
-                let member = uuid::Uuid::new_v4();
-                inv.arg(limit)
-                    .arg(window_ms)
-                    .arg(now)
-                    .arg(member.as_hyphenated().to_string())
-                    .arg(self.cost)
-                    .arg(self.stats_ttl_secs);
+                cmd.arg(limit).arg(window_ms);
+                now(&mut cmd);
+                let mut member = [0u8; uuid::fmt::Hyphenated::LENGTH];
+                let member = uuid::Uuid::new_v4()
+                    .as_hyphenated()
+                    .encode_lower(&mut member);
+                cmd.arg(&*member).arg(self.cost).arg(self.stats_ttl_secs);
             }
             Algorithm::FixedWindow { limit, window_ms } => {
-                inv.arg(limit)
+                cmd.arg(limit)
                     .arg(window_ms)
                     .arg(self.cost)
                     .arg(self.stats_ttl_secs);
             }
         }
-        inv
+        cmd
     }
+}
+
+/// The script's reply as a decision, read straight from the reply value (no intermediate
+/// vector); anything but four integers is refused, as [`parse_reply`] refuses it.
+pub(crate) fn parse_value(reply: &redis::Value) -> Result<Decision, RedisFailure> {
+    let mut ints = [0i64; 4];
+    let well_formed = match reply {
+        redis::Value::Array(items) if items.len() == 4 => {
+            items.iter().zip(&mut ints).all(|(item, slot)| match item {
+                redis::Value::Int(n) => {
+                    *slot = *n;
+                    true
+                }
+                _ => false,
+            })
+        }
+        _ => false,
+    };
+    if !well_formed {
+        return Err(RedisFailure::new(
+            FailureKind::Reply,
+            format!(
+                "expected {{allowed, remaining, retry_after_ms, reset_after_ms}}, got {reply:?}"
+            ),
+        ));
+    }
+    parse_reply(&ints)
 }
 
 /// Turns the script's four integers into a decision, refusing anything else.
@@ -141,6 +177,109 @@ mod tests {
             &[],
         ] {
             assert_eq!(parse_reply(bad).expect_err("bad").kind, FailureKind::Reply);
+        }
+    }
+
+    #[test]
+    fn evalsha_sends_keys_and_argv_as_documented() {
+        let rules = [
+            Algorithm::TokenBucket {
+                capacity: 10,
+                refill_per_sec: 2.5,
+            },
+            Algorithm::FixedWindow {
+                limit: 7,
+                window_ms: 1000,
+            },
+        ];
+        for algorithm in &rules {
+            for stats_keys in [None, Some(("s:a", "s:d"))] {
+                for at in [At::ServerClock, At::Millis(1_700_000_000_123)] {
+                    let call = Call {
+                        algorithm,
+                        limiter_key: "p:tb:{r}:k",
+                        stats_keys,
+                        stats_ttl_secs: 120,
+                        cost: 3,
+                        at,
+                    };
+                    let mut expected = redis::cmd("EVALSHA");
+                    expected
+                        .arg(script(algorithm.kind()).get_hash())
+                        .arg(if stats_keys.is_some() { 3 } else { 1 })
+                        .arg("p:tb:{r}:k");
+                    if let Some((a, d)) = stats_keys {
+                        expected.arg(a).arg(d);
+                    }
+                    match *algorithm {
+                        Algorithm::TokenBucket {
+                            capacity,
+                            refill_per_sec,
+                        } => {
+                            expected.arg(capacity).arg(refill_per_sec);
+                        }
+                        Algorithm::FixedWindow { limit, window_ms } => {
+                            expected.arg(limit).arg(window_ms);
+                        }
+                        Algorithm::SlidingWindowLog { .. } => unreachable!(),
+                    }
+                    if algorithm.kind() == AlgorithmKind::TokenBucket {
+                        match at {
+                            At::ServerClock => expected.arg(""),
+                            At::Millis(ms) => expected.arg(ms.to_string()),
+                        };
+                    }
+                    expected.arg(3u64).arg(120u64);
+                    assert_eq!(
+                        call.evalsha().get_packed_command(),
+                        expected.get_packed_command(),
+                        "{algorithm:?} {stats_keys:?} {at:?}"
+                    );
+                }
+            }
+        }
+        // The sliding window's member is a fresh lower-case UUID.
+        let algorithm = Algorithm::SlidingWindowLog {
+            limit: 5,
+            window_ms: 1000,
+        };
+        let call = Call {
+            algorithm: &algorithm,
+            limiter_key: "k",
+            stats_keys: None,
+            stats_ttl_secs: 120,
+            cost: 1,
+            at: At::ServerClock,
+        };
+        let packed = String::from_utf8(call.evalsha().get_packed_command()).expect("utf-8");
+        let member = packed.split("\r\n").nth(16).expect("the member argument");
+        assert!(uuid::Uuid::parse_str(member).is_ok(), "{packed:?}");
+        assert_eq!(member, member.to_lowercase());
+    }
+
+    #[test]
+    fn reads_decisions_straight_from_reply_values() {
+        use redis::Value;
+        let ok = Value::Array(vec![
+            Value::Int(0),
+            Value::Int(2),
+            Value::Int(150),
+            Value::Int(900),
+        ]);
+        let d = parse_value(&ok).expect("valid");
+        assert!(!d.allowed && d.remaining == 2 && d.retry_after_ms == 150);
+        for bad in [
+            Value::Array(vec![Value::Int(1), Value::Int(2), Value::Int(3)]),
+            Value::Array(vec![
+                Value::Int(1),
+                Value::Nil,
+                Value::Int(0),
+                Value::Int(0),
+            ]),
+            Value::Int(1),
+            Value::Nil,
+        ] {
+            assert_eq!(parse_value(&bad).expect_err("bad").kind, FailureKind::Reply);
         }
     }
 

@@ -144,7 +144,7 @@ impl RedisBenchmark {
 }
 
 /// The engine's EVALSHA for `rule`, as redis-benchmark should send it: KEYS then ARGV exactly
-/// as `scripts::Call::invocation` builds them (server clock, cost 1), with the client key
+/// as `scripts::Call::evalsha` builds them (server clock, cost 1), with the client key
 /// replaced by `__rand_int__`. `telemetry: false` sends the limiter key alone.
 pub fn engine_command(rule: &Rule, keys: &KeySpace, telemetry: bool) -> (Vec<String>, Vec<String>) {
     let limiter_key = keys.limiter(rule, "__rand_int__");
