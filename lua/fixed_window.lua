@@ -21,7 +21,8 @@ REPLY  {allowed, remaining, retry_after_ms, reset_after_ms}
   allowed         1 or 0; a denied cost is given back (DECRBY), so a rejected burst does not
                   inflate the counter
   remaining       units still admissible in this window after this decision
-  retry_after_ms  0 when allowed, else the time left in the window
+  retry_after_ms  0 when allowed, else the time left in the window + 1 ms: Redis expires a key
+                  only once its last millisecond has passed (PTTL 0 is still a live window)
   reset_after_ms  the time left in the window (0 when no window is open)
 
 INCRBY cost; the first increment of a window (a counter with no TTL) sets PEXPIRE window_ms.
@@ -80,7 +81,7 @@ if count <= limit then
   allowed, remaining, retry_after = 1, limit - count, 0
 else
   redis.call('DECRBY', key, cost)
-  allowed, remaining, retry_after = 0, math.max(limit - (count - cost), 0), ttl
+  allowed, remaining, retry_after = 0, math.max(limit - (count - cost), 0), ttl + 1
 end
 
 if #KEYS == 3 then
