@@ -3,16 +3,22 @@ SHELL := /bin/bash
 CARGO ?= cargo
 
 .PHONY: run test test-engine lint fmt deps-engine bench
+.PHONY: app ui ui-deps test-ui test-app test-e2e bundle deps-app deps-e2e
 
-run: deps-engine
+# The desktop app (src-tauri + ui). The CLI's side-by-side run: `make run-cli`.
+run: deps-engine deps-app ui
+	$(CARGO) run -p ratelockr-app
+
+run-cli: deps-engine
 	$(CARGO) run --quiet --bin ratelockr -- --embedded simulate --compare --requests 2000 --rps 400 --servers 4
 
-test: deps-engine test-engine
+test: deps-engine test-engine test-ui test-app test-e2e
 
+# The engine alone (the workspace's default member; the app crate needs WebKitGTK and ui/dist).
 test-engine:
-	$(CARGO) test --workspace --all-targets
+	$(CARGO) test --all-targets
 
-lint:
+lint: deps-app ui
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
@@ -21,3 +27,37 @@ fmt:
 
 deps-engine:
 	@scripts/deps.sh engine
+
+deps-app:
+	@scripts/deps.sh app
+
+deps-e2e:
+	@scripts/deps.sh app e2e
+
+# --- the desktop app ----------------------------------------------------------------------
+# npm ci only when package-lock.json changed since the last install.
+ui-deps: ui/node_modules/.package-lock.json
+ui/node_modules/.package-lock.json: ui/package-lock.json
+	cd ui && npm ci --no-audit --no-fund
+	@touch $@
+
+# The built UI (ui/dist), which the app embeds at compile time.
+ui: ui-deps
+	cd ui && npm run --silent build
+
+app: deps-app ui
+	$(CARGO) build -p ratelockr-app
+
+test-ui: ui-deps
+	cd ui && npx tsc --noEmit && npx vitest run
+
+test-app: deps-app ui
+	$(CARGO) test -p ratelockr-app --all-targets
+
+test-e2e: deps-e2e app
+	scripts/e2e.sh
+
+# A release build and a .deb in target/release/bundle/ (see scripts/bundle.sh).
+bundle: deps-app ui
+	$(CARGO) build --release -p ratelockr-app
+	scripts/bundle.sh

@@ -114,11 +114,21 @@ pub fn run() {
                 .unwrap_or_else(|_| "info,ratelockr=info".into()),
         )
         .try_init();
-    if let Err(err) = app(Builder::default())
+    let app = match app(Builder::default())
         .setup(|app| install(app.handle(), None))
-        .run(context())
+        .build(context())
     {
-        eprintln!("ratelockr-app: {err}");
-        std::process::exit(1);
-    }
+        Ok(app) => app,
+        Err(err) => {
+            eprintln!("ratelockr-app: {err}");
+            std::process::exit(1);
+        }
+    };
+    app.run(|handle, event| {
+        if let tauri::RunEvent::Exit = event {
+            if let Some(core) = handle.try_state::<Arc<AppCore>>() {
+                core.shutdown();
+            }
+        }
+    });
 }

@@ -209,6 +209,29 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await until(async () => !(await visible("#failopen-banner")), 20_000, "the banner clears after recovery");
   });
 
+  it("stays responsive through a 10,000-request burst, with stats calls bounded", async () => {
+    const calls = () => browser.execute(() => Number(document.body.dataset.statsCalls ?? 0));
+    const before = await calls();
+    const started = Date.now();
+    await runSimulation({ target: "checkout", rps: 0, requests: 10_000, servers: 4, keys: 50, naive: true });
+    let slowest = 0;
+    while (!(await idle())) {
+      const t = Date.now();
+      await browser.execute(() => document.getElementById("sim-progress").textContent);
+      slowest = Math.max(slowest, Date.now() - t);
+      await new Promise((r) => setTimeout(r, 250));
+      assert.ok(Date.now() - started < 120_000, "the burst ends");
+    }
+    const seconds = (Date.now() - started) / 1000;
+    const made = (await calls()) - before;
+    assert.ok(slowest < 1_000, `the window answered within ${slowest} ms`);
+    // One call per 750 ms at most, plus the trailing one and the start/end triggers.
+    assert.ok(made <= Math.ceil(seconds / 0.75) + 3, `${made} stats calls in ${seconds.toFixed(1)} s`);
+    assert.equal(await text("#warnings-banner"), "", "no IPC errors surfaced");
+    const rows = await summaryRows();
+    assert.ok(rows.every((r) => r.cells[2] === "10,000"), JSON.stringify(rows));
+  });
+
   it("compares the three algorithms side by side", async () => {
     await fill("#sim-target", "__compare");
     await fill("#sim-limit", "50");
@@ -223,6 +246,17 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
       return ["compare-token-bucket", "compare-sliding-window-log", "compare-fixed-window"].every((r) => t[r] && t[r].allowed + t[r].denied === 1500);
     }, 10_000, "three charts with every decision");
     await until(async () => !(await visible("#failopen-banner")), 10_000, "no banner");
+  });
+
+  it("serves metrics on loopback when switched on in settings", async () => {
+    const port = await freePort();
+    await fill("#metrics-port", String(port));
+    await fill("#metrics-enabled", true);
+    const url = `http://127.0.0.1:${port}/api/metrics`;
+    await until(async () => (await text("#metrics-note")) === `Serving ${url}`, 10_000, "the endpoint is up");
+    const body = await (await fetch(url)).text();
+    assert.match(body, /^ratelockr_active_rules 1$/m);
+    assert.match(body, /ratelockr_evaluations_total\{algorithm="fixed_window",result="fail_open"\} [1-9]/);
   });
 
   it("saves a screenshot of the window", async () => {

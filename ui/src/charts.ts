@@ -67,9 +67,9 @@ export class ChartGrid {
       panel.plot.setData(chartColumns(s.points));
       const t = totals(s.points);
       panel.totals.innerHTML =
-        `<span class="allowed">${fmtInt(t.allowed)}</span> · ` +
-        `<span class="denied">${fmtInt(t.denied)}</span> · ` +
-        `<span class="failopen">${fmtInt(t.fail_open)}</span>`;
+        `<span class="allowed"><b>${fmtInt(t.allowed)}</b> allowed</span>` +
+        `<span class="denied"><b>${fmtInt(t.denied)}</b> denied</span>` +
+        `<span class="failopen"><b>${fmtInt(t.fail_open)}</b> fail-open</span>`;
       panel.root.dataset.allowed = String(t.allowed);
       panel.root.dataset.denied = String(t.denied);
       panel.root.dataset.failOpen = String(t.fail_open);
@@ -95,25 +95,41 @@ export class ChartGrid {
     root.dataset.rule = name;
     const head = document.createElement("div");
     head.className = "chart-head";
-    const title = document.createElement("div");
-    title.className = "chart-title";
+    const title = document.createElement("span");
+    title.className = "rule-name";
+    title.textContent = name;
+    title.title = name;
+    head.append(title);
     const algorithm = this.algorithmOf(name);
-    title.innerHTML = `<span class="rule-name"></span>${algorithm ? `<span class="badge ${algorithm}">${algorithmLabel(algorithm)}</span>` : ""}`;
-    (title.querySelector(".rule-name") as HTMLElement).textContent = name;
+    if (algorithm) {
+      const badge = document.createElement("span");
+      badge.className = `badge ${algorithm}`;
+      badge.textContent = algorithmLabel(algorithm);
+      head.append(badge);
+    }
     const totalsEl = document.createElement("div");
-    totalsEl.className = "chart-totals mono";
-    head.append(title, totalsEl);
+    totalsEl.className = "chart-totals";
     const plotEl = document.createElement("div");
     const error = document.createElement("div");
     error.className = "chart-error";
-    root.append(head, plotEl, error);
+    root.append(head, totalsEl, plotEl, error);
     const opts: uPlot.Options = {
       ...this.size(),
       legend: { show: false },
       cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(5, Math.ceil(max * 1.15))] } },
+      scales: { x: { time: false }, y: { range: (_u, _min, max) => [0, Math.max(5, Math.ceil(max * 1.15))] } },
       axes: [
-        { stroke: "#64748b", grid: { stroke: "#e2e8f0", width: 1 }, ticks: { stroke: "#e2e8f0" }, font: "11px system-ui" },
+        {
+          stroke: "#64748b",
+          grid: { stroke: "#e2e8f0", width: 1 },
+          ticks: { stroke: "#e2e8f0" },
+          font: "11px system-ui",
+          // Seconds before the newest point: "-20 s", "now".
+          values: (u, splits) => {
+            const last = u.data[0][u.data[0].length - 1] ?? 0;
+            return splits.map((s) => (s === last ? "now" : `${Math.round(s - last)} s`));
+          },
+        },
         { stroke: "#64748b", grid: { stroke: "#e2e8f0", width: 1 }, ticks: { stroke: "#e2e8f0" }, font: "11px system-ui", size: 44 },
       ],
       series: [

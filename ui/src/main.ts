@@ -72,10 +72,13 @@ function chartRules(): string[] {
   return state.rules.slice(0, 4).map((r) => r.name);
 }
 
+let statsCalls = 0;
 async function fetchStats() {
   const rules = chartRules();
   charts.setRules(rules);
   if (rules.length === 0) return;
+  // Counted where the E2E test can see that a burst keeps the calls bounded.
+  document.body.dataset.statsCalls = String(++statsCalls);
   const stats: RuleStats[] = await api.stats(rules);
   charts.update(stats);
   state.failOpenSeen = stats.some((s) => recentFailOpen(s.points));

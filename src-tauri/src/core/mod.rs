@@ -122,6 +122,23 @@ impl std::fmt::Debug for AppCore {
     }
 }
 
+/// No Redis answers and none can be started (redis-server is not installed): the app still
+/// opens, on the default URL, failing open, with the reason (and how to fix it) in a banner.
+fn without_redis(
+    err: AppError,
+    metrics: &Metrics,
+    warnings: &mut Vec<String>,
+) -> Result<Connection, AppError> {
+    if err.code != ErrorCode::EmbeddedUnavailable {
+        return Err(err);
+    }
+    warnings.push(err.message);
+    Connection::open(Some(ratelockr::DEFAULT_REDIS_URL), metrics).map(|mut conn| {
+        conn.configured = false;
+        conn
+    })
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -141,9 +158,10 @@ impl AppCore {
             Ok(conn) => conn,
             Err(err) if err.code == ErrorCode::InvalidUrl => {
                 warnings.push(format!("{}; using the automatic choice", err.message));
-                Connection::open(None, &metrics)?
+                Connection::open(None, &metrics)
+                    .or_else(|err| without_redis(err, &metrics, &mut warnings))?
             }
-            Err(err) => return Err(err),
+            Err(err) => without_redis(err, &metrics, &mut warnings)?,
         };
         metrics.set_active_rules(settings.rules.len());
         Ok(AppCore {
@@ -448,6 +466,19 @@ impl AppCore {
         Ok(Exported {
             path: dest.display().to_string(),
         })
+    }
+
+    /// Stops what this app started: a running simulation, the metrics endpoint, and the
+    /// embedded redis-server (which lives as long as the last reference to its backend). The
+    /// app calls it on exit, since Tauri ends the process without dropping managed state.
+    pub fn shutdown(&self) {
+        self.sim_cancel();
+        if let Some(token) = lock(&self.metrics_slot).shutdown.take() {
+            token.cancel();
+        }
+        let mut conn = self.conn.write().unwrap_or_else(|e| e.into_inner());
+        let target = conn.backend.target().clone();
+        conn.backend = Arc::new(ratelockr::Backend::external(target));
     }
 
     // --- metrics ----------------------------------------------------------------------------
