@@ -101,7 +101,9 @@ export class ChartGrid {
     title.title = name;
     head.append(title);
     const algorithm = this.algorithmOf(name);
-    if (algorithm) {
+    // "compare-token-bucket" already says its algorithm; the badge would only crowd it out.
+    const named = algorithm && name.endsWith(algorithm.replace(/_/g, "-"));
+    if (algorithm && !named) {
       const badge = document.createElement("span");
       badge.className = `badge ${algorithm}`;
       badge.textContent = algorithmLabel(algorithm);
@@ -124,7 +126,11 @@ export class ChartGrid {
           grid: { stroke: "#e2e8f0", width: 1 },
           ticks: { stroke: "#e2e8f0" },
           font: "11px system-ui",
-          // Seconds before the newest point: "-20 s", "now".
+          // Seconds before the newest point: "-20 s", "-10 s", "now".
+          splits: (u) => {
+            const last = u.data[0][u.data[0].length - 1] ?? 0;
+            return [last - 20, last - 10, last];
+          },
           values: (u, splits) => {
             const last = u.data[0][u.data[0].length - 1] ?? 0;
             return splits.map((s) => (s === last ? "now" : `${Math.round(s - last)} s`));
