@@ -109,8 +109,11 @@ impl Limiter {
         ledger: Arc<FailureLedger>,
         observer: Option<Arc<dyn DecisionObserver>>,
     ) -> Self {
+        // The deadline is the one time limit: redis-rs's own 500 ms response timeout would
+        // otherwise fail a decision open long before a longer configured deadline.
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(options.deadline))
+            .set_response_timeout(Some(options.deadline))
             .set_number_of_retries(2)
             .set_max_delay(Duration::from_millis(500));
         let conn = ConnectionManager::new_lazy_with_config(target.client(), config)

@@ -191,6 +191,35 @@ async fn a_frozen_redis_fails_open_within_the_deadline_and_recovers() {
     assert!(d.allowed && d.remaining > 0, "{d:?}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stall_shorter_than_the_deadline_is_waited_out() {
+    let server = common::redis();
+    let limiter = limiter_with(
+        &server.url(),
+        LimiterOptions {
+            deadline: Duration::from_secs(10),
+            ..options("stall")
+        },
+    );
+    let rule = Rule::token_bucket("tb", 10, 0.001).expect("valid rule");
+    decide_now(&limiter, &rule, "c", 1).await;
+    // Redis stalls for a second (a fork, a slow command, a loaded box): well inside the
+    // deadline, so the caller waits and gets a real decision rather than a fail-open one.
+    signal("STOP", server.pid());
+    let thaw = Thaw(server.pid());
+    let waker = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1_200));
+        drop(thaw);
+    });
+    let d = limiter.check(&rule, "c").await.expect("valid request");
+    waker.join().expect("the thaw thread");
+    assert!(
+        !d.fail_open && d.remaining == 8,
+        "a 1.2 s stall failed open under a 10 s deadline: {d:?}, {:?}",
+        limiter.ledger().failures()
+    );
+}
+
 #[tokio::test]
 async fn a_killed_redis_fails_open() {
     let server = common::redis();
