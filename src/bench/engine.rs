@@ -43,6 +43,11 @@ pub struct EngineReport {
     pub p95_us: f64,
     pub p99_us: f64,
     pub max_us: f64,
+    /// CPU this process spent per decision while measuring (the engine, the runtime, the
+    /// benchmark loop itself), in microseconds.
+    pub client_cpu_us_per_decision: Option<f64>,
+    /// CPU Redis spent per decision while measuring, in microseconds.
+    pub redis_cpu_us_per_decision: Option<f64>,
 }
 
 const WARMING: u8 = 0;
@@ -58,6 +63,31 @@ struct Tally {
 }
 
 impl EngineBench {
+    /// Runs the benchmark on a runtime of its own with `threads` workers (1: a current-thread
+    /// runtime), through a fresh connection of `limiter` (same options, ledger and observer)
+    /// that is opened on that runtime, so the connection's driver and the callers share it.
+    pub async fn run_on_own_runtime(
+        &self,
+        limiter: &Limiter,
+        threads: usize,
+    ) -> anyhow::Result<EngineReport> {
+        let bench = self.clone();
+        let limiter = limiter.with_own_connection();
+        tokio::task::spawn_blocking(move || {
+            let runtime = match threads {
+                0 | 1 => tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?,
+                n => tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(n)
+                    .enable_all()
+                    .build()?,
+            };
+            runtime.block_on(bench.run(&limiter))
+        })
+        .await?
+    }
+
     /// Runs the benchmark through `limiter` (use the limiter that production would: same
     /// options, same observer). Fails only when Redis cannot be reached before the start.
     pub async fn run(&self, limiter: &Limiter) -> anyhow::Result<EngineReport> {
@@ -124,12 +154,22 @@ impl EngineBench {
             }));
         }
 
+        // A separate connection reads Redis's CPU, so the probe does not queue behind the load.
+        let mut probe = limiter.with_own_connection().connection();
         tokio::time::sleep(self.warmup).await;
+        let cpu_before = (
+            super::process_cpu_secs(),
+            super::redis_cpu_secs(&mut probe).await,
+        );
         phase.store(MEASURING, Ordering::Relaxed);
         let started = Instant::now();
         tokio::time::sleep(self.duration).await;
         phase.store(STOPPED, Ordering::Relaxed);
         let seconds = started.elapsed().as_secs_f64();
+        let cpu_after = (
+            super::process_cpu_secs(),
+            super::redis_cpu_secs(&mut probe).await,
+        );
 
         let mut latency = Histogram::<u64>::new_with_bounds(1_000, 60_000_000_000, 3)
             .expect("valid histogram bounds");
@@ -143,6 +183,9 @@ impl EngineBench {
         }
         let decisions = allowed + denied;
         let us = |q: f64| latency.value_at_quantile(q) as f64 / 1000.0;
+        let per_decision = |before: Option<f64>, after: Option<f64>| {
+            Some((after? - before?) * 1e6 / decisions.max(1) as f64)
+        };
         Ok(EngineReport {
             algorithm: self.rule.kind().as_str(),
             concurrency: self.concurrency,
@@ -157,6 +200,8 @@ impl EngineBench {
             p95_us: us(0.95),
             p99_us: us(0.99),
             max_us: latency.max() as f64 / 1000.0,
+            client_cpu_us_per_decision: per_decision(cpu_before.0, cpu_after.0),
+            redis_cpu_us_per_decision: per_decision(cpu_before.1, cpu_after.1),
         })
     }
 }

@@ -40,6 +40,8 @@ pub struct Conditions {
     pub redis_version: String,
     /// UTC, `YYYY-MM-DD HH:MM:SS`.
     pub date: String,
+    /// The 1-minute load average when the run started: on a shared machine, what else ran.
+    pub load_average: Option<f64>,
 }
 
 impl Conditions {
@@ -70,8 +72,36 @@ impl Conditions {
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             redis_version,
             date: utc_now(),
+            load_average: std::fs::read_to_string("/proc/loadavg")
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse().ok()),
         }
     }
+}
+
+/// CPU seconds this process has used (user + system, all threads), from /proc/self/stat
+/// at the usual 100 ticks per second; `None` off Linux.
+pub fn process_cpu_secs() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
+    let rest = stat.rsplit_once(')')?.1;
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: f64 = fields.next()?.parse().ok()?;
+    let stime: f64 = fields.next()?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
+/// CPU seconds the Redis server has used (`INFO cpu`: used_cpu_user + used_cpu_sys).
+pub async fn redis_cpu_secs(conn: &mut impl redis::aio::ConnectionLike) -> Option<f64> {
+    let info: String = redis::cmd("INFO").arg("cpu").query_async(conn).await.ok()?;
+    let field = |name: &str| -> Option<f64> {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))?
+            .trim()
+            .parse()
+            .ok()
+    };
+    Some(field("used_cpu_user")? + field("used_cpu_sys")?)
 }
 
 /// The current UTC time as `YYYY-MM-DD HH:MM:SS`, without a date crate.
@@ -103,6 +133,13 @@ mod tests {
     #[test]
     fn keys_match_redis_benchmark_spelling() {
         assert_eq!(client_key(42), "000000000042");
+    }
+
+    #[test]
+    fn this_process_has_used_some_cpu() {
+        if cfg!(target_os = "linux") {
+            assert!(process_cpu_secs().is_some());
+        }
     }
 
     #[test]

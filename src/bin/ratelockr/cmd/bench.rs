@@ -26,6 +26,10 @@ pub struct BenchArgs {
     /// Distinct client keys, the same for the engine and the ceiling.
     #[arg(long, default_value_t = 10_000)]
     pub keys: usize,
+    /// Worker threads of the runtime that drives the engine (1: a current-thread runtime,
+    /// the right shape when Redis takes the other core of a 2-core machine).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
     /// Engine and ceiling runs, alternated; medians reported.
     #[arg(long, default_value_t = 1)]
     pub rounds: usize,
@@ -56,11 +60,18 @@ struct AlgorithmResult {
     errors: u64,
     concurrency: usize,
     keys: usize,
+    threads: usize,
     /// Redis running the same EVALSHA under redis-benchmark, calls per second.
     ceiling_per_sec: Option<f64>,
     /// The median over rounds of engine ÷ ceiling, each pair measured back to back.
     engine_to_ceiling: Option<f64>,
     ceiling_command: Option<String>,
+    /// CPU this process spent per decision (engine, runtime and benchmark loop), µs.
+    client_cpu_us_per_decision: Option<f64>,
+    /// CPU Redis spent per decision made through the engine, µs.
+    redis_cpu_us_per_decision: Option<f64>,
+    /// CPU Redis spent per call under redis-benchmark, µs.
+    ceiling_redis_cpu_us_per_call: Option<f64>,
     rounds: Vec<bench::engine::EngineReport>,
     ceiling_rounds: Vec<f64>,
 }
@@ -120,19 +131,22 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
         let mut rounds = Vec::new();
         let mut ceilings = Vec::new();
         let mut command = None;
+        let mut ceiling_cpu = Vec::new();
+        let mut conn = limiter.connection();
         for _ in 0..args.rounds.max(1) {
-            rounds.push(run.run(&limiter).await?);
+            rounds.push(run.run_on_own_runtime(&limiter, args.threads).await?);
             if let Ok(rb) = &redis_benchmark {
-                let c = rb
-                    .evalsha_for(
-                        kind.as_str(),
-                        &sha,
-                        &script_keys,
-                        &script_args,
-                        Duration::from_secs(args.duration_secs),
-                        args.keys,
-                    )
-                    .await?;
+                // A short run warms Redis up and sizes the measured one to the duration.
+                let (label, k, a) = (kind.as_str(), &script_keys, &script_args);
+                let probe = rb.evalsha(label, &sha, k, a, 20_000, args.keys).await?;
+                let requests =
+                    (probe.calls_per_sec * args.duration_secs as f64).max(20_000.0) as u64;
+                let before = bench::redis_cpu_secs(&mut conn).await;
+                let c = rb.evalsha(label, &sha, k, a, requests, args.keys).await?;
+                let after = bench::redis_cpu_secs(&mut conn).await;
+                if let (Some(b), Some(a)) = (before, after) {
+                    ceiling_cpu.push((a - b) * 1e6 / requests as f64);
+                }
                 ceilings.push(c.calls_per_sec);
                 command = Some(c.command);
             }
@@ -155,6 +169,7 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
             errors: rounds.iter().map(|r| r.errors).sum(),
             concurrency: args.concurrency,
             keys: args.keys,
+            threads: args.threads,
             ceiling_per_sec,
             // Each round's engine run is paired with the ceiling run right after it, so a
             // noisy neighbour weighs on both; the median of the paired ratios is reported.
@@ -168,6 +183,13 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
                 )
             }),
             ceiling_command: command,
+            client_cpu_us_per_decision: opt_median(
+                rounds.iter().map(|r| r.client_cpu_us_per_decision),
+            ),
+            redis_cpu_us_per_decision: opt_median(
+                rounds.iter().map(|r| r.redis_cpu_us_per_decision),
+            ),
+            ceiling_redis_cpu_us_per_call: opt_median(ceiling_cpu.iter().map(|&c| Some(c))),
             rounds,
             ceiling_rounds: ceilings,
         });
@@ -217,6 +239,12 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
+/// The median of the figures that exist, if any does.
+fn opt_median(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let values: Vec<f64> = values.flatten().collect();
+    (!values.is_empty()).then(|| ceiling::median(values))
+}
+
 fn print_result(r: &AlgorithmResult) {
     let ceiling = match (r.ceiling_per_sec, r.engine_to_ceiling) {
         (Some(c), Some(ratio)) => format!("  ceiling {c:>9.0}/s  engine/ceiling {ratio:.2}"),
@@ -226,18 +254,28 @@ fn print_result(r: &AlgorithmResult) {
         "{:<19} {:>9.0} decisions/s  p50 {:>6.0} us  p95 {:>6.0} us  p99 {:>6.0} us  errors {}{ceiling}",
         r.algorithm, r.decisions_per_sec, r.p50_us, r.p95_us, r.p99_us, r.errors
     );
+    let cpu = |v: Option<f64>| v.map_or_else(|| "?".to_string(), |v| format!("{v:.1}"));
+    println!(
+        "{:<19} CPU per decision: this process {} us, Redis {} us (Redis under redis-benchmark: {} us)",
+        "",
+        cpu(r.client_cpu_us_per_decision),
+        cpu(r.redis_cpu_us_per_decision),
+        cpu(r.ceiling_redis_cpu_us_per_call)
+    );
 }
 
 fn print_tail(output: &Output) {
     let c = &output.conditions;
     println!(
-        "  (concurrency {}, {} keys; {} cores, {}; Redis {}; {} UTC)",
+        "  (concurrency {}, {} keys, {} runtime thread(s); {} cores, {}; Redis {}; {} UTC; load average {})",
         output.results.first().map_or(0, |r| r.concurrency),
         output.results.first().map_or(0, |r| r.keys),
+        output.results.first().map_or(0, |r| r.threads),
         c.cores,
         c.cpu,
         c.redis_version,
-        c.date
+        c.date,
+        c.load_average.map_or_else(|| "?".into(), |l| format!("{l:.2}"))
     );
     if let Some(costs) = &output.lua {
         println!("\nLua cost (redis-benchmark, EVALSHA, medians):");
