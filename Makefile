@@ -25,6 +25,15 @@ lint: deps-app ui
 fmt:
 	$(CARGO) fmt --all
 
+# Every figure in docs/benchmarks.md, each run on a private redis-server (about 3 minutes):
+# engine vs redis-benchmark for the three algorithms, Lua cost, stats cost, then the token
+# bucket at concurrency 64 and on a 2-worker runtime.
+BENCH := $(CARGO) run --release --quiet --bin ratelockr -- --embedded bench
+bench: deps-engine
+	$(BENCH) --duration-secs 3 --rounds 3 --lua --stats
+	$(BENCH) --algorithm token-bucket --duration-secs 3 --rounds 3 --concurrency 64
+	$(BENCH) --algorithm token-bucket --duration-secs 3 --rounds 3 --threads 2
+
 deps-engine:
 	@scripts/deps.sh engine
 
