@@ -108,7 +108,7 @@ pub struct RuleArgs {
     #[arg(long, default_value_t = 10)]
     pub capacity: u64,
     /// Token bucket: tokens added per second.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
     pub refill_per_sec: f64,
     /// Windows: requests admitted per window.
     #[arg(long, default_value_t = 10)]

@@ -45,10 +45,10 @@ pub struct SimulateArgs {
     #[arg(long, conflicts_with = "duration_secs")]
     pub requests: Option<u64>,
     /// Send for this long instead of a number of requests.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub duration_secs: Option<f64>,
     /// Offered requests per second, held open-loop; 0 = as fast as possible.
-    #[arg(long, default_value_t = 100.0)]
+    #[arg(long, default_value_t = 100.0, allow_negative_numbers = true)]
     pub rps: f64,
     #[arg(long, value_enum, default_value_t = PatternArg::Constant)]
     pub pattern: PatternArg,
@@ -59,10 +59,10 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 1000)]
     pub burst_every_ms: u64,
     /// ramp: the rate at the end (starts at --rps).
-    #[arg(long, default_value_t = 1000.0)]
+    #[arg(long, default_value_t = 1000.0, allow_negative_numbers = true)]
     pub to_rps: f64,
     /// spike: how many times --rps during the spike.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
     pub spike_multiplier: f64,
     /// spike: when it starts, ms after the run starts.
     #[arg(long, default_value_t = 2000)]
@@ -77,7 +77,7 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 1)]
     pub keys: u32,
     /// Skew keys with a Zipf distribution of this exponent (client-0 is the hot key).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub zipf: Option<f64>,
     /// What each request costs.
     #[arg(long, default_value_t = 1)]
