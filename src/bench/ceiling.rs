@@ -186,6 +186,10 @@ pub fn engine_command(rule: &Rule, keys: &KeySpace, telemetry: bool) -> (Vec<Str
 /// A GCRA with the Redis-side work of go-redis/redis_rate's script (see the file's header).
 pub const GCRA_REFERENCE_LUA: &str = include_str!("../../bench/gcra_reference.lua");
 
+/// The token bucket's four commands without its logic (see the file's header).
+pub const TOKEN_BUCKET_COMMANDS_LUA: &str =
+    include_str!("../../bench/token_bucket_commands_only.lua");
+
 /// One script's Redis-side cost.
 #[derive(Debug, Clone, Serialize)]
 pub struct LuaCost {
@@ -194,6 +198,11 @@ pub struct LuaCost {
     pub calls_per_sec: f64,
     /// `return 1`'s calls per second ÷ this script's: how many trivial EVALSHAs one call costs.
     pub relative_cost: f64,
+    /// Redis's CPU per call (INFO cpu), the median of the rounds: steadier than throughput
+    /// when other processes share the machine.
+    pub redis_cpu_us_per_call: Option<f64>,
+    /// This script's CPU per call ÷ `return 1`'s.
+    pub relative_cpu: Option<f64>,
     pub rounds: Vec<f64>,
     pub command: String,
 }
@@ -237,28 +246,39 @@ pub async fn lua_costs(
         }
     }
     cases.push(Case {
+        label: "token_bucket's commands alone".into(),
+        sha: load_script(conn, TOKEN_BUCKET_COMMANDS_LUA).await?,
+        keys: vec![keys.limiter(
+            &super::bench_rule(AlgorithmKind::TokenBucket)?,
+            "__rand_int__",
+        )],
+        args: vec![],
+    });
+    cases.push(Case {
         label: "GCRA (redis_rate's calls)".into(),
         sha: load_script(conn, GCRA_REFERENCE_LUA).await?,
         keys: vec![format!("{}:gcra:{{bench}}:__rand_int__", keys.prefix())],
         args: ["100", "100", "1", "1"].map(String::from).to_vec(),
     });
     let mut results: Vec<Vec<CeilingReport>> = cases.iter().map(|_| Vec::new()).collect();
+    let mut cpu: Vec<Vec<f64>> = cases.iter().map(|_| Vec::new()).collect();
     for _ in 0..rounds.max(1) {
-        for (case, runs) in cases.iter().zip(&mut results) {
-            runs.push(
-                bench
-                    .evalsha_for(
-                        &case.label,
-                        &case.sha,
-                        &case.keys,
-                        &case.args,
-                        per_run,
-                        keyspace,
-                    )
-                    .await?,
-            );
+        for ((case, runs), cpu) in cases.iter().zip(&mut results).zip(&mut cpu) {
+            let (label, sha, k, a) = (&case.label, &case.sha, &case.keys, &case.args);
+            let probe = bench.evalsha(label, sha, k, a, 20_000, keyspace).await?;
+            let requests = (probe.calls_per_sec * per_run.as_secs_f64()).max(20_000.0) as u64;
+            let before = super::redis_cpu_secs(conn).await;
+            runs.push(bench.evalsha(label, sha, k, a, requests, keyspace).await?);
+            if let (Some(b), Some(a)) = (before, super::redis_cpu_secs(conn).await) {
+                cpu.push((a - b) * 1e6 / requests as f64);
+            }
         }
     }
+    let cpu: Vec<Option<f64>> = cpu
+        .into_iter()
+        .map(|c| (!c.is_empty()).then(|| median(c)))
+        .collect();
+    let trivial_cpu = cpu[0];
     let medians: Vec<f64> = results
         .iter()
         .map(|runs| median(runs.iter().map(|r| r.calls_per_sec).collect()))
@@ -268,10 +288,13 @@ pub async fn lua_costs(
         .into_iter()
         .zip(results)
         .zip(medians)
-        .map(|((case, runs), calls_per_sec)| LuaCost {
+        .zip(cpu)
+        .map(|(((case, runs), calls_per_sec), cpu)| LuaCost {
             script: case.label,
             calls_per_sec,
             relative_cost: trivial / calls_per_sec,
+            redis_cpu_us_per_call: cpu,
+            relative_cpu: cpu.zip(trivial_cpu).map(|(c, t)| c / t),
             command: runs.last().map(|r| r.command.clone()).unwrap_or_default(),
             rounds: runs.iter().map(|r| r.calls_per_sec).collect(),
         })

@@ -280,8 +280,12 @@ fn print_tail(output: &Output) {
     if let Some(costs) = &output.lua {
         println!("\nLua cost (redis-benchmark, EVALSHA, medians):");
         for cost in costs {
+            let cpu = match (cost.redis_cpu_us_per_call, cost.relative_cpu) {
+                (Some(us), Some(x)) => format!("  Redis CPU {us:>5.1} us/call = {x:>5.2}x"),
+                _ => String::new(),
+            };
             println!(
-                "  {:<32} {:>9.0} calls/s  {:>5.2}x the cost of `return 1`",
+                "  {:<32} {:>9.0} calls/s = {:>5.2}x the cost of `return 1`{cpu}",
                 cost.script, cost.calls_per_sec, cost.relative_cost
             );
         }
