@@ -4,14 +4,16 @@
 use ratelockr::EmbeddedRedis;
 use serde_json::{json, Value};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tauri::ipc::{CallbackFn, InvokeBody};
 use tauri::test::{get_ipc_response, mock_builder, MockRuntime, INVOKE_KEY};
 use tauri::webview::InvokeRequest;
-use tauri::{App, WebviewWindow, WebviewWindowBuilder};
+use tauri::{App, Listener, WebviewWindow, WebviewWindowBuilder};
 
 struct Ui {
-    _app: App<MockRuntime>,
+    app: App<MockRuntime>,
     window: WebviewWindow<MockRuntime>,
 }
 
@@ -32,7 +34,7 @@ impl Ui {
         let window = WebviewWindowBuilder::new(&app, "main", Default::default())
             .build()
             .expect("window");
-        Ui { _app: app, window }
+        Ui { app, window }
     }
 
     fn call(&self, cmd: &str, args: Value) -> Result<Value, Value> {
@@ -214,6 +216,15 @@ fn a_simulation_runs_streams_stats_and_exports() {
         "target": { "kind": "compare", "limit": 10, "window_ms": 1000 },
         "pattern": { "kind": "constant" }, "rps": 0.0, "requests": 300,
         "servers": 3, "keys": 2, "zipf": false, "naive": true } });
+    let refetches = Arc::new(AtomicU64::new(0));
+    let finished = Arc::new(AtomicU64::new(0));
+    let (r, f) = (refetches.clone(), finished.clone());
+    ui.app.listen_any("refetch-stats", move |_| {
+        r.fetch_add(1, Ordering::Relaxed);
+    });
+    ui.app.listen_any("sim-finished", move |_| {
+        f.fetch_add(1, Ordering::Relaxed);
+    });
     let started = ui.ok("sim_start", request.clone());
     assert_eq!(started["running"], true);
     let status = wait_for_run(&ui);

@@ -96,6 +96,8 @@ struct SimSlot {
 
 struct MetricsSlot {
     settings: MetricsSettings,
+    /// Set once settings were applied, so a late start-up cannot undo the user's choice.
+    applied: bool,
     shutdown: Option<CancellationToken>,
     url: Option<String>,
     error: Option<String>,
@@ -111,6 +113,8 @@ pub struct AppCore {
     warnings: Mutex<Vec<String>>,
     sim: Mutex<SimSlot>,
     metrics_slot: Mutex<MetricsSlot>,
+    /// Serializes applying metrics settings (binding is async).
+    metrics_apply: tokio::sync::Mutex<()>,
     data_dir: PathBuf,
 }
 
@@ -174,10 +178,12 @@ impl AppCore {
             sim: Mutex::default(),
             metrics_slot: Mutex::new(MetricsSlot {
                 settings: settings.metrics,
+                applied: false,
                 shutdown: None,
                 url: None,
                 error: None,
             }),
+            metrics_apply: tokio::sync::Mutex::new(()),
             data_dir,
         })
     }
@@ -498,6 +504,11 @@ impl AppCore {
         &self,
         settings: MetricsSettings,
     ) -> Result<MetricsStatus, AppError> {
+        let _applying = self.metrics_apply.lock().await;
+        self.apply_metrics(settings).await
+    }
+
+    async fn apply_metrics(&self, settings: MetricsSettings) -> Result<MetricsStatus, AppError> {
         if let Some(old) = lock(&self.metrics_slot).shutdown.take() {
             old.cancel();
         }
@@ -533,6 +544,7 @@ impl AppCore {
         {
             let mut slot = lock(&self.metrics_slot);
             slot.settings = settings;
+            slot.applied = true;
             slot.url = url;
             slot.error = error;
             slot.shutdown = shutdown;
@@ -543,8 +555,15 @@ impl AppCore {
 
     /// Starts the endpoint as the saved settings say (at app start).
     pub async fn metrics_start(&self) -> MetricsStatus {
-        let settings = lock(&self.metrics_slot).settings;
-        match self.metrics_configure(settings).await {
+        let _applying = self.metrics_apply.lock().await;
+        let (settings, applied) = {
+            let slot = lock(&self.metrics_slot);
+            (slot.settings, slot.applied)
+        };
+        if applied {
+            return self.metrics_status();
+        }
+        match self.apply_metrics(settings).await {
             Ok(status) => status,
             Err(err) => {
                 let mut status = self.metrics_status();
