@@ -20,6 +20,7 @@ import {
   fmtMicros,
   fmtPercent,
   fmtRtt,
+  checkWholeNumbers,
   formFromRule,
   parseNumber,
   patternFromForm,
@@ -376,6 +377,20 @@ function num(id: string): number {
 
 function readSimForm(): SimRequest {
   const rps = num("sim-rps");
+  const whole: Record<string, number> = {
+    requests: num("sim-requests"),
+    servers: num("sim-servers"),
+    keys: num("sim-keys"),
+  };
+  if (simTarget.value === COMPARE) {
+    whole.limit = num("sim-limit");
+    whole.window_ms = num("sim-window");
+  }
+  const bad = checkWholeNumbers(whole);
+  if (bad) throw { code: "invalid_workload", message: bad.message, field: bad.field } satisfies AppError;
+  if (!Number.isFinite(rps)) {
+    throw { code: "invalid_workload", message: "rate must be a number (0 = as fast as possible)", field: "rps" } satisfies AppError;
+  }
   return {
     target:
       simTarget.value === COMPARE

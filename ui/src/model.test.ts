@@ -12,6 +12,7 @@ import {
   parseNumber,
   patternFromForm,
   progressFraction,
+  checkWholeNumbers,
   recentFailOpen,
   totals,
 } from "./model";
@@ -115,5 +116,13 @@ describe("locale guard", () => {
     expect(usableLanguage("C")).toBe("en-US");
     expect(usableLanguage(undefined)).toBe("en-US");
     expect(usableLanguage("de-DE")).toBe("de-DE");
+  });
+});
+
+describe("simulator form", () => {
+  it("names the first field that is not a whole number", () => {
+    expect(checkWholeNumbers({ requests: 100, servers: 4 })).toBeNull();
+    expect(checkWholeNumbers({ requests: 100, servers: Number.NaN })).toEqual({ field: "servers", message: "servers must be a whole number" });
+    expect(checkWholeNumbers({ window_ms: 2.5 })?.field).toBe("window_ms");
   });
 });

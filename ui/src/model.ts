@@ -144,3 +144,16 @@ export function patternFromForm(kind: string, rps: number): SimPattern {
       return { kind: "constant" };
   }
 }
+
+/**
+ * The simulator's whole-number fields, checked before the request is sent: a value that is not
+ * a whole number could not even be decoded by the backend, so it is named here instead.
+ */
+export function checkWholeNumbers(fields: Record<string, number>): { field: string; message: string } | null {
+  for (const [field, value] of Object.entries(fields)) {
+    if (!Number.isFinite(value) || !Number.isInteger(value) || value < 0) {
+      return { field, message: `${field.replace(/_/g, " ")} must be a whole number` };
+    }
+  }
+  return null;
+}
