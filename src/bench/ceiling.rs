@@ -186,6 +186,10 @@ pub fn engine_command(rule: &Rule, keys: &KeySpace, telemetry: bool) -> (Vec<Str
 /// A GCRA with the Redis-side work of go-redis/redis_rate's script (see the file's header).
 pub const GCRA_REFERENCE_LUA: &str = include_str!("../../bench/gcra_reference.lua");
 
+/// lua/token_bucket.lua before its argument checks lost their closures, for before/after.
+pub const TOKEN_BUCKET_BEFORE_TRIM_LUA: &str =
+    include_str!("../../bench/token_bucket_before_trim.lua");
+
 /// The token bucket's four commands without its logic (see the file's header).
 pub const TOKEN_BUCKET_COMMANDS_LUA: &str =
     include_str!("../../bench/token_bucket_commands_only.lua");
@@ -245,6 +249,12 @@ pub async fn lua_costs(
             });
         }
     }
+    cases.push(Case {
+        label: "token_bucket before trimming".into(),
+        sha: load_script(conn, TOKEN_BUCKET_BEFORE_TRIM_LUA).await?,
+        keys: cases[1].keys.clone(),
+        args: cases[1].args.clone(),
+    });
     cases.push(Case {
         label: "token_bucket's commands alone".into(),
         sha: load_script(conn, TOKEN_BUCKET_COMMANDS_LUA).await?,
