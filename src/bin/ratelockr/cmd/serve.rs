@@ -15,7 +15,7 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:9464")]
     pub addr: SocketAddr,
     /// Decisions per second of a demo workload through this process's limiter (all three
-    /// algorithms in turn, 50 client keys), so the endpoint has something to count. 0: none;
+    /// algorithms in turn, 5 client keys: some allowed, some denied), so the endpoint has something to count. 0: none;
     /// the endpoint then reports this process's decisions only, which are none.
     #[arg(long, default_value_t = 0)]
     pub demo_rps: u32,
@@ -99,7 +99,7 @@ pub async fn run(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode> 
 async fn demo(limiter: Limiter, rules: Vec<ratelockr::Rule>, rps: u32) {
     let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / f64::from(rps)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let keys: Vec<String> = (0..50).map(|i| format!("demo-client-{i}")).collect();
+    let keys: Vec<String> = (0..5).map(|i| format!("demo-client-{i}")).collect();
     for n in 0usize.. {
         tick.tick().await;
         let rule = &rules[n % rules.len()];
