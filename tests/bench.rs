@@ -1,0 +1,77 @@
+//! The load-test machinery against a real redis-server: it counts decisions and errors apart,
+//! and refuses to start against a Redis that does not answer. No timing assertions.
+
+use ratelockr::bench::{bench_rule, engine::EngineBench};
+use ratelockr::{AlgorithmKind, EmbeddedRedis, KeySpace, Limiter, LimiterOptions, Metrics};
+use ratelockr::{Outcome, RedisTarget};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn short(kind: AlgorithmKind) -> EngineBench {
+    EngineBench {
+        rule: bench_rule(kind).expect("rule"),
+        concurrency: 4,
+        keys: 3,
+        warmup: Duration::from_millis(100),
+        duration: Duration::from_millis(300),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counts_every_decision_once_and_no_errors_against_a_healthy_redis() {
+    let redis = EmbeddedRedis::start().expect("redis-server on PATH");
+    let target = RedisTarget::parse(&redis.url()).expect("url");
+    let metrics = Metrics::new();
+    let limiter = Limiter::new(
+        &target,
+        LimiterOptions {
+            keys: KeySpace::new("bench-test"),
+            deadline: Duration::from_secs(2),
+            ..LimiterOptions::default()
+        },
+    )
+    .with_observer(Arc::new(metrics.clone()));
+    for kind in AlgorithmKind::ALL {
+        let report = short(kind).run(&limiter).await.expect("bench runs");
+        assert_eq!(report.algorithm, kind.as_str());
+        assert!(report.decisions > 0, "{report:?}");
+        assert_eq!(report.errors, 0, "{report:?}");
+        assert_eq!(report.allowed + report.denied, report.decisions);
+        assert!(report.p50_us <= report.p99_us && report.p99_us <= report.max_us);
+        // Only 3 keys at full speed: the rule denies some, and the metrics saw all of them
+        // (warm-up and the first decision included, so at least as many).
+        let seen: u64 = [Outcome::Allowed, Outcome::Denied]
+            .into_iter()
+            .map(|o| metrics.evaluations(kind, o))
+            .sum();
+        assert!(seen >= report.decisions, "{seen} < {}", report.decisions);
+        assert_eq!(metrics.evaluations(kind, Outcome::FailOpen), 0);
+    }
+    // The same on a runtime of its own.
+    let report = short(AlgorithmKind::TokenBucket)
+        .run_on_own_runtime(&limiter, 1)
+        .await
+        .expect("bench runs");
+    assert!(report.decisions > 0 && report.errors == 0, "{report:?}");
+}
+
+#[tokio::test]
+async fn refuses_to_measure_a_redis_that_does_not_answer() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let target = RedisTarget::parse(&format!("redis://127.0.0.1:{port}")).expect("url");
+    let limiter = Limiter::new(
+        &target,
+        LimiterOptions {
+            deadline: Duration::from_millis(200),
+            ..LimiterOptions::default()
+        },
+    );
+    let err = short(AlgorithmKind::FixedWindow)
+        .run(&limiter)
+        .await
+        .expect_err("no Redis there");
+    assert!(err.to_string().contains("does not answer"), "{err}");
+}
