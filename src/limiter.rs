@@ -9,8 +9,9 @@ use crate::target::RedisTarget;
 use crate::telemetry::{self, FailureLedger, StatsPoint, COUNTER_TTL_SECS};
 use crate::Outcome;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The default decision deadline: long enough for a loaded Redis on a LAN, short enough that
@@ -70,6 +71,43 @@ struct Inner {
     /// The second in which each failure kind was last logged, so an outage under load logs
     /// once a second per kind instead of once per request.
     last_logged: [AtomicU64; FailureKind::ALL.len()],
+    /// This second's telemetry key names per rule: they change once a second, and formatting
+    /// them for every decision was a tenth of the engine's CPU (docs/benchmarks.md).
+    stats_keys: StatsKeyCache,
+}
+
+/// Per rule: the second and its allowed and denied counter names. A std Mutex, held for a
+/// lookup only. Cleared when it grows past `MAX_CACHED_RULES`, so rule names made up on the fly
+/// cannot grow it without bound.
+#[derive(Default)]
+struct StatsKeyCache(Mutex<HashMap<String, SecondKeys>>);
+
+/// A second and its allowed and denied counter names.
+type SecondKeys = (u64, Arc<str>, Arc<str>);
+
+const MAX_CACHED_RULES: usize = 1024;
+
+impl StatsKeyCache {
+    fn get(&self, keys: &KeySpace, rule: &str, second: u64) -> (Arc<str>, Arc<str>) {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((s, allowed, denied)) = map.get(rule) {
+            if *s == second {
+                return (allowed.clone(), denied.clone());
+            }
+        }
+        let allowed: Arc<str> = keys.stats(rule, second, Outcome::Allowed).into();
+        let denied: Arc<str> = keys.stats(rule, second, Outcome::Denied).into();
+        if map.len() >= MAX_CACHED_RULES && !map.contains_key(rule) {
+            map.clear();
+        }
+        match map.get_mut(rule) {
+            Some(entry) => *entry = (second, allowed.clone(), denied.clone()),
+            None => {
+                map.insert(rule.to_string(), (second, allowed.clone(), denied.clone()));
+            }
+        }
+        (allowed, denied)
+    }
 }
 
 impl std::fmt::Debug for Limiter {
@@ -126,6 +164,7 @@ impl Limiter {
                 ledger,
                 observer,
                 last_logged: Default::default(),
+                stats_keys: StatsKeyCache::default(),
             }),
         }
     }
@@ -218,16 +257,14 @@ impl Limiter {
             At::ServerClock => telemetry::now_ms() / 1000,
         };
         let limiter_key = keys.limiter(rule, client_key);
-        let stats = inner.options.telemetry.then(|| {
-            (
-                keys.stats(rule.name(), second, Outcome::Allowed),
-                keys.stats(rule.name(), second, Outcome::Denied),
-            )
-        });
+        let stats = inner
+            .options
+            .telemetry
+            .then(|| inner.stats_keys.get(keys, rule.name(), second));
         let call = Call {
             algorithm: rule.algorithm(),
             limiter_key: &limiter_key,
-            stats_keys: stats.as_ref().map(|(a, d)| (a.as_str(), d.as_str())),
+            stats_keys: stats.as_ref().map(|(a, d)| (&**a, &**d)),
             stats_ttl_secs: COUNTER_TTL_SECS,
             cost,
             at,
