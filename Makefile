@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 
 .PHONY: run test test-engine lint fmt deps-engine bench
-.PHONY: app ui ui-deps test-ui test-app test-e2e bundle deps-app deps-e2e
+.PHONY: run-cli app ui ui-deps test-ui test-app test-e2e bundle deps-app deps-e2e
 
 # The desktop app (src-tauri + ui). The CLI's side-by-side run: `make run-cli`.
 run: deps-engine deps-app ui
@@ -27,11 +27,11 @@ fmt:
 
 # Every figure in docs/benchmarks.md, each run on a private redis-server (about 3 minutes):
 # engine vs redis-benchmark for the three algorithms, Lua cost, stats cost, then the token
-# bucket at concurrency 64 and on a 2-worker runtime.
+# bucket at concurrency 256 and on a 2-worker runtime.
 BENCH := $(CARGO) run --release --quiet --bin ratelockr -- --embedded bench
 bench: deps-engine
 	$(BENCH) --duration-secs 3 --rounds 3 --lua --stats
-	$(BENCH) --algorithm token-bucket --duration-secs 3 --rounds 3 --concurrency 64
+	$(BENCH) --algorithm token-bucket --duration-secs 3 --rounds 3 --concurrency 256
 	$(BENCH) --algorithm token-bucket --duration-secs 3 --rounds 3 --threads 2
 
 deps-engine:
@@ -41,7 +41,7 @@ deps-app:
 	@scripts/deps.sh app
 
 deps-e2e:
-	@scripts/deps.sh app e2e
+	@scripts/deps.sh engine app e2e
 
 # --- the desktop app ----------------------------------------------------------------------
 # npm ci only when package-lock.json changed since the last install.
@@ -63,7 +63,11 @@ test-ui: ui-deps
 test-app: deps-app ui
 	$(CARGO) test -p ratelockr-app --all-targets
 
-test-e2e: deps-e2e app
+# `--all-targets` builds the app with the same features as `test-app` (tauri's `test` feature
+# comes in through the dev-dependencies), so the E2E reuses that build instead of compiling
+# tauri a second time.
+test-e2e: deps-e2e ui
+	$(CARGO) build -p ratelockr-app --all-targets
 	scripts/e2e.sh
 
 # A release build and a .deb in target/release/bundle/ (see scripts/bundle.sh).

@@ -9,7 +9,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 command -v tauri-driver >/dev/null || cargo install tauri-driver --locked
 WEBKIT_DRIVER=$(command -v WebKitWebDriver || true)
 [[ -n "$WEBKIT_DRIVER" ]] || { echo "e2e: WebKitWebDriver missing (scripts/deps.sh e2e)" >&2; exit 1; }
-[[ -x target/debug/ratelockr-app ]] || { echo "e2e: build the app first (make app)" >&2; exit 1; }
+[[ -x target/debug/ratelockr-app ]] || { echo "e2e: build the app first (cargo build -p ratelockr-app)" >&2; exit 1; }
 
 run_inside_x() {
   local log port

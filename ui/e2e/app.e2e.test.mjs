@@ -80,7 +80,13 @@ async function click(sel) {
   await el.click();
 }
 
+const runsFinished = () => browser.execute(() => Number(document.body.dataset.runsFinished ?? 0));
+let runsBefore = 0;
+/** Waits for the end of the run started last (its `sim-finished` event). */
+const finished = () => runsFinished().then((n) => n > runsBefore);
+
 async function runSimulation({ target, rps, requests, servers = 2, keys = 1, naive = false }) {
+  runsBefore = await runsFinished();
   await fill("#sim-target", target);
   await fill("#sim-rps", String(rps));
   await fill("#sim-requests", String(requests));
@@ -110,7 +116,6 @@ async function chartTotals() {
   );
 }
 
-const idle = () => browser.execute(() => !document.getElementById("sim-run").disabled);
 
 describe("RateLockr desktop app", { timeout: 240_000 }, () => {
   before(async () => {
@@ -169,7 +174,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
 
   it("runs a simulation against the rule and shows the chart and summary", async () => {
     await runSimulation({ target: "checkout", rps: 200, requests: 600 });
-    await until(idle, 60_000, "the run ends");
+    await until(finished, 60_000, "the run ends");
     const rows = await summaryRows();
     assert.equal(rows.length, 1);
     assert.equal(rows[0].rule, "checkout");
@@ -203,7 +208,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await startRedis();
     await until(async () => (await text("#conn-state")).startsWith("Connected"), 20_000, "the app reconnects by itself");
     await click("#sim-cancel");
-    await until(idle, 30_000, "the cancelled run ends");
+    await until(finished, 30_000, "the cancelled run ends");
     const row = (await summaryRows())[0];
     assert.ok(Number(row.cells[5].replace(/,/g, "")) > 0, `fail-open counted: ${row.cells}`);
     await until(async () => !(await visible("#failopen-banner")), 20_000, "the banner clears after recovery");
@@ -215,7 +220,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     const started = Date.now();
     await runSimulation({ target: "checkout", rps: 0, requests: 10_000, servers: 4, keys: 50, naive: true });
     let slowest = 0;
-    while (!(await idle())) {
+    while (!(await finished())) {
       const t = Date.now();
       await browser.execute(() => document.getElementById("sim-progress").textContent);
       slowest = Math.max(slowest, Date.now() - t);
@@ -238,7 +243,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await fill("#sim-window", "1000");
     await fill("#sim-pattern", "burst");
     await runSimulation({ target: "__compare", rps: 150, requests: 1500, servers: 4, keys: 3 });
-    await until(idle, 60_000, "the comparison ends");
+    await until(finished, 60_000, "the comparison ends");
     const rows = await summaryRows();
     assert.deepEqual(rows.map((r) => r.rule), ["compare-token-bucket", "compare-sliding-window-log", "compare-fixed-window"]);
     await until(async () => {

@@ -49,6 +49,8 @@ const state = {
   sim: null as SimStatus | null,
   conn: null as ConnectionStatus | null,
   failOpenSeen: false,
+  /** What the chart follows: the current or last run, or the user's rules (after editing). */
+  chartFocus: "run" as "run" | "rules",
 };
 
 // --- live chart ---------------------------------------------------------------------------
@@ -69,7 +71,8 @@ const charts = new ChartGrid($("charts"), algorithmOf);
 
 /** The rules on the chart: the current (or last) run's, else the user's first four. */
 function chartRules(): string[] {
-  if (state.sim && state.sim.rules.length > 0) return state.sim.rules;
+  const running = state.sim?.running ?? false;
+  if (state.sim && state.sim.rules.length > 0 && (running || state.chartFocus === "run")) return state.sim.rules;
   return state.rules.slice(0, 4).map((r) => r.name);
 }
 
@@ -221,8 +224,12 @@ function syncAlgorithmFields() {
   document.querySelectorAll<HTMLElement>(".win-only").forEach((el) => el.classList.toggle("hidden", tb));
 }
 
-function editRule(rule: Rule | null) {
+function editRule(rule: Rule | null, focusChart = true) {
   state.editing = rule?.name ?? null;
+  if (focusChart && rule) {
+    state.chartFocus = "rules";
+    refetch.trigger();
+  }
   $("rule-form-title").textContent = rule ? `Edit “${rule.name}”` : "New rule";
   $("rule-delete").classList.toggle("hidden", !rule);
   if (rule) {
@@ -490,6 +497,7 @@ $("sim-form").addEventListener("submit", async (e) => {
   $("export-note").textContent = "";
   try {
     renderSim(await api.simStart(readSimForm()));
+    state.chartFocus = "run";
     refetch.trigger();
   } catch (err) {
     showSimError(toAppError(err));
@@ -505,8 +513,11 @@ $("sim-cancel").addEventListener("click", async () => {
 });
 
 void events.onSimProgress((p) => renderProgress(p, true));
+let runsFinished = 0;
 void events.onSimFinished(async (f) => {
   if (f.error) showSimError(f.error);
+  // Counted where the E2E test can wait for the end of a run it started.
+  document.body.dataset.runsFinished = String(++runsFinished);
   renderSim(await api.simStatus());
   refetch.trigger();
 });
@@ -542,7 +553,7 @@ async function start() {
     reportUnexpected(toAppError(err).message);
   }
   state.rules = await api.rulesList().catch(() => []);
-  editRule(null);
+  editRule(null, false);
   renderSim(await api.simStatus());
   void renderMetrics(api.metricsStatus());
   await pollConnection();
