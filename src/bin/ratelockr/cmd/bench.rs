@@ -18,7 +18,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 3)]
     pub duration_secs: u64,
     /// Decisions in flight at once (tasks sharing the limiter's one connection).
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 64)]
     pub concurrency: usize,
     /// Seconds of warm-up before each measured run.
     #[arg(long, default_value_t = 1)]
