@@ -17,6 +17,7 @@ arch=$(dpkg --print-architecture)
 
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
+chmod 755 "$root"
 install -Dm755 "$binary" "$root/usr/bin/ratelockr-app"
 for size in 32x32 128x128 256x256 512x512; do
   install -Dm644 "src-tauri/icons/$size.png" "$root/usr/share/icons/hicolor/$size/apps/ratelockr-app.png"
