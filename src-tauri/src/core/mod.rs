@@ -261,23 +261,22 @@ impl AppCore {
         draft: &RuleDraft,
     ) -> Result<Vec<Rule>, AppError> {
         let rule = draft.to_rule()?;
-        let mut book = lock(&self.rules);
-        let before = book.clone();
-        book.upsert(original, rule)?;
-        let rules = book.rules().to_vec();
-        drop(book);
-        if let Err(err) = self.save() {
-            *lock(&self.rules) = before;
-            return Err(err);
-        }
-        self.metrics.set_active_rules(rules.len());
-        Ok(rules)
+        self.edit_rules(|book| book.upsert(original, rule))
     }
 
     pub fn rule_delete(&self, name: &str) -> Result<Vec<Rule>, AppError> {
+        self.edit_rules(|book| book.remove(name).map(drop))
+    }
+
+    /// Applies `edit` to the rules and persists them; when saving fails, the rules are put back
+    /// as they were, so memory never claims what the file does not hold.
+    fn edit_rules(
+        &self,
+        edit: impl FnOnce(&mut RuleBook) -> Result<(), AppError>,
+    ) -> Result<Vec<Rule>, AppError> {
         let mut book = lock(&self.rules);
         let before = book.clone();
-        book.remove(name)?;
+        edit(&mut book)?;
         let rules = book.rules().to_vec();
         drop(book);
         if let Err(err) = self.save() {
