@@ -4,6 +4,7 @@
 //! <prefix>:tb:{<rule>}:<client key>              token bucket hash (tokens, last_refill)
 //! <prefix>:sw:{<rule>}:<client key>              sliding window log sorted set
 //! <prefix>:fw:{<rule>}:<client key>              fixed window counter
+//! <prefix>:naive:{<rule>}:<client key>           the naive race demo's counter
 //! <prefix>:stats:{<rule>}:<unix second>:allowed  telemetry counters, 120 s TTL
 //! <prefix>:stats:{<rule>}:<unix second>:denied
 //! ```
@@ -47,6 +48,11 @@ impl KeySpace {
 
     pub fn limiter_for(&self, kind: AlgorithmKind, rule: &str, client_key: &str) -> String {
         format!("{}:{}:{{{rule}}}:{client_key}", self.prefix, kind.key_tag())
+    }
+
+    /// The naive demo limiter's counter (the race demo; never a real limiter).
+    pub fn naive(&self, rule: &str, client_key: &str) -> String {
+        format!("{}:naive:{{{rule}}}:{client_key}", self.prefix)
     }
 
     /// A telemetry counter: decisions of `outcome` (allowed or denied) for `rule` in `second`.

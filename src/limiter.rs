@@ -302,7 +302,6 @@ impl Limiter {
     }
 
     async fn invoke(&self, call: &Call<'_>) -> Result<Decision, RedisFailure> {
-        let deadline = self.inner.options.deadline;
         let mut conn = self.inner.conn.clone();
         // EVALSHA built in one buffer; on NOSCRIPT (a restarted or flushed Redis) the script
         // is loaded and the call retried once, as redis-rs's invoke_async would.
@@ -320,10 +319,20 @@ impl Limiter {
                 other => other,
             }
         };
-        let reply = tokio::time::timeout(deadline, attempt)
-            .await
-            .map_err(|_| RedisFailure::timeout(deadline))??;
+        let reply = self.within_deadline(attempt).await?;
         scripts::parse_value(&reply)
+    }
+
+    /// Runs one Redis call under the decision deadline; running out of time is a `Timeout`.
+    async fn within_deadline<T, E: Into<RedisFailure>>(
+        &self,
+        call: impl std::future::Future<Output = Result<T, E>>,
+    ) -> Result<T, RedisFailure> {
+        let deadline = self.inner.options.deadline;
+        match tokio::time::timeout(deadline, call).await {
+            Ok(result) => result.map_err(Into::into),
+            Err(_) => Err(RedisFailure::timeout(deadline)),
+        }
     }
 
     fn record_failure(&self, failure: &RedisFailure) {
@@ -365,27 +374,26 @@ impl Limiter {
         rule: &str,
         now_second: u64,
     ) -> Result<Vec<StatsPoint>, RedisFailure> {
-        let deadline = self.inner.options.deadline;
         let mut conn = self.inner.conn.clone();
-        let mut points = tokio::time::timeout(
-            deadline,
-            telemetry::read_window(&mut conn, self.keys(), rule, now_second),
-        )
-        .await
-        .map_err(|_| RedisFailure::timeout(deadline))??;
+        let mut points = self
+            .within_deadline(telemetry::read_window(
+                &mut conn,
+                self.keys(),
+                rule,
+                now_second,
+            ))
+            .await?;
         self.inner.ledger.fill(rule, &mut points);
         Ok(points)
     }
 
     /// A PING through the shared connection: the round-trip time, or why it failed.
     pub async fn ping(&self) -> Result<Duration, RedisFailure> {
-        let deadline = self.inner.options.deadline;
         let mut conn = self.inner.conn.clone();
         let started = Instant::now();
-        let pong: String =
-            tokio::time::timeout(deadline, redis::cmd("PING").query_async(&mut conn))
-                .await
-                .map_err(|_| RedisFailure::timeout(deadline))??;
+        let pong: String = self
+            .within_deadline(redis::cmd("PING").query_async(&mut conn))
+            .await?;
         if pong != "PONG" {
             return Err(RedisFailure::new(
                 FailureKind::Reply,

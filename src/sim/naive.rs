@@ -40,7 +40,7 @@ pub async fn decide(
     deadline: Duration,
 ) -> Decision {
     let (limit, window_ms) = naive_window(rule.algorithm());
-    let key = format!("{}:naive:{{{}}}:{client_key}", keys.prefix(), rule.name());
+    let key = keys.naive(rule.name(), client_key);
     let attempt = async {
         let count: Option<u64> = redis::cmd("GET").arg(&key).query_async(conn).await?;
         let count = count.unwrap_or(0);

@@ -131,11 +131,19 @@ impl TargetAccumulator {
             point.denied += 1;
         }
         let _ = self.latency.record(record.latency_us.max(1));
-        let span = self.keys.entry(record.key.clone()).or_insert(KeySpan {
-            first_ms: record.sent_at_ms,
-            last_ms: record.sent_at_ms,
-            admitted: 0,
-        });
+        // Look up before inserting: cloning the key on every record would allocate on the hot
+        // path for keys seen many times.
+        if !self.keys.contains_key(&record.key) {
+            let first = KeySpan {
+                first_ms: record.sent_at_ms,
+                last_ms: record.sent_at_ms,
+                admitted: 0,
+            };
+            self.keys.insert(record.key.clone(), first);
+        }
+        let Some(span) = self.keys.get_mut(&record.key) else {
+            return;
+        };
         span.first_ms = span.first_ms.min(record.sent_at_ms);
         span.last_ms = span.last_ms.max(record.sent_at_ms);
         if record.allowed && !record.fail_open {
