@@ -5,7 +5,8 @@ Redis runs a script on one thread, so reading, refilling and debiting the bucket
 interleave with another client's call: the script is the critical section.
 
 KEYS
-  [1] the bucket: a hash with fields `tokens` (float, stored exactly) and `last_refill` (ms)
+  [1] the bucket: a string "<tokens> <last_refill>", tokens a float written exactly (%.17g),
+      last_refill in ms; absent = a full bucket
   [2] optional: the telemetry counter of allowed decisions (INCR'd when allowed)
   [3] optional: the telemetry counter of denied decisions (INCR'd when denied)
       KEYS[2] and KEYS[3] go together; give both or neither.
@@ -25,8 +26,11 @@ REPLY  {allowed, remaining, retry_after_ms, reset_after_ms}
 
 Refill is lazy: tokens = min(capacity, tokens + max(now - last_refill, 0) * rate / 1000).
 A new bucket starts full. A clock that goes backwards mints nothing: elapsed time is clamped at
-zero and last_refill never moves back. The key's TTL is ceil(capacity / rate * 2) seconds,
-renewed on every call, so idle buckets evict themselves.
+zero and last_refill never moves back. Only an admission writes: one SET that stores the state
+and sets the TTL, ceil(capacity / rate * 2) seconds, so idle buckets evict themselves. A denial
+writes nothing (below capacity the refill is linear, so the stored state yields the same tokens
+later); the TTL, twice the time to fill, outlives the last admission's bucket until it is full,
+and an absent key is exactly a full bucket. Redis work: TIME, GET, and SET on admission only.
 
 EXAMPLE  (10 tokens, 5 per second, server clock, cost 1)
   redis-cli EVAL "$(cat token_bucket.lua)" 1 ratelockr:tb:{api}:user42 10 5 "" 1
@@ -96,26 +100,36 @@ else
   end
 end
 
-local state = redis.call('HMGET', KEYS[1], 'tokens', 'last_refill')
-local tokens = tonumber(state[1])
-local last = tonumber(state[2])
-if tokens == nil or last == nil then
+local state = redis.call('GET', KEYS[1])
+local tokens, last
+if state then
+  local t, l = string.match(state, '^(%S+) (%S+)$')
+  tokens, last = tonumber(t), tonumber(l)
+  if tokens == nil or last == nil then
+    return redis.error_reply('ratelockr token_bucket: ' .. KEYS[1]
+      .. ' holds \'' .. state .. '\', not "<tokens> <last_refill_ms>"')
+  end
+else
   tokens, last = capacity, now
 end
 
 -- The same expression refills here and in retry_after below, so a client that waits exactly
 -- retry_after_ms sees exactly the refill that was promised.
--- The same expression as `refilled` below, so a client that waits exactly retry_after_ms
--- sees exactly the refill that was promised.
 tokens = math.min(capacity, tokens + math.max(now - last, 0) * rate / 1000)
-if now > last then last = now end
 
 local allowed = 0
 local retry_after = 0
 if tokens >= cost then
   allowed = 1
   tokens = tokens - cost
+  if now > last then last = now end
+  -- One SET writes the state and its TTL. %.17g round-trips a double exactly, so the next
+  -- call starts from this very value.
+  redis.call('SET', KEYS[1], string.format('%.17g %.17g', tokens, last),
+    'EX', math.ceil(capacity / rate * 2))
 else
+  -- Nothing is written: the refill is linear below capacity, so the next call computes the
+  -- same tokens from the stored state as it would from this one.
   local function refilled(base, elapsed)
     return math.min(capacity, base + elapsed * rate / 1000)
   end
@@ -128,9 +142,6 @@ else
 end
 
 local reset_after = math.ceil((capacity - tokens) * 1000 / rate)
--- %.17g round-trips a double exactly, so the next call starts from this very value.
-redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'last_refill', last)
-redis.call('EXPIRE', KEYS[1], math.ceil(capacity / rate * 2))
 
 if #KEYS == 3 then
   local counter = KEYS[3 - allowed]

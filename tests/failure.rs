@@ -245,9 +245,11 @@ async fn a_killed_redis_fails_open() {
 
 async fn plant_wrong_type(limiter: &Limiter, rule: &Rule, client: &str) {
     let key = limiter.keys().limiter(rule, client);
-    // A hash where the fixed window wants an integer; a string elsewhere.
+    // A hash where the fixed window wants an integer and the token bucket its string (a
+    // hash is also what a bucket from before the string format looks like); a string for the
+    // sliding log's sorted set.
     let cmd = match rule.kind() {
-        ratelockr::AlgorithmKind::FixedWindow => {
+        ratelockr::AlgorithmKind::FixedWindow | ratelockr::AlgorithmKind::TokenBucket => {
             let mut c = redis::cmd("HSET");
             c.arg(&key).arg("not").arg("a counter");
             c
@@ -289,4 +291,26 @@ async fn a_wrong_type_at_the_key_is_a_misconfiguration_and_fails_open() {
     assert_eq!(failures_of(&limiter, FailureKind::Misconfiguration), 6);
     assert_eq!(limiter.ledger().failures_total(), 6);
     assert_eq!(limiter.ledger().fail_open_total(), 6);
+}
+
+#[tokio::test]
+async fn a_corrupt_bucket_is_a_misconfiguration_named_with_its_key_not_a_fresh_bucket() {
+    let server = common::redis();
+    let limiter = limiter(&server, "corrupt");
+    let rule = Rule::token_bucket("tb", 5, 1.0).expect("valid rule");
+    let key = limiter.keys().limiter(&rule, "c");
+    for corrupt in ["garbage", "1.5", "1.5 x", " 1.5 100"] {
+        let _: () = query(&limiter, redis::cmd("SET").arg(&key).arg(corrupt)).await;
+        match limiter.try_check_at(&rule, "c", 1, At::ServerClock).await {
+            Err(CheckError::Redis(failure)) => {
+                assert_eq!(failure.kind, FailureKind::Misconfiguration, "{failure}");
+                assert!(failure.message.contains(&key), "{failure}");
+                assert!(failure.message.contains(corrupt.trim()), "{failure}");
+            }
+            other => panic!("{corrupt:?}: expected a misconfiguration, got {other:?}"),
+        }
+        // Nothing was written over it.
+        let stored: String = query(&limiter, redis::cmd("GET").arg(&key)).await;
+        assert_eq!(stored, corrupt);
+    }
 }

@@ -192,16 +192,16 @@ fn a_bucket_never_exceeds_its_capacity_nor_its_refill() {
                 let mut latest = first;
                 let mut admitted = 0u64;
                 // The model: a full bucket at the first request, lazy refill, no minting on a
-                // backwards clock.
-                let (mut tokens, mut last) = (capacity as f64, first);
+                // backwards clock, and only an admission stores its state.
+                let (mut stored, mut last) = (capacity as f64, first);
                 for (at, cost) in clocks.into_iter().zip(costs) {
                     let d = decide(&w.limiter, &rule, &key, cost, at).await?;
                     latest = latest.max(at);
-                    tokens = refilled(capacity, rate, tokens, at.saturating_sub(last));
-                    last = last.max(at);
+                    let mut tokens = refilled(capacity, rate, stored, at.saturating_sub(last));
                     let expect_allowed = tokens >= cost as f64;
                     if expect_allowed {
                         tokens -= cost as f64;
+                        (stored, last) = (tokens, last.max(at));
                     }
                     prop_assert_eq!(
                         d.allowed,

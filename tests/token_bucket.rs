@@ -116,16 +116,16 @@ async fn table_of_decisions() {
     }
 }
 
+/// The stored `"<tokens> <last_refill>"`, parsed.
 async fn bucket_state(limiter: &Limiter, key: &str) -> (f64, u64) {
-    let (tokens, last): (f64, u64) = query(
-        limiter,
-        redis::cmd("HMGET")
-            .arg(key)
-            .arg("tokens")
-            .arg("last_refill"),
+    let state: String = query(limiter, redis::cmd("GET").arg(key)).await;
+    let (tokens, last) = state
+        .split_once(' ')
+        .unwrap_or_else(|| panic!("not \"<tokens> <last_refill>\": {state:?}"));
+    (
+        tokens.parse().expect("tokens"),
+        last.parse().expect("last_refill"),
     )
-    .await;
-    (tokens, last)
 }
 
 #[tokio::test]
@@ -161,11 +161,13 @@ async fn a_backwards_clock_mints_nothing_and_last_refill_never_moves_back() {
         assert!((0.0..=5.0).contains(&tokens), "tokens {tokens}");
         high = last;
     }
-    assert_eq!(high, T0 + 12_001);
+    // 12 000 is the latest admission's clock: the denials at 12 000 and 12 001 (the bucket
+    // emptied at 0) write nothing.
+    assert_eq!(high, T0 + 12_000);
 }
 
 #[tokio::test]
-async fn ttl_is_twice_the_time_to_fill_and_renewed_on_every_call() {
+async fn ttl_is_twice_the_time_to_fill_and_renewed_on_every_admission() {
     let server = redis();
     let limiter = limiter(&server, "tb-ttl");
     // (capacity, rate, ceil(capacity / rate * 2) seconds)
@@ -188,10 +190,14 @@ async fn ttl_is_twice_the_time_to_fill_and_renewed_on_every_call() {
             (low..=full).contains(&ttl),
             "capacity {capacity} rate {rate}: PTTL {ttl}, expected about {full}"
         );
-        // Renewed on every call, allowed or not.
+        // A denial writes nothing, not even the TTL...
         let _: i64 = query(&limiter, redis::cmd("PERSIST").arg(&key)).await;
+        let denied = decide_at(&limiter, &rule, "c", capacity, 0).await;
+        assert!(!denied.allowed, "{denied:?}");
         assert_eq!(pttl(&limiter, &key).await, -1);
-        decide_at(&limiter, &rule, "c", capacity, 0).await;
+        // ...and an admission renews it.
+        let admitted = decide_at(&limiter, &rule, "c", 1, full as u64).await;
+        assert!(admitted.allowed, "{admitted:?}");
         let ttl = pttl(&limiter, &key).await;
         assert!((low..=full).contains(&ttl), "not renewed: PTTL {ttl}");
     }
@@ -207,7 +213,9 @@ async fn a_denied_request_debits_nothing() {
     for cost in [1, 2, 3, 1] {
         let d = decide_at(&limiter, &rule, "c", cost, 500).await;
         assert!(!d.allowed, "{d:?}");
-        assert_eq!(bucket_state(&limiter, &key).await, (0.5, T0 + 500));
+        assert_eq!(d.retry_after_ms, cost * 1000 - 500, "{d:?}");
+        // A denial writes nothing: the stored state still says empty at 0 ms.
+        assert_eq!(bucket_state(&limiter, &key).await, (0.0, T0));
     }
     // Half a token more makes exactly one: nothing was taken by the denials.
     let d = decide_at(&limiter, &rule, "c", 1, 1_000).await;

@@ -186,9 +186,9 @@ pub fn engine_command(rule: &Rule, keys: &KeySpace, telemetry: bool) -> (Vec<Str
 /// A GCRA with the Redis-side work of go-redis/redis_rate's script (see the file's header).
 pub const GCRA_REFERENCE_LUA: &str = include_str!("../../bench/gcra_reference.lua");
 
-/// lua/token_bucket.lua before its argument checks lost their closures, for before/after.
-pub const TOKEN_BUCKET_BEFORE_TRIM_LUA: &str =
-    include_str!("../../bench/token_bucket_before_trim.lua");
+/// lua/token_bucket.lua with design.md's first state, a hash whose TTL every call renews: the
+/// "before" of the string state, for before/after.
+pub const TOKEN_BUCKET_HASH_LUA: &str = include_str!("../../bench/token_bucket_hash.lua");
 
 /// The token bucket's four commands without its logic (see the file's header).
 pub const TOKEN_BUCKET_COMMANDS_LUA: &str =
@@ -249,10 +249,13 @@ pub async fn lua_costs(
             });
         }
     }
+    // Its own keys: a hash where the string bucket lives would be a WRONGTYPE.
+    let mut hash_keys = cases[1].keys.clone();
+    hash_keys[0] = hash_keys[0].replacen(":tb:", ":tb-hash:", 1);
     cases.push(Case {
-        label: "token_bucket before trimming".into(),
-        sha: load_script(conn, TOKEN_BUCKET_BEFORE_TRIM_LUA).await?,
-        keys: cases[1].keys.clone(),
+        label: "token_bucket, state in a hash (before)".into(),
+        sha: load_script(conn, TOKEN_BUCKET_HASH_LUA).await?,
+        keys: hash_keys,
         args: cases[1].args.clone(),
     });
     cases.push(Case {

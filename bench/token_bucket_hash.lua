@@ -1,8 +1,7 @@
+-- lua/token_bucket.lua as design.md first specified it (state in a hash, TTL renewed on every
+-- call: TIME, HMGET, HSET, EXPIRE), kept as the "before" of the string-state change for the
+-- Lua-cost comparison in docs/benchmarks.md. Not used by the engine.
 --[[
-BEFORE TRIMMING: lua/token_bucket.lua as it was before its arguments were checked without
-closures (commit 016738e), kept only so `ratelockr bench --lua` measures before and after side
-by side. Not used by the engine.
-
 ratelockr token bucket — one atomic rate-limit decision.
 
 Redis runs a script on one thread, so reading, refilling and debiting the bucket cannot
@@ -37,41 +36,56 @@ EXAMPLE  (10 tokens, 5 per second, server clock, cost 1)
   1) (integer) 1    2) (integer) 9    3) (integer) 0    4) (integer) 200
 ]]
 
-local function fail(msg)
-  return redis.error_reply('ratelockr token_bucket: ' .. msg)
-end
-
-local function integer_arg(value, name, default)
-  if value == nil or value == '' then
-    if default ~= nil then return default end
-    return nil, name .. ' is required'
+-- The arguments are checked with plain comparisons first, and only a call with a bad one
+-- builds the helpers that name it: closures cost Redis a little on every call, and this
+-- script runs on every request. (About a tenth of the script's CPU; docs/benchmarks.md.)
+local capacity, rate = tonumber(ARGV[1]), tonumber(ARGV[2])
+local cost, stats_ttl = ARGV[4], ARGV[5]
+if cost == nil or cost == '' then cost = 1 else cost = tonumber(cost) end
+if stats_ttl == nil or stats_ttl == '' then stats_ttl = 120 else stats_ttl = tonumber(stats_ttl) end
+if not ((#KEYS == 1 or #KEYS == 3)
+    and capacity and capacity == capacity and capacity % 1 == 0 and capacity >= 1 and capacity <= 1e15
+    and rate and rate == rate and rate > 0 and rate ~= math.huge
+    and cost and cost == cost and cost % 1 == 0 and cost >= 1 and cost <= 1e15 and cost <= capacity
+    and stats_ttl and stats_ttl == stats_ttl and stats_ttl % 1 == 0 and stats_ttl >= 1
+    and stats_ttl <= 1e15) then
+  local function fail(msg)
+    return redis.error_reply('ratelockr token_bucket: ' .. msg)
   end
-  local n = tonumber(value)
-  if n == nil or n ~= n or n % 1 ~= 0 or n < 1 or n > 1e15 then
-    return nil, name .. ' must be an integer >= 1, got \'' .. tostring(value) .. '\''
+
+  local function integer_arg(value, name, default)
+    if value == nil or value == '' then
+      if default ~= nil then return default end
+      return nil, name .. ' is required'
+    end
+    local n = tonumber(value)
+    if n == nil or n ~= n or n % 1 ~= 0 or n < 1 or n > 1e15 then
+      return nil, name .. ' must be an integer >= 1, got \'' .. tostring(value) .. '\''
+    end
+    return n
   end
-  return n
-end
 
-if #KEYS ~= 1 and #KEYS ~= 3 then
-  return fail('expected 1 key (bucket) or 3 (bucket, allowed counter, denied counter), got ' .. #KEYS)
-end
+  if #KEYS ~= 1 and #KEYS ~= 3 then
+    return fail('expected 1 key (bucket) or 3 (bucket, allowed counter, denied counter), got ' .. #KEYS)
+  end
 
-local capacity, err = integer_arg(ARGV[1], 'capacity')
-if not capacity then return fail(err) end
-local rate = tonumber(ARGV[2])
-if rate == nil or rate ~= rate or rate <= 0 or rate == math.huge then
-  return fail('refill rate must be a number > 0 (tokens per second), got \'' .. tostring(ARGV[2]) .. '\'')
+  local capacity, err = integer_arg(ARGV[1], 'capacity')
+  if not capacity then return fail(err) end
+  local rate = tonumber(ARGV[2])
+  if rate == nil or rate ~= rate or rate <= 0 or rate == math.huge then
+    return fail('refill rate must be a number > 0 (tokens per second), got \'' .. tostring(ARGV[2]) .. '\'')
+  end
+  local cost
+  cost, err = integer_arg(ARGV[4], 'cost', 1)
+  if not cost then return fail(err) end
+  if cost > capacity then
+    return fail('cost ' .. cost .. ' exceeds capacity ' .. capacity .. ': such a request can never pass')
+  end
+  local stats_ttl
+  stats_ttl, err = integer_arg(ARGV[5], 'stats TTL', 120)
+  if not stats_ttl then return fail(err) end
+  return fail('invalid arguments')
 end
-local cost
-cost, err = integer_arg(ARGV[4], 'cost', 1)
-if not cost then return fail(err) end
-if cost > capacity then
-  return fail('cost ' .. cost .. ' exceeds capacity ' .. capacity .. ': such a request can never pass')
-end
-local stats_ttl
-stats_ttl, err = integer_arg(ARGV[5], 'stats TTL', 120)
-if not stats_ttl then return fail(err) end
 
 local now
 if ARGV[3] == nil or ARGV[3] == '' then
@@ -80,7 +94,8 @@ if ARGV[3] == nil or ARGV[3] == '' then
 else
   now = tonumber(ARGV[3])
   if now == nil or now ~= now or now % 1 ~= 0 or now < 0 then
-    return fail('now_ms must be an integer >= 0 or "", got \'' .. tostring(ARGV[3]) .. '\'')
+    return redis.error_reply('ratelockr token_bucket: now_ms must be an integer >= 0 or "", got \''
+      .. tostring(ARGV[3]) .. '\'')
   end
 end
 
@@ -93,11 +108,9 @@ end
 
 -- The same expression refills here and in retry_after below, so a client that waits exactly
 -- retry_after_ms sees exactly the refill that was promised.
-local function refilled(base, elapsed)
-  return math.min(capacity, base + elapsed * rate / 1000)
-end
-
-tokens = refilled(tokens, math.max(now - last, 0))
+-- The same expression as `refilled` below, so a client that waits exactly retry_after_ms
+-- sees exactly the refill that was promised.
+tokens = math.min(capacity, tokens + math.max(now - last, 0) * rate / 1000)
 if now > last then last = now end
 
 local allowed = 0
@@ -106,6 +119,9 @@ if tokens >= cost then
   allowed = 1
   tokens = tokens - cost
 else
+  local function refilled(base, elapsed)
+    return math.min(capacity, base + elapsed * rate / 1000)
+  end
   retry_after = math.ceil((cost - tokens) * 1000 / rate)
   -- The division can round either way: settle on the least wait that refills enough.
   while retry_after > 1 and refilled(tokens, retry_after - 1) >= cost do
