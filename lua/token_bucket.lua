@@ -5,8 +5,9 @@ Redis runs a script on one thread, so reading, refilling and debiting the bucket
 interleave with another client's call: the script is the critical section.
 
 KEYS
-  [1] the bucket: a string "<tokens> <last_refill>", tokens a float written exactly (%.17g),
-      last_refill in ms; absent = a full bucket
+  [1] the bucket: a 16-byte string, struct.pack('<dd', tokens, last_refill_ms): two
+      little-endian IEEE-754 doubles, tokens (fractional) then last_refill in ms; absent = a
+      full bucket. Any client can read it (Python: struct.unpack('<dd', value)).
   [2] optional: the telemetry counter of allowed decisions (INCR'd when allowed)
   [3] optional: the telemetry counter of denied decisions (INCR'd when denied)
       KEYS[2] and KEYS[3] go together; give both or neither.
@@ -37,19 +38,19 @@ EXAMPLE  (10 tokens, 5 per second, server clock, cost 1)
   1) (integer) 1    2) (integer) 9    3) (integer) 0    4) (integer) 200
 ]]
 
--- The arguments are checked with plain comparisons first, and only a call with a bad one
--- builds the helpers that name it: closures cost Redis a little on every call, and this
--- script runs on every request. (About a tenth of the script's CPU; docs/benchmarks.md.)
+-- The hot path is written for Redis's CPU: the arguments are checked with plain comparisons
+-- (x % 1 == 0 also rules out NaN and infinities), and only a call with a bad one builds the
+-- helpers that name it; no closures, few library calls. docs/benchmarks.md has the figures.
+local nkeys = #KEYS
 local capacity, rate = tonumber(ARGV[1]), tonumber(ARGV[2])
 local cost, stats_ttl = ARGV[4], ARGV[5]
 if cost == nil or cost == '' then cost = 1 else cost = tonumber(cost) end
 if stats_ttl == nil or stats_ttl == '' then stats_ttl = 120 else stats_ttl = tonumber(stats_ttl) end
-if not ((#KEYS == 1 or #KEYS == 3)
-    and capacity and capacity == capacity and capacity % 1 == 0 and capacity >= 1 and capacity <= 1e15
-    and rate and rate == rate and rate > 0 and rate ~= math.huge
-    and cost and cost == cost and cost % 1 == 0 and cost >= 1 and cost <= 1e15 and cost <= capacity
-    and stats_ttl and stats_ttl == stats_ttl and stats_ttl % 1 == 0 and stats_ttl >= 1
-    and stats_ttl <= 1e15) then
+if not ((nkeys == 1 or nkeys == 3)
+    and capacity and capacity % 1 == 0 and capacity >= 1 and capacity <= 1e15
+    and rate and rate > 0 and rate <= 1.7976931348623157e308
+    and cost and cost % 1 == 0 and cost >= 1 and cost <= capacity
+    and stats_ttl and stats_ttl % 1 == 0 and stats_ttl >= 1 and stats_ttl <= 1e15) then
   local function fail(msg)
     return redis.error_reply('ratelockr token_bucket: ' .. msg)
   end
@@ -88,14 +89,16 @@ if not ((#KEYS == 1 or #KEYS == 3)
   return fail('invalid arguments')
 end
 
-local now
-if ARGV[3] == nil or ARGV[3] == '' then
+local now = ARGV[3]
+if now == nil or now == '' then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  -- TIME gives seconds and microseconds as strings; Lua's arithmetic reads them as numbers.
+  local us = t[2]
+  now = t[1] * 1000 + (us - us % 1000) / 1000
 else
-  now = tonumber(ARGV[3])
-  if now == nil or now ~= now or now % 1 ~= 0 or now < 0 then
-    return redis.error_reply('ratelockr token_bucket: now_ms must be an integer >= 0 or "", got \''
+  now = tonumber(now)
+  if not (now and now % 1 == 0 and now >= 0 and now <= 9007199254740992) then
+    return redis.error_reply('ratelockr token_bucket: now_ms must be an integer >= 0 (at most 2^53) or "", got \''
       .. tostring(ARGV[3]) .. '\'')
   end
 end
@@ -103,19 +106,24 @@ end
 local state = redis.call('GET', KEYS[1])
 local tokens, last
 if state then
-  local t, l = string.match(state, '^(%S+) (%S+)$')
-  tokens, last = tonumber(t), tonumber(l)
-  if tokens == nil or last == nil then
-    return redis.error_reply('ratelockr token_bucket: ' .. KEYS[1]
-      .. ' holds \'' .. state .. '\', not "<tokens> <last_refill_ms>"')
+  -- Binary, not text: struct packs and unpacks the two doubles exactly, without the number
+  -- formatting and parsing that cost Redis about a fifth of this script (docs/benchmarks.md).
+  if #state == 16 then tokens, last = struct.unpack('<dd', state) end
+  if tokens == nil or tokens ~= tokens or last % 1 ~= 0 then
+    return redis.error_reply('ratelockr token_bucket: ' .. KEYS[1] .. ' holds ' .. #state
+      .. ' bytes that are not a bucket (16 bytes: tokens and last_refill_ms, little-endian doubles)')
   end
 else
   tokens, last = capacity, now
 end
 
--- The same expression refills here and in retry_after below, so a client that waits exactly
+-- The same arithmetic refills here and in `refilled` below, so a client that waits exactly
 -- retry_after_ms sees exactly the refill that was promised.
-tokens = math.min(capacity, tokens + math.max(now - last, 0) * rate / 1000)
+local elapsed = now - last
+if elapsed > 0 then
+  tokens = tokens + elapsed * rate / 1000
+  if tokens > capacity then tokens = capacity end
+end
 
 local allowed = 0
 local retry_after = 0
@@ -123,9 +131,8 @@ if tokens >= cost then
   allowed = 1
   tokens = tokens - cost
   if now > last then last = now end
-  -- One SET writes the state and its TTL. %.17g round-trips a double exactly, so the next
-  -- call starts from this very value.
-  redis.call('SET', KEYS[1], string.format('%.17g %.17g', tokens, last),
+  -- One SET writes the state and its TTL; the next call starts from these very doubles.
+  redis.call('SET', KEYS[1], struct.pack('<dd', tokens, last),
     'EX', math.ceil(capacity / rate * 2))
 else
   -- Nothing is written: the refill is linear below capacity, so the next call computes the
@@ -143,9 +150,9 @@ end
 
 local reset_after = math.ceil((capacity - tokens) * 1000 / rate)
 
-if #KEYS == 3 then
+if nkeys == 3 then
   local counter = KEYS[3 - allowed]
   if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, stats_ttl) end
 end
 
-return {allowed, math.floor(tokens), retry_after, reset_after}
+return {allowed, tokens - tokens % 1, retry_after, reset_after}

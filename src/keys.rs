@@ -1,7 +1,7 @@
 //! Where everything lives in Redis.
 //!
 //! ```text
-//! <prefix>:tb:{<rule>}:<client key>              token bucket string "<tokens> <last_refill>"
+//! <prefix>:tb:{<rule>}:<client key>              token bucket: tokens, last_refill (2 doubles)
 //! <prefix>:sw:{<rule>}:<client key>              sliding window log sorted set
 //! <prefix>:fw:{<rule>}:<client key>              fixed window counter
 //! <prefix>:naive:{<rule>}:<client key>           the naive race demo's counter

@@ -154,12 +154,11 @@ async fn keys1_and_the_documented_argv_alone_work_as_designed() {
     .await;
     let reply = reply.expect("token bucket with cost");
     assert_eq!(&reply[..3], &[1, 6, 0]);
-    let state: String = query(&limiter, redis::cmd("GET").arg(tb)).await;
-    let (tokens, last) = state.split_once(' ').expect("\"<tokens> <last_refill>\"");
-    let last: u64 = last.parse().expect("last_refill in ms");
-    assert!(tokens.parse::<f64>().expect("a number") <= 6.1, "{tokens}");
+    let state: Vec<u8> = query(&limiter, redis::cmd("GET").arg(tb)).await;
+    let (tokens, last) = common::unpack_bucket(&state);
+    assert!((6.0..6.1).contains(&tokens), "{tokens}");
     assert!(
-        last > 1_600_000_000_000,
+        last > 1_600_000_000_000.0 && last.fract() == 0.0,
         "last_refill is the Redis clock in ms: {last}"
     );
     let ttl: i64 = query(&limiter, redis::cmd("TTL").arg(tb)).await;

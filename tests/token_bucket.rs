@@ -116,16 +116,11 @@ async fn table_of_decisions() {
     }
 }
 
-/// The stored `"<tokens> <last_refill>"`, parsed.
+/// The stored bucket: two little-endian doubles, tokens and last_refill (ms).
 async fn bucket_state(limiter: &Limiter, key: &str) -> (f64, u64) {
-    let state: String = query(limiter, redis::cmd("GET").arg(key)).await;
-    let (tokens, last) = state
-        .split_once(' ')
-        .unwrap_or_else(|| panic!("not \"<tokens> <last_refill>\": {state:?}"));
-    (
-        tokens.parse().expect("tokens"),
-        last.parse().expect("last_refill"),
-    )
+    let state: Vec<u8> = query(limiter, redis::cmd("GET").arg(key)).await;
+    let (tokens, last) = common::unpack_bucket(&state);
+    (tokens, last as u64)
 }
 
 #[tokio::test]

@@ -145,3 +145,10 @@ where
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// A token bucket's stored state: 16 bytes, `struct.pack('<dd', tokens, last_refill_ms)`.
+pub fn unpack_bucket(state: &[u8]) -> (f64, f64) {
+    assert_eq!(state.len(), 16, "a bucket is 16 bytes: {state:?}");
+    let double = |b: &[u8]| f64::from_le_bytes(b.try_into().expect("8 bytes"));
+    (double(&state[..8]), double(&state[8..]))
+}
