@@ -194,6 +194,24 @@ pub const TOKEN_BUCKET_HASH_LUA: &str = include_str!("../../bench/token_bucket_h
 pub const TOKEN_BUCKET_COMMANDS_LUA: &str =
     include_str!("../../bench/token_bucket_commands_only.lua");
 
+/// The label of the GCRA reference in reports.
+pub const GCRA_LABEL: &str = "GCRA (redis_rate's calls)";
+/// The label of the hash-state token bucket (the "before") in reports.
+pub const HASH_LABEL: &str = "token_bucket, state in a hash (before)";
+
+/// The comparisons the issue asks for, each paired round by round: the token bucket against
+/// GCRA (both without telemetry, as redis_rate has none), and against its own hash-state
+/// version (both with telemetry, as the engine calls it).
+pub fn lua_comparisons(costs: &[LuaCost]) -> Vec<PairedRatio> {
+    let find = |label: &str| costs.iter().find(|c| c.script == label);
+    let tb = script_label(AlgorithmKind::TokenBucket, true);
+    let tb_bare = script_label(AlgorithmKind::TokenBucket, false);
+    [(tb_bare.as_str(), GCRA_LABEL), (tb.as_str(), HASH_LABEL)]
+        .into_iter()
+        .filter_map(|(a, b)| PairedRatio::of(find(a)?, find(b)?))
+        .collect()
+}
+
 /// One script's Redis-side cost.
 #[derive(Debug, Clone, Serialize)]
 pub struct LuaCost {
@@ -208,7 +226,43 @@ pub struct LuaCost {
     /// This script's CPU per call ÷ `return 1`'s.
     pub relative_cpu: Option<f64>,
     pub rounds: Vec<f64>,
+    /// Redis's CPU per call in each round, in round order (pairs with other scripts' rounds).
+    pub cpu_rounds: Vec<f64>,
     pub command: String,
+}
+
+/// Two scripts' Redis CPU per call, as a ratio taken round by round: each round ran both
+/// within seconds of each other, so the machine's drift between rounds cancels.
+#[derive(Debug, Clone, Serialize)]
+pub struct PairedRatio {
+    /// "a ÷ b".
+    pub label: String,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Rounds in which `a` cost Redis no more than `b`.
+    pub rounds_at_most_one: usize,
+    pub rounds: usize,
+}
+
+impl PairedRatio {
+    /// `a`'s CPU ÷ `b`'s, per round; `None` when either has no CPU figures.
+    pub fn of(a: &LuaCost, b: &LuaCost) -> Option<Self> {
+        let ratios: Vec<f64> = a
+            .cpu_rounds
+            .iter()
+            .zip(&b.cpu_rounds)
+            .map(|(a, b)| a / b)
+            .collect();
+        (!ratios.is_empty()).then(|| PairedRatio {
+            label: format!("{} ÷ {}", a.script, b.script),
+            median: median(ratios.clone()),
+            min: ratios.iter().copied().fold(f64::INFINITY, f64::min),
+            max: ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            rounds_at_most_one: ratios.iter().filter(|r| **r <= 1.0).count(),
+            rounds: ratios.len(),
+        })
+    }
 }
 
 /// Each script's throughput under redis-benchmark against a trivial `EVALSHA` (`return 1`),
@@ -253,7 +307,7 @@ pub async fn lua_costs(
     let mut hash_keys = cases[1].keys.clone();
     hash_keys[0] = hash_keys[0].replacen(":tb:", ":tb-hash:", 1);
     cases.push(Case {
-        label: "token_bucket, state in a hash (before)".into(),
+        label: HASH_LABEL.into(),
         sha: load_script(conn, TOKEN_BUCKET_HASH_LUA).await?,
         keys: hash_keys,
         args: cases[1].args.clone(),
@@ -261,14 +315,17 @@ pub async fn lua_costs(
     cases.push(Case {
         label: "token_bucket's commands alone".into(),
         sha: load_script(conn, TOKEN_BUCKET_COMMANDS_LUA).await?,
-        keys: vec![keys.limiter(
-            &super::bench_rule(AlgorithmKind::TokenBucket)?,
-            "__rand_int__",
-        )],
+        // Its own keys too: what it writes is not a bucket.
+        keys: vec![keys
+            .limiter(
+                &super::bench_rule(AlgorithmKind::TokenBucket)?,
+                "__rand_int__",
+            )
+            .replacen(":tb:", ":tb-commands:", 1)],
         args: vec![],
     });
     cases.push(Case {
-        label: "GCRA (redis_rate's calls)".into(),
+        label: GCRA_LABEL.into(),
         sha: load_script(conn, GCRA_REFERENCE_LUA).await?,
         keys: vec![format!("{}:gcra:{{bench}}:__rand_int__", keys.prefix())],
         args: ["100", "100", "1", "1"].map(String::from).to_vec(),
@@ -287,6 +344,7 @@ pub async fn lua_costs(
             }
         }
     }
+    let cpu_rounds = cpu.clone();
     let cpu: Vec<Option<f64>> = cpu
         .into_iter()
         .map(|c| (!c.is_empty()).then(|| median(c)))
@@ -302,15 +360,19 @@ pub async fn lua_costs(
         .zip(results)
         .zip(medians)
         .zip(cpu)
-        .map(|(((case, runs), calls_per_sec), cpu)| LuaCost {
-            script: case.label,
-            calls_per_sec,
-            relative_cost: trivial / calls_per_sec,
-            redis_cpu_us_per_call: cpu,
-            relative_cpu: cpu.zip(trivial_cpu).map(|(c, t)| c / t),
-            command: runs.last().map(|r| r.command.clone()).unwrap_or_default(),
-            rounds: runs.iter().map(|r| r.calls_per_sec).collect(),
-        })
+        .zip(cpu_rounds)
+        .map(
+            |((((case, runs), calls_per_sec), cpu), cpu_rounds)| LuaCost {
+                script: case.label,
+                calls_per_sec,
+                relative_cost: trivial / calls_per_sec,
+                redis_cpu_us_per_call: cpu,
+                relative_cpu: cpu.zip(trivial_cpu).map(|(c, t)| c / t),
+                command: runs.last().map(|r| r.command.clone()).unwrap_or_default(),
+                rounds: runs.iter().map(|r| r.calls_per_sec).collect(),
+                cpu_rounds,
+            },
+        )
         .collect())
 }
 

@@ -39,6 +39,10 @@ pub struct BenchArgs {
     /// Also measure each script's Redis-side cost against a trivial EVALSHA (redis-benchmark).
     #[arg(long)]
     pub lua: bool,
+    /// Interleaved rounds of the Lua-cost runs (one second each per script); medians and
+    /// paired ratios are taken over them.
+    #[arg(long, default_value_t = 9)]
+    pub lua_rounds: usize,
     /// Also show that reading stats costs the same with a million keys in Redis (starts its
     /// own redis-server).
     #[arg(long)]
@@ -82,6 +86,8 @@ struct Output {
     ceiling_note: Option<String>,
     results: Vec<AlgorithmResult>,
     lua: Option<Vec<ceiling::LuaCost>>,
+    /// Paired per-round ratios of Redis CPU per call (`--lua`).
+    lua_comparisons: Option<Vec<ceiling::PairedRatio>>,
     stats: Option<stats::StatsReport>,
 }
 
@@ -206,7 +212,7 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
                 limiter.keys(),
                 args.keys,
                 Duration::from_secs(1),
-                args.rounds.max(3),
+                args.lua_rounds.max(1),
             )
             .await?,
         ),
@@ -221,6 +227,7 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
         conditions,
         ceiling_note: note,
         results,
+        lua_comparisons: lua.as_deref().map(ceiling::lua_comparisons),
         lua,
         stats,
     };
@@ -285,13 +292,22 @@ fn print_tail(output: &Output) {
                 _ => String::new(),
             };
             println!(
-                "  {:<32} {:>9.0} calls/s = {:>5.2}x the cost of `return 1`{cpu}",
+                "  {:<40} {:>9.0} calls/s = {:>5.2}x the cost of `return 1`{cpu}",
                 cost.script, cost.calls_per_sec, cost.relative_cost
             );
         }
     }
+    for pair in output.lua_comparisons.iter().flatten() {
+        println!(
+            "  {}, Redis CPU per call, paired by round: median {:.2} (range {:.2}–{:.2}; at most 1.00 in {} of {} rounds)",
+            pair.label, pair.median, pair.min, pair.max, pair.rounds_at_most_one, pair.rounds
+        );
+    }
     if let Some(s) = &output.stats {
-        println!("\nStats read (30 s = 60 GETs in one pipeline), private redis-server:");
+        println!(
+            "\nStats read (30 s = 60 GETs in one pipeline), two private redis-servers, {} alternating rounds:",
+            s.rounds
+        );
         for run in [&s.empty, &s.populated] {
             println!(
                 "  {:>8} keys in Redis  {:>7.0} reads/s  p50 {:>5.0} us  p99 {:>5.0} us",
