@@ -1,6 +1,8 @@
 //! Reading 30 seconds of stats costs the same whatever else is in Redis: 60 GETs in one
-//! pipeline, no SCAN, no KEYS. Measured on a private redis-server, empty and then holding a
-//! million unrelated keys (`DEBUG POPULATE`), so no user's Redis is ever filled.
+//! pipeline, no SCAN, no KEYS. Measured on two private redis-servers side by side, one holding
+//! only the rule's counters and one holding a million unrelated keys as well (`DEBUG
+//! POPULATE`), read in alternating rounds so that the machine's noise falls on both alike. No
+//! user's Redis is ever filled.
 
 use crate::embedded::EmbeddedRedis;
 use crate::keys::KeySpace;
@@ -12,7 +14,10 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
-/// One condition of the stats benchmark.
+/// Alternating rounds per condition.
+pub const ROUNDS: u64 = 5;
+
+/// One condition of the stats benchmark, over all its rounds.
 #[derive(Debug, Clone, Serialize)]
 pub struct StatsRun {
     /// Keys in the database while reading.
@@ -32,81 +37,126 @@ pub struct StatsReport {
     pub p50_ratio: f64,
     /// populated ÷ empty throughput.
     pub throughput_ratio: f64,
+    /// Alternating rounds each condition was read in.
+    pub rounds: u64,
 }
 
-/// Runs the stats benchmark on its own redis-server: `reads` sequential stats reads, first
-/// with only the rule's counters in Redis, then with `populate` unrelated keys added.
-pub async fn run(reads: u64, populate: u64) -> anyhow::Result<StatsReport> {
-    // DEBUG is disabled by default since Redis 7; this private server allows it locally.
-    let server = EmbeddedRedis::start_with(&["--enable-debug-command", "local"])?;
-    let target = RedisTarget::parse(&server.url())?;
-    let limiter = Limiter::new(
-        &target,
-        LimiterOptions {
-            keys: KeySpace::new("statsbench"),
-            deadline: Duration::from_secs(5),
-            ..LimiterOptions::default()
-        },
-    );
-    let rule = Rule::token_bucket("stats-bench", 50, 50.0)?;
-    // Fill the rule's counters so the read returns real numbers.
-    for i in 0..500 {
-        limiter.check(&rule, &format!("client-{}", i % 20)).await?;
+/// One condition: its server, a limiter on it, and what its rounds measured.
+struct Condition {
+    _server: EmbeddedRedis,
+    limiter: Limiter,
+    latency: Histogram<u64>,
+    reads: u64,
+    busy: Duration,
+}
+
+impl Condition {
+    async fn start(rule: &Rule, populate: u64) -> anyhow::Result<Self> {
+        // DEBUG is disabled by default since Redis 7; this private server allows it locally.
+        let server = EmbeddedRedis::start_with(&["--enable-debug-command", "local"])?;
+        let target = RedisTarget::parse(&server.url())?;
+        let limiter = Limiter::new(
+            &target,
+            LimiterOptions {
+                keys: KeySpace::new("statsbench"),
+                deadline: Duration::from_secs(5),
+                ..LimiterOptions::default()
+            },
+        );
+        // Fill the rule's counters so the read returns real numbers.
+        for i in 0..500 {
+            limiter.check(rule, &format!("client-{}", i % 20)).await?;
+        }
+        if populate > 0 {
+            // A million keys take a few seconds, longer than any decision deadline: a plain
+            // blocking connection without a read timeout does it.
+            let client = target.client();
+            tokio::task::spawn_blocking(move || -> redis::RedisResult<()> {
+                let mut conn = client.get_connection()?;
+                redis::cmd("DEBUG")
+                    .arg("POPULATE")
+                    .arg(populate)
+                    .arg("unrelated")
+                    .query(&mut conn)
+            })
+            .await??;
+        }
+        Ok(Condition {
+            _server: server,
+            limiter,
+            latency: Histogram::<u64>::new_with_bounds(1_000, 60_000_000_000, 3)?,
+            reads: 0,
+            busy: Duration::ZERO,
+        })
     }
+
+    async fn report(&self) -> anyhow::Result<StatsRun> {
+        let mut conn = self.limiter.connection();
+        let keys_in_redis: u64 = redis::cmd("DBSIZE").query_async(&mut conn).await?;
+        Ok(StatsRun {
+            keys_in_redis,
+            reads: self.reads,
+            reads_per_sec: self.reads as f64 / self.busy.as_secs_f64(),
+            p50_us: self.latency.value_at_quantile(0.5) as f64 / 1000.0,
+            p99_us: self.latency.value_at_quantile(0.99) as f64 / 1000.0,
+        })
+    }
+}
+
+/// Runs the stats benchmark: `reads` sequential stats reads per condition, in [`ROUNDS`]
+/// alternating rounds, from a server holding only the rule's counters and from one holding
+/// `populate` unrelated keys as well.
+pub async fn run(reads: u64, populate: u64) -> anyhow::Result<StatsReport> {
+    let rule = Rule::token_bucket("stats-bench", 50, 50.0)?;
+    let mut empty = Condition::start(&rule, 0).await?;
+    let mut populated = Condition::start(&rule, populate).await?;
     let now_second = telemetry::now_ms() / 1000;
-    let empty = measure(&limiter, &rule, now_second, reads).await?;
-    // A million keys take a few seconds, longer than any decision deadline: a plain blocking
-    // connection without a read timeout does it.
-    let client = target.client();
-    tokio::task::spawn_blocking(move || -> redis::RedisResult<()> {
-        let mut conn = client.get_connection()?;
-        redis::cmd("DEBUG")
-            .arg("POPULATE")
-            .arg(populate)
-            .arg("unrelated")
-            .query(&mut conn)
-    })
-    .await??;
-    let populated = measure(&limiter, &rule, now_second, reads).await?;
-    drop(server);
+    let per_round = (reads / ROUNDS).max(1);
+    for round in 0..ROUNDS {
+        // Which goes first alternates too.
+        let order = match round % 2 {
+            0 => [&mut empty, &mut populated],
+            _ => [&mut populated, &mut empty],
+        };
+        for condition in order {
+            measure(condition, &rule, now_second, per_round).await?;
+        }
+    }
+    let (empty, populated) = (empty.report().await?, populated.report().await?);
     Ok(StatsReport {
         p50_ratio: populated.p50_us / empty.p50_us,
         throughput_ratio: populated.reads_per_sec / empty.reads_per_sec,
         empty,
         populated,
+        rounds: ROUNDS,
     })
 }
 
 async fn measure(
-    limiter: &Limiter,
+    condition: &mut Condition,
     rule: &Rule,
     now_second: u64,
     reads: u64,
-) -> anyhow::Result<StatsRun> {
-    let mut conn = limiter.connection();
-    let keys_in_redis: u64 = redis::cmd("DBSIZE").query_async(&mut conn).await?;
+) -> anyhow::Result<()> {
+    let limiter = &condition.limiter;
     // Warm-up: a tenth of the reads, not counted.
     for _ in 0..reads / 10 {
         limiter.stats_at(rule.name(), now_second).await?;
     }
-    let mut latency = Histogram::<u64>::new_with_bounds(1_000, 60_000_000_000, 3)?;
     let started = Instant::now();
     for _ in 0..reads {
         let t = Instant::now();
         let points = limiter.stats_at(rule.name(), now_second).await?;
-        latency.saturating_record(t.elapsed().as_nanos() as u64);
+        condition
+            .latency
+            .saturating_record(t.elapsed().as_nanos() as u64);
         anyhow::ensure!(
             points.len() == 30,
             "a stats read returned {} points",
             points.len()
         );
     }
-    let seconds = started.elapsed().as_secs_f64();
-    Ok(StatsRun {
-        keys_in_redis,
-        reads,
-        reads_per_sec: reads as f64 / seconds,
-        p50_us: latency.value_at_quantile(0.5) as f64 / 1000.0,
-        p99_us: latency.value_at_quantile(0.99) as f64 / 1000.0,
-    })
+    condition.busy += started.elapsed();
+    condition.reads += reads;
+    Ok(())
 }
