@@ -33,6 +33,7 @@ bench: deps-engine
 	$(BENCH) --duration-secs 3 --rounds 3 --lua --stats
 	$(BENCH) --algorithm token-bucket --duration-secs 3 --rounds 3 --concurrency 256
 	$(BENCH) --algorithm token-bucket --duration-secs 3 --rounds 3 --threads 2
+	$(CARGO) bench --bench engine
 
 deps-engine:
 	@scripts/deps.sh engine
