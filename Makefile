@@ -30,9 +30,9 @@ fmt:
 # bucket at concurrency 256 and on a 2-worker runtime.
 BENCH := $(CARGO) run --release --quiet --bin ratelockr -- --embedded bench
 bench: deps-engine
-	$(BENCH) --duration-secs 3 --rounds 3 --lua --stats
-	$(BENCH) --algorithm token-bucket --duration-secs 3 --rounds 3 --concurrency 256
-	$(BENCH) --algorithm token-bucket --duration-secs 3 --rounds 3 --threads 2
+	$(BENCH) --duration-secs 2 --rounds 5 --lua --stats
+	$(BENCH) --algorithm token-bucket --duration-secs 2 --rounds 5 --concurrency 256
+	$(BENCH) --algorithm token-bucket --duration-secs 2 --rounds 5 --threads 2
 	$(CARGO) bench --bench engine
 
 deps-engine:

@@ -69,6 +69,9 @@ struct AlgorithmResult {
     ceiling_per_sec: Option<f64>,
     /// The median over rounds of engine ÷ ceiling, each pair measured back to back.
     engine_to_ceiling: Option<f64>,
+    /// Every round's engine ÷ ceiling, in round order: on a shared machine the spread says
+    /// as much as the median.
+    engine_to_ceiling_rounds: Vec<f64>,
     ceiling_command: Option<String>,
     /// CPU this process spent per decision (engine, runtime and benchmark loop), µs.
     client_cpu_us_per_decision: Option<f64>,
@@ -162,6 +165,13 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
         };
         let decisions_per_sec = med(|r| r.decisions_per_sec);
         let ceiling_per_sec = (!ceilings.is_empty()).then(|| ceiling::median(ceilings.clone()));
+        // Each round's engine run is paired with the ceiling run right after it, so a noisy
+        // neighbour weighs on both; the median of the paired ratios is reported.
+        let paired: Vec<f64> = rounds
+            .iter()
+            .zip(&ceilings)
+            .map(|(e, c)| e.decisions_per_sec / c)
+            .collect();
         results.push(AlgorithmResult {
             algorithm: kind.as_str(),
             decisions_per_sec,
@@ -177,17 +187,8 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
             keys: args.keys,
             threads: args.threads,
             ceiling_per_sec,
-            // Each round's engine run is paired with the ceiling run right after it, so a
-            // noisy neighbour weighs on both; the median of the paired ratios is reported.
-            engine_to_ceiling: (!ceilings.is_empty()).then(|| {
-                ceiling::median(
-                    rounds
-                        .iter()
-                        .zip(&ceilings)
-                        .map(|(e, c)| e.decisions_per_sec / c)
-                        .collect(),
-                )
-            }),
+            engine_to_ceiling: (!paired.is_empty()).then(|| ceiling::median(paired.clone())),
+            engine_to_ceiling_rounds: paired,
             ceiling_command: command,
             client_cpu_us_per_decision: opt_median(
                 rounds.iter().map(|r| r.client_cpu_us_per_decision),
@@ -254,7 +255,17 @@ fn opt_median(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 
 fn print_result(r: &AlgorithmResult) {
     let ceiling = match (r.ceiling_per_sec, r.engine_to_ceiling) {
-        (Some(c), Some(ratio)) => format!("  ceiling {c:>9.0}/s  engine/ceiling {ratio:.2}"),
+        (Some(c), Some(ratio)) => {
+            let rounds: Vec<String> = r
+                .engine_to_ceiling_rounds
+                .iter()
+                .map(|x| format!("{x:.2}"))
+                .collect();
+            format!(
+                "  ceiling {c:>9.0}/s  engine/ceiling {ratio:.2} (rounds {})",
+                rounds.join(" ")
+            )
+        }
         _ => String::new(),
     };
     println!(
