@@ -25,13 +25,13 @@ lint: deps-app ui
 fmt:
 	$(CARGO) fmt --all
 
-# Every figure in docs/benchmarks.md, each run on a private redis-server (about 3 minutes):
+# Every figure in docs/benchmarks.md, each run on a private redis-server (about 7 minutes):
 # engine vs redis-benchmark for the three algorithms, Lua cost, stats cost, then the token
-# bucket at concurrency 256 and on a 2-worker runtime.
+# bucket at concurrency 64 (lower latency) and on a 2-worker runtime.
 BENCH := $(CARGO) run --release --quiet --bin ratelockr -- --embedded bench
 bench: deps-engine
 	$(BENCH) --duration-secs 2 --rounds 5 --lua --stats
-	$(BENCH) --algorithm token-bucket --duration-secs 2 --rounds 5 --concurrency 256
+	$(BENCH) --algorithm token-bucket --duration-secs 2 --rounds 5 --concurrency 64
 	$(BENCH) --algorithm token-bucket --duration-secs 2 --rounds 5 --threads 2
 	$(CARGO) bench --bench engine
 

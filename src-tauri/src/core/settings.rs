@@ -7,8 +7,9 @@ use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use ts_rs::TS;
 
-/// The default port of the app's metrics endpoint (the CLI's `serve` default).
-pub const DEFAULT_METRICS_PORT: u16 = 9464;
+/// The default port of the app's metrics endpoint: one above `ratelockr serve`'s 9464, so the
+/// app and the CLI's endpoint can run side by side.
+pub const DEFAULT_METRICS_PORT: u16 = 9465;
 
 /// The metrics endpoint's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]

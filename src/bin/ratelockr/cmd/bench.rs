@@ -17,8 +17,10 @@ pub struct BenchArgs {
     /// Seconds measured per run, warm-up excluded.
     #[arg(long, default_value_t = 3)]
     pub duration_secs: u64,
-    /// Decisions in flight at once (tasks sharing the limiter's one connection).
-    #[arg(long, default_value_t = 64)]
+    /// Decisions in flight at once (tasks sharing the limiter's one connection). 256 keeps
+    /// Redis as busy as the ceiling's 800 pipelined calls do; fewer trade throughput for
+    /// latency (docs/benchmarks.md).
+    #[arg(long, default_value_t = 256)]
     pub concurrency: usize,
     /// Seconds of warm-up before each measured run.
     #[arg(long, default_value_t = 1)]
