@@ -1,5 +1,10 @@
 //! A private, managed `redis-server`: started on a free loopback port with persistence off,
 //! stopped when dropped. Serves the CLI's `--embedded`, the desktop app and the tests.
+//!
+//! A process that is killed outright (SIGKILL, a crash) cannot stop its server, and the
+//! server outlives it. Each server therefore lives in a directory named after its owner's pid
+//! and its port, with a pidfile; the next start on the machine shuts down the servers whose
+//! owner is gone ([`reap_orphans`], Linux) and removes their files.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -9,6 +14,10 @@ use std::time::{Duration, Instant};
 
 /// How long a fresh redis-server may take to answer PING.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The data directory of each embedded server, under the system's temp dir:
+/// `ratelockr-redis-<owner pid>-<port>`.
+const DIR_PREFIX: &str = "ratelockr-redis-";
 
 /// Why the embedded Redis could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +50,13 @@ impl EmbeddedRedis {
     /// As [`EmbeddedRedis::start`], with extra `redis-server` arguments (`["--maxmemory", "1mb"]`).
     pub fn start_with(extra: &[&str]) -> Result<Self, EmbeddedError> {
         let binary = find_on_path("redis-server").ok_or(EmbeddedError::NotInstalled)?;
+        let reaped = reap_orphans();
+        if reaped > 0 {
+            tracing::info!(
+                reaped,
+                "stopped embedded redis-servers whose owner had died"
+            );
+        }
         // A port can be taken between probing and binding; a few tries make that harmless.
         let mut last = None;
         for _ in 0..5 {
@@ -55,8 +71,7 @@ impl EmbeddedRedis {
 
     fn try_start(binary: &Path, extra: &[&str]) -> Result<Self, EmbeddedError> {
         let port = free_port().map_err(EmbeddedError::Spawn)?;
-        let dir =
-            std::env::temp_dir().join(format!("ratelockr-redis-{}-{port}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("{DIR_PREFIX}{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(EmbeddedError::Spawn)?;
         let log = dir.join("redis.log");
         let child = Command::new(binary)
@@ -67,6 +82,9 @@ impl EmbeddedRedis {
             .arg(&dir)
             .arg("--logfile")
             .arg(&log)
+            // Written even without --daemonize, so that an orphan can be found (reap_orphans).
+            .arg("--pidfile")
+            .arg(dir.join("redis.pid"))
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -134,6 +152,102 @@ impl Drop for EmbeddedRedis {
     }
 }
 
+/// Shuts down the embedded redis-servers whose owning process has died without stopping them
+/// (killed, crashed), and removes their directories; returns how many it shut down.
+///
+/// A server is only touched when its directory names a dead owner, its pidfile names a live
+/// process, and that process is a `redis-server` on the directory's port. Linux only (it reads
+/// `/proc`); elsewhere it does nothing. [`EmbeddedRedis::start`] calls it first.
+pub fn reap_orphans() -> usize {
+    let proc = Path::new("/proc");
+    if !proc.join("self").exists() {
+        return 0;
+    }
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return 0;
+    };
+    let mut reaped = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some((owner, port)) = name.to_str().and_then(parse_dir_name) else {
+            continue;
+        };
+        if owner == std::process::id() || is_running(proc, owner) {
+            continue;
+        }
+        let dir = entry.path();
+        let pid = std::fs::read_to_string(dir.join("redis.pid"))
+            .ok()
+            .and_then(|p| p.trim().parse::<u32>().ok());
+        if let Some(pid) = pid.filter(|pid| is_redis_server_on(proc, *pid, port)) {
+            if shutdown(port) && wait_gone(proc, pid) {
+                reaped += 1;
+            } else {
+                tracing::warn!(
+                    pid,
+                    port,
+                    "could not stop an orphaned embedded redis-server"
+                );
+                continue;
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    reaped
+}
+
+/// `ratelockr-redis-<owner pid>-<port>` → (owner pid, port).
+fn parse_dir_name(name: &str) -> Option<(u32, u16)> {
+    let (owner, port) = name.strip_prefix(DIR_PREFIX)?.split_once('-')?;
+    Some((owner.parse().ok()?, port.parse().ok()?))
+}
+
+/// Whether `pid` is a redis-server serving 127.0.0.1:`port` (Redis sets its process title to
+/// `redis-server 127.0.0.1:<port>`).
+fn is_redis_server_on(proc: &Path, pid: u32, port: u16) -> bool {
+    std::fs::read(proc.join(pid.to_string()).join("cmdline")).is_ok_and(|cmdline| {
+        let title = String::from_utf8_lossy(&cmdline);
+        title.contains("redis-server") && title.contains(&format!("127.0.0.1:{port}"))
+    })
+}
+
+/// Asks the server on `port` to exit without saving; true once it has closed the connection.
+fn shutdown(port: u16) -> bool {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    if stream.write_all(b"SHUTDOWN NOSAVE\r\n").is_err() {
+        return false;
+    }
+    // A shutting-down server closes the connection without a reply.
+    let mut rest = Vec::new();
+    stream.read_to_end(&mut rest).is_ok() && rest.is_empty()
+}
+
+/// Whether a process is alive: it exists and is not a zombie (exited, not yet reaped by
+/// whichever process adopted it).
+fn is_running(proc: &Path, pid: u32) -> bool {
+    std::fs::read_to_string(proc.join(pid.to_string()).join("stat")).is_ok_and(|stat| {
+        // The state follows the parenthesised command name: "<pid> (<comm>) <state> ...".
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
+    })
+}
+
+/// Waits up to two seconds for a process to exit.
+fn wait_gone(proc: &Path, pid: u32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while is_running(proc, pid) {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
 /// Looks a program up on PATH like a shell would.
 pub fn find_on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -147,8 +261,8 @@ fn free_port() -> std::io::Result<u16> {
     Ok(listener.local_addr()?.port())
 }
 
-/// A blocking PING with short timeouts; true on `+PONG`.
-pub(crate) fn ping(port: u16) -> bool {
+/// A blocking PING to 127.0.0.1:`port` with short timeouts; true on `+PONG`.
+pub fn ping(port: u16) -> bool {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
         return false;

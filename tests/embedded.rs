@@ -1,0 +1,69 @@
+//! A managed redis-server whose owner is killed outright (no Drop, no cleanup) does not live
+//! on: the next embedded start on the machine shuts it down and removes its files.
+
+use ratelockr::embedded::{ping, reap_orphans};
+use ratelockr::EmbeddedRedis;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The directory and port of the embedded server started by process `owner`, once it is up.
+fn server_of(owner: u32) -> (PathBuf, u16) {
+    let prefix = format!("ratelockr-redis-{owner}-");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let found = std::fs::read_dir(std::env::temp_dir())
+            .expect("the temp dir")
+            .flatten()
+            .find_map(|entry| {
+                let name = entry.file_name().into_string().ok()?;
+                let port: u16 = name.strip_prefix(&prefix)?.parse().ok()?;
+                let dir = entry.path();
+                (dir.join("redis.pid").exists() && ping(port)).then_some((dir, port))
+            });
+        if let Some(found) = found {
+            return found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "process {owner} started no embedded redis-server"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_server_left_behind_by_a_killed_owner_is_stopped_by_the_next_start() {
+    // An owner that starts an embedded server and keeps it: serve with a demo workload.
+    let mut owner = Command::new(env!("CARGO_BIN_EXE_ratelockr"))
+        .args([
+            "--embedded",
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--demo-rps",
+            "5",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ratelockr serve starts");
+    let (dir, port) = server_of(owner.id());
+
+    // SIGKILL: the owner's Drop never runs.
+    owner.kill().expect("kill the owner");
+    owner.wait().expect("reap the owner");
+    assert!(ping(port), "the server should have outlived its owner");
+
+    // A server of a live owner (this test) is left alone by the same sweep.
+    let live = EmbeddedRedis::start().expect("redis-server starts");
+    assert!(!ping(port), "the orphan on port {port} still answers");
+    assert!(
+        !dir.exists(),
+        "the orphan's files remain: {}",
+        dir.display()
+    );
+    assert!(ping(live.port()));
+    assert_eq!(reap_orphans(), 0, "a second sweep finds nothing");
+    assert!(ping(live.port()), "the sweep stopped a live owner's server");
+}
