@@ -1,6 +1,8 @@
 //! The TypeScript types of the IPC payloads, generated from the Rust types with ts-rs and
 //! committed in `ui/src/bindings/`. `cargo test -p ratelockr-app` fails when they drift;
-//! `UPDATE_BINDINGS=1 cargo test -p ratelockr-app bindings` rewrites them.
+//! `UPDATE_BINDINGS=1 cargo test -p ratelockr-app bindings` rewrites them. The command names
+//! in `ui/src/api.ts` are checked against the registered commands and the capability the
+//! same way.
 
 use crate::core::connection::{ConnectionStatus, ConnectionTest, LinkState};
 use crate::core::error::{AppError, ErrorCode};
@@ -54,6 +56,7 @@ pub fn render() -> Vec<(String, String)> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
     use std::path::PathBuf;
 
     #[test]
@@ -75,6 +78,58 @@ mod tests {
         assert!(
             stale.is_empty(),
             "ui/src/bindings is out of date for {stale:?}; run `UPDATE_BINDINGS=1 cargo test -p ratelockr-app bindings` and commit"
+        );
+    }
+
+    /// The commands `generate_handler!` registers (`$crate::commands::<name>` in lib.rs).
+    fn registered() -> BTreeSet<String> {
+        include_str!("lib.rs")
+            .split("$crate::commands::")
+            .skip(1)
+            .filter_map(|rest| rest.split([',', ' ', '\n', ']']).next())
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The commands ui/src/api.ts invokes: each `call<T>("<name>"`.
+    fn called_by_the_ui() -> BTreeSet<String> {
+        include_str!("../../ui/src/api.ts")
+            .split("call<")
+            .skip(1)
+            .filter_map(|rest| {
+                let head = rest.split(')').next()?;
+                let name = head.split_once(">(\"")?.1;
+                Some(name.split('"').next()?.to_string())
+            })
+            .collect()
+    }
+
+    /// The commands the window's capability allows (`allow-<name with dashes>`).
+    fn allowed() -> BTreeSet<String> {
+        let capability: serde_json::Value =
+            serde_json::from_str(include_str!("../capabilities/main.json")).expect("valid JSON");
+        capability["permissions"]
+            .as_array()
+            .expect("a permissions array")
+            .iter()
+            .filter_map(|p| p.as_str()?.strip_prefix("allow-"))
+            .map(|name| name.replace('-', "_"))
+            .collect()
+    }
+
+    #[test]
+    fn the_ui_calls_exactly_the_registered_and_allowed_commands() {
+        let registered = registered();
+        assert!(registered.len() >= 16, "{registered:?}");
+        assert_eq!(
+            called_by_the_ui(),
+            registered,
+            "ui/src/api.ts and generate_handler! disagree"
+        );
+        assert_eq!(
+            allowed(),
+            registered,
+            "capabilities/main.json and generate_handler! disagree"
         );
     }
 }
