@@ -1,7 +1,8 @@
 //! Settings persisted with tauri-plugin-store, with a damaged file set aside first (the plugin
-//! would otherwise ignore it and overwrite it on the next save).
+//! would otherwise ignore it and overwrite it on the next save) and the file kept private to
+//! its owner.
 
-use crate::core::settings::{back_up, quarantine_if_corrupt, Persist, Settings};
+use crate::core::settings::{back_up, quarantine_if_corrupt, restrict_to_owner, Persist, Settings};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
@@ -37,6 +38,12 @@ pub fn open<R: Runtime>(
     path: &Path,
 ) -> Result<(Settings, PluginStore<R>, Vec<String>), tauri_plugin_store::Error> {
     let mut warnings: Vec<String> = quarantine_if_corrupt(path).into_iter().collect();
+    if let Err(err) = restrict_to_owner(path) {
+        warnings.push(format!(
+            "could not make the settings file {} private to you ({err}); a Redis password saved in it may be readable by others",
+            path.display()
+        ));
+    }
     let store = StoreBuilder::new(app, path).disable_auto_save().build()?;
     let (settings, refused) = Settings::from_entries(|key| store.get(key));
     if !refused.is_empty() {

@@ -177,6 +177,16 @@ fn connection_status_test_and_switch_never_show_the_password() {
         settings.contains("127.0.0.1:1"),
         "the chosen URL is remembered"
     );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let meta = std::fs::metadata(dir.path().join("settings.json")).expect("stat");
+        assert_eq!(
+            meta.permissions().mode() & 0o777,
+            0o600,
+            "the file with the password is private to its owner"
+        );
+    }
 
     let err = ui
         .call(

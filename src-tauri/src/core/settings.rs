@@ -1,5 +1,6 @@
 //! What the app remembers between runs, and how a damaged settings file is handled: set aside
-//! under a new name and reported, never silently overwritten.
+//! under a new name and reported, never silently overwritten. The file may hold a Redis
+//! password, so it is readable by its owner only.
 
 use ratelockr::Rule;
 use serde::{Deserialize, Serialize};
@@ -127,6 +128,37 @@ pub fn quarantine_if_corrupt(path: &Path) -> Option<String> {
     })
 }
 
+/// Makes the settings file readable and writable by its owner only (mode 0600), since the
+/// Redis URL in it may carry a password. A missing file is created empty (`{}`) with that mode
+/// first, so the password is never written into a file others can read: the store rewrites
+/// the file in place, which keeps its mode. On other platforms the per-user data directory is
+/// the guard and this does nothing.
+pub fn restrict_to_owner(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::io::Write;
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let created = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path);
+        match created {
+            Ok(mut file) => file.write_all(b"{}")?,
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
 /// Copies the file aside (`<name>.<tag>-<unix seconds>`) before entries that were refused are
 /// dropped by the next save. Returns the copy's path.
 pub fn back_up(path: &Path, tag: &str) -> std::io::Result<PathBuf> {
@@ -166,6 +198,28 @@ mod tests {
         assert_eq!(std::fs::read(moved).expect("read"), b"{\"rules\": [oops");
         std::fs::write(&path, b"{}").expect("write");
         assert_eq!(quarantine_if_corrupt(&path), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_settings_file_is_readable_by_its_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+        let dir = tempfile::tempdir().expect("tempdir");
+        // A new file is born 0600 and empty, before any password is written into it.
+        let fresh = dir.path().join("new").join("settings.json");
+        restrict_to_owner(&fresh).expect("create");
+        assert_eq!(mode(&fresh), 0o600);
+        assert_eq!(std::fs::read(&fresh).expect("read"), b"{}");
+        // A file from before keeps its contents and loses the group and world bits.
+        let old = dir.path().join("settings.json");
+        std::fs::write(&old, br#"{"redis_url":"redis://:pw@127.0.0.1:6390"}"#).expect("write");
+        std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        restrict_to_owner(&old).expect("restrict");
+        assert_eq!(mode(&old), 0o600);
+        assert!(std::fs::read_to_string(&old)
+            .expect("read")
+            .contains(":pw@"));
     }
 
     #[test]
