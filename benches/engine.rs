@@ -118,7 +118,7 @@ fn stats_reads(c: &mut Criterion) {
     const UNRELATED: u64 = 1_000_000;
     let rt = runtime();
     let _entered = rt.enter();
-    let rule = Rule::token_bucket("stats-bench", 50, 50.0).expect("valid rule");
+    let rule = Rule::token_bucket("stats-bench", 50, 0.5).expect("valid rule");
     let mut group = c.benchmark_group("stats_read");
     // Two servers side by side, the same counters in each; the second also holds a million
     // unrelated keys.
