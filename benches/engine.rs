@@ -18,6 +18,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use futures::future::join_all;
+use ratelockr::bench::stats::StatsServer;
 use ratelockr::{EmbeddedRedis, KeySpace, Limiter, LimiterOptions, RedisTarget, Rule};
 use std::hint::black_box;
 use std::time::Duration;
@@ -118,41 +119,29 @@ fn stats_reads(c: &mut Criterion) {
     const UNRELATED: u64 = 1_000_000;
     let rt = runtime();
     let _entered = rt.enter();
-    let rule = Rule::token_bucket("stats-bench", 50, 0.5).expect("valid rule");
     let mut group = c.benchmark_group("stats_read");
     // Two servers side by side, the same counters in each; the second also holds a million
     // unrelated keys.
-    let mut servers = Vec::new();
-    for populate in [0, UNRELATED] {
-        let server = EmbeddedRedis::start_with(&["--enable-debug-command", "local"])
-            .expect("a private redis-server (is it on PATH?)");
-        let limiter = limiter(&server, "cbench");
-        rt.block_on(async {
-            for i in 0..500 {
-                decide(&limiter, &rule, &format!("client-{}", i % 20)).await;
-            }
-        });
-        if populate > 0 {
-            let client = redis::Client::open(server.url()).expect("the embedded server's URL");
-            let mut conn = client.get_connection().expect("a connection");
-            let _: () = redis::cmd("DEBUG")
-                .arg("POPULATE")
-                .arg(populate)
-                .arg("unrelated")
-                .query(&mut conn)
-                .expect("DEBUG POPULATE");
-        }
-        servers.push((server, limiter, populate));
-    }
+    let servers: Vec<(u64, StatsServer)> = [0, UNRELATED]
+        .into_iter()
+        .map(|populate| {
+            let server = rt.block_on(StatsServer::start(populate));
+            (
+                populate,
+                server.expect("a private redis-server (is it on PATH?)"),
+            )
+        })
+        .collect();
     let second = ratelockr::telemetry::now_ms() / 1000;
-    for (_server, limiter, populate) in &servers {
+    for (populate, server) in &servers {
         group.bench_with_input(
             BenchmarkId::from_parameter(format!("{populate} unrelated keys")),
-            limiter,
-            |b, limiter| {
+            server,
+            |b, server| {
                 b.to_async(&rt).iter(|| async {
-                    let points = limiter
-                        .stats_at(rule.name(), second)
+                    let points = server
+                        .limiter
+                        .stats_at(server.rule.name(), second)
                         .await
                         .expect("a stats read");
                     assert_eq!(points.len(), 30);

@@ -213,14 +213,9 @@ fn is_redis_server_on(proc: &Path, pid: u32, port: u16) -> bool {
 
 /// Asks the server on `port` to exit without saving; true once it has closed the connection.
 fn shutdown(port: u16) -> bool {
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
+    let Some(mut stream) = send(port, b"SHUTDOWN NOSAVE\r\n", Duration::from_secs(2)) else {
         return false;
     };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    if stream.write_all(b"SHUTDOWN NOSAVE\r\n").is_err() {
-        return false;
-    }
     // A shutting-down server closes the connection without a reply.
     let mut rest = Vec::new();
     stream.read_to_end(&mut rest).is_ok() && rest.is_empty()
@@ -263,14 +258,19 @@ fn free_port() -> std::io::Result<u16> {
 
 /// A blocking PING to 127.0.0.1:`port` with short timeouts; true on `+PONG`.
 pub fn ping(port: u16) -> bool {
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
+    let Some(mut stream) = send(port, b"PING\r\n", Duration::from_millis(500)) else {
         return false;
     };
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
-    if stream.write_all(b"PING\r\n").is_err() {
-        return false;
-    }
     let mut buf = [0u8; 7];
     stream.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
+}
+
+/// Connects to 127.0.0.1:`port` (200 ms at most) and sends one inline command; the stream,
+/// with `read_timeout` set, for the reply.
+fn send(port: u16, command: &[u8], read_timeout: Duration) -> Option<TcpStream> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()?;
+    let _ = stream.set_read_timeout(Some(read_timeout));
+    stream.write_all(command).ok()?;
+    Some(stream)
 }

@@ -41,17 +41,19 @@ pub struct StatsReport {
     pub rounds: u64,
 }
 
-/// One condition: its server, a limiter on it, and what its rounds measured.
-struct Condition {
+/// A private redis-server holding one rule's telemetry counters and, optionally, a number of
+/// unrelated keys: the setting of both stats benchmarks (`bench --stats` and `cargo bench`).
+#[derive(Debug)]
+pub struct StatsServer {
     _server: EmbeddedRedis,
-    limiter: Limiter,
-    latency: Histogram<u64>,
-    reads: u64,
-    busy: Duration,
+    pub limiter: Limiter,
+    /// The rule whose last 30 seconds are read.
+    pub rule: Rule,
 }
 
-impl Condition {
-    async fn start(rule: &Rule, populate: u64) -> anyhow::Result<Self> {
+impl StatsServer {
+    /// Starts the server, fills the rule's counters, then adds `populate` unrelated keys.
+    pub async fn start(populate: u64) -> anyhow::Result<Self> {
         // DEBUG is disabled by default since Redis 7; this private server allows it locally.
         let server = EmbeddedRedis::start_with(&["--enable-debug-command", "local"])?;
         let target = RedisTarget::parse(&server.url())?;
@@ -63,9 +65,12 @@ impl Condition {
                 ..LimiterOptions::default()
             },
         );
+        // A slow refill keeps the buckets' keys (TTL 200 s) for the whole run, so the empty
+        // server's key count stays what the report says it is.
+        let rule = Rule::token_bucket("stats-bench", 50, 0.5)?;
         // Fill the rule's counters so the read returns real numbers.
         for i in 0..500 {
-            limiter.check(rule, &format!("client-{}", i % 20)).await?;
+            limiter.check(&rule, &format!("client-{}", i % 20)).await?;
         }
         if populate > 0 {
             // A million keys take a few seconds, longer than any decision deadline: a plain
@@ -81,9 +86,26 @@ impl Condition {
             })
             .await??;
         }
-        Ok(Condition {
+        Ok(StatsServer {
             _server: server,
             limiter,
+            rule,
+        })
+    }
+}
+
+/// One condition: its server and what its rounds measured.
+struct Condition {
+    server: StatsServer,
+    latency: Histogram<u64>,
+    reads: u64,
+    busy: Duration,
+}
+
+impl Condition {
+    async fn start(populate: u64) -> anyhow::Result<Self> {
+        Ok(Condition {
+            server: StatsServer::start(populate).await?,
             latency: Histogram::<u64>::new_with_bounds(1_000, 60_000_000_000, 3)?,
             reads: 0,
             busy: Duration::ZERO,
@@ -91,7 +113,7 @@ impl Condition {
     }
 
     async fn report(&self) -> anyhow::Result<StatsRun> {
-        let mut conn = self.limiter.connection();
+        let mut conn = self.server.limiter.connection();
         let keys_in_redis: u64 = redis::cmd("DBSIZE").query_async(&mut conn).await?;
         Ok(StatsRun {
             keys_in_redis,
@@ -107,11 +129,8 @@ impl Condition {
 /// alternating rounds, from a server holding only the rule's counters and from one holding
 /// `populate` unrelated keys as well.
 pub async fn run(reads: u64, populate: u64) -> anyhow::Result<StatsReport> {
-    // A slow refill keeps the buckets' keys (TTL 200 s) for the whole run, so the empty
-    // server's key count stays what the report says it is.
-    let rule = Rule::token_bucket("stats-bench", 50, 0.5)?;
-    let mut empty = Condition::start(&rule, 0).await?;
-    let mut populated = Condition::start(&rule, populate).await?;
+    let mut empty = Condition::start(0).await?;
+    let mut populated = Condition::start(populate).await?;
     let now_second = telemetry::now_ms() / 1000;
     let per_round = (reads / ROUNDS).max(1);
     for round in 0..ROUNDS {
@@ -121,7 +140,7 @@ pub async fn run(reads: u64, populate: u64) -> anyhow::Result<StatsReport> {
             _ => [&mut populated, &mut empty],
         };
         for condition in order {
-            measure(condition, &rule, now_second, per_round).await?;
+            measure(condition, now_second, per_round).await?;
         }
     }
     let (empty, populated) = (empty.report().await?, populated.report().await?);
@@ -134,13 +153,8 @@ pub async fn run(reads: u64, populate: u64) -> anyhow::Result<StatsReport> {
     })
 }
 
-async fn measure(
-    condition: &mut Condition,
-    rule: &Rule,
-    now_second: u64,
-    reads: u64,
-) -> anyhow::Result<()> {
-    let limiter = &condition.limiter;
+async fn measure(condition: &mut Condition, now_second: u64, reads: u64) -> anyhow::Result<()> {
+    let (limiter, rule) = (&condition.server.limiter, &condition.server.rule);
     // Warm-up: a tenth of the reads, not counted.
     for _ in 0..reads / 10 {
         limiter.stats_at(rule.name(), now_second).await?;
