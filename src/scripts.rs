@@ -1,4 +1,4 @@
-//! The three Lua scripts, hashed once, invoked through typed functions.
+//! The five Lua scripts, hashed once, invoked through typed functions.
 
 use crate::decision::Decision;
 use crate::error::{FailureKind, RedisFailure};
@@ -7,18 +7,25 @@ use redis::Script;
 use std::sync::LazyLock;
 
 pub const TOKEN_BUCKET_LUA: &str = include_str!("../lua/token_bucket.lua");
+pub const GCRA_LUA: &str = include_str!("../lua/gcra.lua");
 pub const SLIDING_WINDOW_LOG_LUA: &str = include_str!("../lua/sliding_window_log.lua");
+pub const SLIDING_WINDOW_COUNTER_LUA: &str = include_str!("../lua/sliding_window_counter.lua");
 pub const FIXED_WINDOW_LUA: &str = include_str!("../lua/fixed_window.lua");
 
 static TOKEN_BUCKET: LazyLock<Script> = LazyLock::new(|| Script::new(TOKEN_BUCKET_LUA));
+static GCRA: LazyLock<Script> = LazyLock::new(|| Script::new(GCRA_LUA));
 static SLIDING_WINDOW_LOG: LazyLock<Script> = LazyLock::new(|| Script::new(SLIDING_WINDOW_LOG_LUA));
+static SLIDING_WINDOW_COUNTER: LazyLock<Script> =
+    LazyLock::new(|| Script::new(SLIDING_WINDOW_COUNTER_LUA));
 static FIXED_WINDOW: LazyLock<Script> = LazyLock::new(|| Script::new(FIXED_WINDOW_LUA));
 
 /// The script behind an algorithm, hashed once per process.
 pub fn script(kind: AlgorithmKind) -> &'static Script {
     match kind {
         AlgorithmKind::TokenBucket => &TOKEN_BUCKET,
+        AlgorithmKind::Gcra => &GCRA,
         AlgorithmKind::SlidingWindowLog => &SLIDING_WINDOW_LOG,
+        AlgorithmKind::SlidingWindowCounter => &SLIDING_WINDOW_COUNTER,
         AlgorithmKind::FixedWindow => &FIXED_WINDOW,
     }
 }
@@ -27,7 +34,9 @@ pub fn script(kind: AlgorithmKind) -> &'static Script {
 pub fn source(kind: AlgorithmKind) -> &'static str {
     match kind {
         AlgorithmKind::TokenBucket => TOKEN_BUCKET_LUA,
+        AlgorithmKind::Gcra => GCRA_LUA,
         AlgorithmKind::SlidingWindowLog => SLIDING_WINDOW_LOG_LUA,
+        AlgorithmKind::SlidingWindowCounter => SLIDING_WINDOW_COUNTER_LUA,
         AlgorithmKind::FixedWindow => FIXED_WINDOW_LUA,
     }
 }
@@ -82,6 +91,20 @@ impl Call<'_> {
                 refill_per_sec,
             } => {
                 cmd.arg(capacity).arg(refill_per_sec);
+                now(&mut cmd);
+                cmd.arg(self.cost).arg(self.stats_ttl_secs);
+            }
+            Algorithm::Gcra {
+                limit,
+                window_ms,
+                burst,
+            } => {
+                cmd.arg(limit).arg(window_ms).arg(burst);
+                now(&mut cmd);
+                cmd.arg(self.cost).arg(self.stats_ttl_secs);
+            }
+            Algorithm::SlidingWindowCounter { limit, window_ms } => {
+                cmd.arg(limit).arg(window_ms);
                 now(&mut cmd);
                 cmd.arg(self.cost).arg(self.stats_ttl_secs);
             }
@@ -191,6 +214,15 @@ mod tests {
                 limit: 7,
                 window_ms: 1000,
             },
+            Algorithm::Gcra {
+                limit: 10,
+                window_ms: 1000,
+                burst: 4,
+            },
+            Algorithm::SlidingWindowCounter {
+                limit: 7,
+                window_ms: 1000,
+            },
         ];
         for algorithm in &rules {
             for stats_keys in [None, Some(("s:a", "s:d"))] {
@@ -218,12 +250,20 @@ mod tests {
                         } => {
                             expected.arg(capacity).arg(refill_per_sec);
                         }
-                        Algorithm::FixedWindow { limit, window_ms } => {
+                        Algorithm::FixedWindow { limit, window_ms }
+                        | Algorithm::SlidingWindowCounter { limit, window_ms } => {
                             expected.arg(limit).arg(window_ms);
+                        }
+                        Algorithm::Gcra {
+                            limit,
+                            window_ms,
+                            burst,
+                        } => {
+                            expected.arg(limit).arg(window_ms).arg(burst);
                         }
                         Algorithm::SlidingWindowLog { .. } => unreachable!(),
                     }
-                    if algorithm.kind() == AlgorithmKind::TokenBucket {
+                    if algorithm.kind() != AlgorithmKind::FixedWindow {
                         match at {
                             At::ServerClock => expected.arg(""),
                             At::Millis(ms) => expected.arg(ms.to_string()),

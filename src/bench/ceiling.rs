@@ -167,6 +167,25 @@ pub fn engine_command(rule: &Rule, keys: &KeySpace, telemetry: bool) -> (Vec<Str
             "1".into(),
             ttl,
         ],
+        Algorithm::Gcra {
+            limit,
+            window_ms,
+            burst,
+        } => vec![
+            limit.to_string(),
+            window_ms.to_string(),
+            burst.to_string(),
+            String::new(),
+            "1".into(),
+            ttl,
+        ],
+        Algorithm::SlidingWindowCounter { limit, window_ms } => vec![
+            limit.to_string(),
+            window_ms.to_string(),
+            String::new(),
+            "1".into(),
+            ttl,
+        ],
         Algorithm::SlidingWindowLog { limit, window_ms } => vec![
             limit.to_string(),
             window_ms.to_string(),

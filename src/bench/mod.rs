@@ -21,7 +21,9 @@ pub fn bench_rule(kind: AlgorithmKind) -> Result<Rule, RuleError> {
     let name = "bench";
     match kind {
         AlgorithmKind::TokenBucket => Rule::token_bucket(name, 100, 100.0),
+        AlgorithmKind::Gcra => Rule::gcra(name, 100, 1000, 100),
         AlgorithmKind::SlidingWindowLog => Rule::sliding_window_log(name, 100, 1000),
+        AlgorithmKind::SlidingWindowCounter => Rule::sliding_window_counter(name, 100, 1000),
         AlgorithmKind::FixedWindow => Rule::fixed_window(name, 100, 1000),
     }
 }

@@ -161,6 +161,20 @@ impl TargetAccumulator {
             } => {
                 return capacity + (refill_per_sec * span_ms as f64 / 1000.0).floor() as u64;
             }
+            // TAT only moves forward, by T per unit admitted, and stays within burst x T of now.
+            Algorithm::Gcra {
+                limit,
+                window_ms,
+                burst,
+            } => {
+                let refill = u128::from(span_ms) * u128::from(limit) / u128::from(window_ms);
+                return burst.saturating_add(u64::try_from(refill).unwrap_or(u64::MAX));
+            }
+            // Each aligned window holds at most `limit` (the estimate counts it whole), and a
+            // span touches at most floor(span / window) + 2 of them.
+            Algorithm::SlidingWindowCounter { limit, window_ms } => {
+                return limit * (span_ms / window_ms + 2);
+            }
             Algorithm::SlidingWindowLog { limit, window_ms }
             | Algorithm::FixedWindow { limit, window_ms } => (limit, window_ms),
         };

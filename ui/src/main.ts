@@ -62,7 +62,9 @@ function algorithmOf(rule: string): string | undefined {
   if (row) return row.algorithm;
   if (rule.endsWith("-naive") || rule === "compare-naive") return "naive_get_set";
   if (rule.endsWith("token-bucket")) return "token_bucket";
+  if (rule.endsWith("gcra")) return "gcra";
   if (rule.endsWith("sliding-window-log")) return "sliding_window_log";
+  if (rule.endsWith("sliding-window-counter")) return "sliding_window_counter";
   if (rule.endsWith("fixed-window")) return "fixed_window";
   return undefined;
 }

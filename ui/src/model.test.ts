@@ -56,6 +56,9 @@ describe("rule form", () => {
     expect(draftFromForm(form)).toEqual({ name: "login", algorithm: "token_bucket", capacity: 20, refill_per_sec: 0.5 });
     expect(describeRule(rule)).toBe("capacity 20, refills 0.5/s");
     expect(describeRule({ name: "x", algorithm: "fixed_window", limit: 100, window_ms: 60_000 })).toBe("100 per 1 min");
+    expect(describeRule({ name: "g", algorithm: "gcra", limit: 10, window_ms: 1000, burst: 5 })).toBe(
+      "10 per 1 s, bursts of 5",
+    );
   });
 });
 

@@ -7,7 +7,9 @@ import type { StatsPoint } from "./bindings/StatsPoint";
 
 export const ALGORITHMS: { kind: AlgorithmKind; label: string; short: string }[] = [
   { kind: "token_bucket", label: "Token bucket", short: "TB" },
+  { kind: "gcra", label: "GCRA", short: "GC" },
   { kind: "sliding_window_log", label: "Sliding window log", short: "SW" },
+  { kind: "sliding_window_counter", label: "Sliding window counter", short: "SC" },
   { kind: "fixed_window", label: "Fixed window", short: "FW" },
 ];
 
@@ -61,6 +63,9 @@ export function formFromRule(rule: Rule) {
 export function describeRule(rule: Rule): string {
   if (rule.algorithm === "token_bucket") {
     return `capacity ${fmtInt(rule.capacity)}, refills ${fmtRate(rule.refill_per_sec)}/s`;
+  }
+  if (rule.algorithm === "gcra") {
+    return `${fmtInt(rule.limit)} per ${fmtDuration(rule.window_ms)}, bursts of ${fmtInt(rule.burst)}`;
   }
   return `${fmtInt(rule.limit)} per ${fmtDuration(rule.window_ms)}`;
 }

@@ -65,6 +65,17 @@ pub async fn run(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode> 
                         limit: 10,
                         window_ms: 5_000,
                     },
+                    ratelockr::Algorithm::Gcra { .. } => ratelockr::Algorithm::Gcra {
+                        limit: 10,
+                        window_ms: 5_000,
+                        burst: 10,
+                    },
+                    ratelockr::Algorithm::SlidingWindowCounter { .. } => {
+                        ratelockr::Algorithm::SlidingWindowCounter {
+                            limit: 10,
+                            window_ms: 5_000,
+                        }
+                    }
                 };
                 Ok(ratelockr::Rule::new(
                     format!("demo-{}", kind.cli_name()),
