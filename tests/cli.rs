@@ -65,6 +65,12 @@ fn check_json_prints_exactly_the_decision() {
             ["--limit", "3", "--window-ms", "600000"],
         ),
         ("fixed-window", ["--limit", "3", "--window-ms", "600000"]),
+        // GCRA's burst defaults to the limit.
+        ("gcra", ["--limit", "3", "--window-ms", "600000"]),
+        (
+            "sliding-window-counter",
+            ["--limit", "3", "--window-ms", "600000"],
+        ),
     ] {
         let mut remaining = Vec::new();
         for _ in 0..4 {
@@ -81,6 +87,35 @@ fn check_json_prints_exactly_the_decision() {
             .to_vec();
         assert_eq!(remaining, want, "{algorithm}");
     }
+    // GCRA with a burst below its limit: two at once, then a wait of one interval (1 s).
+    let mut gcra = vec!["check", "--redis", &url, "--prefix", &prefix, "--json"];
+    gcra.extend(["--key", "b", "--algorithm", "gcra", "--limit", "600"]);
+    gcra.extend([
+        "--window-ms",
+        "600000",
+        "--burst",
+        "2",
+        "--now-ms",
+        "1000000",
+    ]);
+    let decisions: Vec<(Option<bool>, Option<i64>, Option<u64>)> = (0..3)
+        .map(|_| {
+            let d = json(&ratelockr(&gcra));
+            (
+                d["allowed"].as_bool(),
+                d["remaining"].as_i64(),
+                d["retry_after_ms"].as_u64(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            (Some(true), Some(1), Some(0)),
+            (Some(true), Some(0), Some(0)),
+            (Some(false), Some(0), Some(1000))
+        ]
+    );
     // The human form says what happened.
     let out = ratelockr(&[
         "check",
@@ -104,7 +139,7 @@ fn check_json_prints_exactly_the_decision() {
 #[test]
 fn invalid_parameters_exit_non_zero_naming_the_flag() {
     let dead = common::dead_url();
-    let cases: [(&[&str], &str); 10] = [
+    let cases: [(&[&str], &str); 14] = [
         (
             &["--algorithm", "token-bucket", "--refill-per-sec", "0"],
             "refill-per-sec",
@@ -139,6 +174,25 @@ fn invalid_parameters_exit_non_zero_naming_the_flag() {
             "cost",
         ),
         (&["--algorithm", "fixed-window", "--cost", "0"], "cost"),
+        (&["--algorithm", "gcra", "--burst", "0"], "burst"),
+        (
+            &[
+                "--algorithm",
+                "gcra",
+                "--limit",
+                "5",
+                "--burst",
+                "3",
+                "--cost",
+                "4",
+            ],
+            "the rule's burst",
+        ),
+        (&["--algorithm", "gcra", "--window-ms", "0"], "window-ms"),
+        (
+            &["--algorithm", "sliding-window-counter", "--limit", "0"],
+            "limit",
+        ),
         (&["--algorithm", "fixed-window", "--rule", "a b"], "rule"),
         (
             &["--algorithm", "fixed-window", "--deadline-ms", "0"],

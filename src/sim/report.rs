@@ -1,5 +1,6 @@
 //! What a run found: a summary per target and a per-second series for charts.
 
+use super::exact::ExactLogJudge;
 use super::Record;
 use crate::rule::Algorithm;
 use hdrhistogram::Histogram;
@@ -20,6 +21,15 @@ pub struct TargetSummary {
     /// key's requests (token bucket: capacity + rate x span; windows: limit x (floor(span /
     /// window) + 1)), summed over keys. Zero for a correct limiter; the naive one shows its race.
     pub over_admitted: u64,
+    /// The sliding window counter only: admissions that put more than `limit` in the sliding
+    /// window ending at them, counting the counter's own earlier admissions (what the exact
+    /// log would have denied).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact_log_wrongly_allowed: Option<u64>,
+    /// The sliding window counter only: denials the exact log would have admitted, on the
+    /// counter's own admitted traffic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact_log_wrongly_denied: Option<u64>,
     pub latency_p50_us: u64,
     pub latency_p95_us: u64,
     pub latency_p99_us: u64,
@@ -84,6 +94,8 @@ pub(crate) struct TargetAccumulator {
     latency: Histogram<u64>,
     keys: HashMap<String, KeySpan>,
     points: Vec<SeriesPoint>,
+    /// The exact log's verdict on each decision of a sliding window counter.
+    judge: Option<ExactLogJudge>,
 }
 
 impl TargetAccumulator {
@@ -105,6 +117,12 @@ impl TargetAccumulator {
             latency: Histogram::new_with_bounds(1, 60_000_000, 3).expect("static bounds are valid"),
             keys: HashMap::new(),
             points: Vec::new(),
+            judge: match algorithm {
+                Algorithm::SlidingWindowCounter { limit, window_ms } if !naive => {
+                    Some(ExactLogJudge::new(limit, window_ms))
+                }
+                _ => None,
+            },
         }
     }
 
@@ -131,6 +149,9 @@ impl TargetAccumulator {
             point.denied += 1;
         }
         let _ = self.latency.record(record.latency_us.max(1));
+        if let (Some(judge), false) = (&mut self.judge, record.fail_open) {
+            judge.judge(&record.key, record.sent_at_ms, cost, record.allowed);
+        }
         // Look up before inserting: cloning the key on every record would allocate on the hot
         // path for keys seen many times.
         if !self.keys.contains_key(&record.key) {
@@ -206,6 +227,8 @@ impl TargetAccumulator {
             denied: self.denied,
             fail_open: self.fail_open,
             over_admitted,
+            exact_log_wrongly_allowed: self.judge.as_ref().map(|j| j.wrongly_allowed),
+            exact_log_wrongly_denied: self.judge.as_ref().map(|j| j.wrongly_denied),
             latency_p50_us: q(0.5),
             latency_p95_us: q(0.95),
             latency_p99_us: q(0.99),

@@ -365,7 +365,7 @@ const simTarget = $<HTMLSelectElement>("sim-target");
 function renderSimTargets() {
   const current = simTarget.value || COMPARE;
   simTarget.replaceChildren();
-  const compare = new Option("All three algorithms side by side", COMPARE);
+  const compare = new Option("All five algorithms side by side", COMPARE);
   simTarget.append(compare);
   for (const rule of state.rules) {
     simTarget.append(new Option(`${rule.name} — ${algorithmLabel(rule.algorithm)}, ${describeRule(rule)}`, rule.name));
