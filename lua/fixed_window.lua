@@ -14,7 +14,8 @@ KEYS
 ARGV
   [1] limit        integer >= 1      requests (cost units) admitted per window
   [2] window_ms    integer >= 1      the window's length in milliseconds
-  [3] cost         integer >= 1      units this request takes (optional, default 1; <= limit)
+  [3] cost         integer >= 0      units this request takes (optional, default 1; <= limit);
+                                     0 is a peek: nothing is consumed, written or counted
   [4] stats TTL    integer seconds   TTL of the telemetry counters (optional, default 120)
 
 REPLY  {allowed, remaining, retry_after_ms, reset_after_ms}
@@ -37,14 +38,15 @@ local function fail(msg)
   return redis.error_reply('ratelockr fixed_window: ' .. msg)
 end
 
-local function integer_arg(value, name, default)
+local function integer_arg(value, name, default, min)
+  min = min or 1
   if value == nil or value == '' then
     if default ~= nil then return default end
     return nil, name .. ' is required'
   end
   local n = tonumber(value)
-  if n == nil or n ~= n or n % 1 ~= 0 or n < 1 or n > 1e15 then
-    return nil, name .. ' must be an integer >= 1, got \'' .. tostring(value) .. '\''
+  if n == nil or n ~= n or n % 1 ~= 0 or n < min or n > 1e15 then
+    return nil, name .. ' must be an integer >= ' .. min .. ', got \'' .. tostring(value) .. '\''
   end
   return n
 end
@@ -59,7 +61,7 @@ local window
 window, err = integer_arg(ARGV[2], 'window_ms')
 if not window then return fail(err) end
 local cost
-cost, err = integer_arg(ARGV[3], 'cost', 1)
+cost, err = integer_arg(ARGV[3], 'cost', 1, 0)
 if not cost then return fail(err) end
 if cost > limit then
   return fail('cost ' .. cost .. ' exceeds limit ' .. limit .. ': such a request can never pass')
@@ -69,6 +71,13 @@ stats_ttl, err = integer_arg(ARGV[4], 'stats TTL', 120)
 if not stats_ttl then return fail(err) end
 
 local key = KEYS[1]
+if cost == 0 then
+  -- A peek: what is left of this window; nothing written, nothing counted.
+  local used = tonumber(redis.call('GET', key) or '0')
+  local left = redis.call('PTTL', key)
+  if left < 0 then left = 0 end
+  return {1, math.max(limit - used, 0), 0, left}
+end
 local count = redis.call('INCRBY', key, cost)
 local ttl = redis.call('PTTL', key)
 if ttl < 0 then

@@ -16,7 +16,8 @@ ARGV
   [1] capacity      integer >= 1      tokens the bucket holds when full
   [2] refill rate   number > 0        tokens added per second
   [3] now_ms        integer ms or ""  milliseconds since the epoch; "" = the Redis server's clock
-  [4] cost          integer >= 1      tokens this request takes (optional, default 1; <= capacity)
+  [4] cost          integer >= 0      tokens this request takes (optional, default 1; <= capacity);
+                                    0 is a peek: nothing is consumed, written or counted
   [5] stats TTL     integer seconds   TTL of the telemetry counters (optional, default 120)
 
 REPLY  {allowed, remaining, retry_after_ms, reset_after_ms}
@@ -49,20 +50,21 @@ if stats_ttl == nil or stats_ttl == '' then stats_ttl = 120 else stats_ttl = ton
 if not ((nkeys == 1 or nkeys == 3)
     and capacity and capacity % 1 == 0 and capacity >= 1 and capacity <= 1e15
     and rate and rate > 0 and rate <= 1.7976931348623157e308
-    and cost and cost % 1 == 0 and cost >= 1 and cost <= capacity
+    and cost and cost % 1 == 0 and cost >= 0 and cost <= capacity
     and stats_ttl and stats_ttl % 1 == 0 and stats_ttl >= 1 and stats_ttl <= 1e15) then
   local function fail(msg)
     return redis.error_reply('ratelockr token_bucket: ' .. msg)
   end
 
-  local function integer_arg(value, name, default)
+  local function integer_arg(value, name, default, min)
+    min = min or 1
     if value == nil or value == '' then
       if default ~= nil then return default end
       return nil, name .. ' is required'
     end
     local n = tonumber(value)
-    if n == nil or n ~= n or n % 1 ~= 0 or n < 1 or n > 1e15 then
-      return nil, name .. ' must be an integer >= 1, got \'' .. tostring(value) .. '\''
+    if n == nil or n ~= n or n % 1 ~= 0 or n < min or n > 1e15 then
+      return nil, name .. ' must be an integer >= ' .. min .. ', got \'' .. tostring(value) .. '\''
     end
     return n
   end
@@ -78,7 +80,7 @@ if not ((nkeys == 1 or nkeys == 3)
     return fail('refill rate must be a number > 0 (tokens per second), got \'' .. tostring(ARGV[2]) .. '\'')
   end
   local cost
-  cost, err = integer_arg(ARGV[4], 'cost', 1)
+  cost, err = integer_arg(ARGV[4], 'cost', 1, 0)
   if not cost then return fail(err) end
   if cost > capacity then
     return fail('cost ' .. cost .. ' exceeds capacity ' .. capacity .. ': such a request can never pass')
@@ -129,11 +131,13 @@ local allowed = 0
 local retry_after = 0
 if tokens >= cost then
   allowed = 1
-  tokens = tokens - cost
-  if now > last then last = now end
-  -- One SET writes the state and its TTL; the next call starts from these very doubles.
-  redis.call('SET', KEYS[1], struct.pack('<dd', tokens, last),
-    'EX', math.ceil(capacity / rate * 2))
+  if cost > 0 then
+    tokens = tokens - cost
+    if now > last then last = now end
+    -- One SET writes the state and its TTL; the next call starts from these very doubles.
+    redis.call('SET', KEYS[1], struct.pack('<dd', tokens, last),
+      'EX', math.ceil(capacity / rate * 2))
+  end
 else
   -- Nothing is written: the refill is linear below capacity, so the next call computes the
   -- same tokens from the stored state as it would from this one.
@@ -150,7 +154,7 @@ end
 
 local reset_after = math.ceil((capacity - tokens) * 1000 / rate)
 
-if nkeys == 3 then
+if nkeys == 3 and cost > 0 then
   local counter = KEYS[3 - allowed]
   if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, stats_ttl) end
 end

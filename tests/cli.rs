@@ -393,3 +393,83 @@ fn embedded_starts_a_private_redis() {
     ]));
     assert_eq!(rows.as_array().map(Vec::len), Some(30));
 }
+
+#[test]
+fn check_peek_shows_what_is_left_for_all_five_and_consumes_nothing() {
+    let server = common::redis();
+    let prefix = common::unique("cli-peek");
+    let url = server.url();
+    for (algorithm, params) in [
+        (
+            "token-bucket",
+            ["--capacity", "3", "--refill-per-sec", "0.001"],
+        ),
+        ("gcra", ["--limit", "3", "--window-ms", "600000"]),
+        (
+            "sliding-window-log",
+            ["--limit", "3", "--window-ms", "600000"],
+        ),
+        (
+            "sliding-window-counter",
+            ["--limit", "3", "--window-ms", "600000"],
+        ),
+        ("fixed-window", ["--limit", "3", "--window-ms", "600000"]),
+    ] {
+        let run = |extra: &[&str]| {
+            let mut args = vec!["check", "--redis", &url, "--prefix", &prefix, "--json"];
+            args.extend(["--key", "k", "--algorithm", algorithm]);
+            args.extend(params);
+            args.extend(extra);
+            json(&ratelockr(&args))
+        };
+        let check = run(&["--cost", "2"]);
+        assert_eq!(check["remaining"], 1, "{algorithm}: {check}");
+        for _ in 0..2 {
+            let peek = run(&["--peek"]);
+            assert_eq!(
+                (&peek["allowed"], &peek["remaining"], &peek["fail_open"]),
+                (&true.into(), &1.into(), &false.into()),
+                "{algorithm}: {peek}"
+            );
+            assert!(
+                peek["reset_after_ms"].as_u64() > Some(0),
+                "{algorithm}: {peek}"
+            );
+        }
+        let last = run(&[]);
+        assert_eq!(
+            (&last["allowed"], &last["remaining"]),
+            (&true.into(), &0.into()),
+            "{algorithm}: the peeks consumed something: {last}"
+        );
+        let rows = json(&ratelockr(&[
+            "stats", "--redis", &url, "--prefix", &prefix, "--rule", algorithm, "--json",
+        ]));
+        let counted: u64 = rows
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| r["allowed"].as_u64().unwrap_or(0) + r["denied"].as_u64().unwrap_or(0))
+            .sum();
+        assert_eq!(counted, 2, "{algorithm}: peeks were counted");
+    }
+    // A peek has no cost.
+    let out = ratelockr(&[
+        "check",
+        "--redis",
+        &url,
+        "--key",
+        "k",
+        "--algorithm",
+        "gcra",
+        "--peek",
+        "--cost",
+        "2",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("--cost"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -73,7 +73,7 @@ async fn bad_arguments_are_refused_naming_the_argument() {
             vec!["5", "1", "", "6"],
             "cost 6 exceeds capacity 5",
         ),
-        (Tb, &one, vec!["5", "1", "", "0"], "cost"),
+        (Tb, &one, vec!["5", "1", "", "-1"], "cost"),
         (Tb, &one, vec!["5", "1", "yesterday"], "now_ms"),
         (Tb, &one, vec!["5", "1", "-1"], "now_ms"),
         (Tb, &two, vec!["5", "1", ""], "expected 1 key"),
