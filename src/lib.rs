@@ -13,6 +13,7 @@
 //! - [`sim`]       the traffic simulator: workloads, compare mode, the naive race demo
 //! - [`export`]    simulation records as CSV, per-second charts as PNG or SVG
 //! - [`metrics`]   Prometheus metrics of decisions, served at `GET /api/metrics`
+//! - [`replay`]    a real log decided on its own clock through the rules' scripts: who was denied
 //! - [`bench`]     load tests: the engine against redis-benchmark's ceiling, Lua cost, stats cost
 
 pub mod backend;
@@ -24,6 +25,7 @@ pub mod export;
 pub mod keys;
 pub mod limiter;
 pub mod metrics;
+pub mod replay;
 pub mod rule;
 pub mod scripts;
 pub mod sim;

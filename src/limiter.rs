@@ -297,10 +297,7 @@ impl Limiter {
         let peek = cost == 0;
         let inner = &*self.inner;
         let keys = &inner.options.keys;
-        let second = match at {
-            At::Millis(ms) => ms / 1000,
-            At::ServerClock => telemetry::now_ms() / 1000,
-        };
+        let second = at.millis().unwrap_or_else(telemetry::now_ms) / 1000;
         let limiter_key = keys.limiter(rule, client_key);
         let stats = (inner.options.telemetry && !peek)
             .then(|| inner.stats_keys.get(keys, rule.name(), second));

@@ -47,8 +47,23 @@ pub enum At {
     /// The Redis server's clock (`TIME`), shared by every app instance. The default.
     #[default]
     ServerClock,
-    /// An explicit time in milliseconds since the epoch, for tests and replays.
+    /// An explicit time in milliseconds since the epoch, for tests. The fixed window ignores
+    /// it (its window is its key's lifetime, on the Redis clock).
     Millis(u64),
+    /// A virtual clock, for replays: every script decides at this time, the fixed window
+    /// included (its explicit-clock mode, `lua/fixed_window.lua`'s ARGV[5]), so a log can be
+    /// decided on its own timeline however fast it is fed.
+    Virtual(u64),
+}
+
+impl At {
+    /// The explicit time, if any.
+    pub fn millis(self) -> Option<u64> {
+        match self {
+            At::ServerClock => None,
+            At::Millis(ms) | At::Virtual(ms) => Some(ms),
+        }
+    }
 }
 
 /// Everything one script call needs besides the connection.
@@ -77,11 +92,11 @@ impl Call<'_> {
         if let Some((allowed, denied)) = self.stats_keys {
             cmd.arg(allowed).arg(denied);
         }
-        let now = |cmd: &mut redis::Cmd| match self.at {
-            At::ServerClock => {
+        let now = |cmd: &mut redis::Cmd| match self.at.millis() {
+            None => {
                 cmd.arg("");
             }
-            At::Millis(ms) => {
+            Some(ms) => {
                 cmd.arg(ms);
             }
         };
@@ -122,6 +137,9 @@ impl Call<'_> {
                     .arg(window_ms)
                     .arg(self.cost)
                     .arg(self.stats_ttl_secs);
+                if let At::Virtual(ms) = self.at {
+                    cmd.arg(ms);
+                }
             }
         }
         cmd
@@ -226,7 +244,11 @@ mod tests {
         ];
         for algorithm in &rules {
             for stats_keys in [None, Some(("s:a", "s:d"))] {
-                for at in [At::ServerClock, At::Millis(1_700_000_000_123)] {
+                for at in [
+                    At::ServerClock,
+                    At::Millis(1_700_000_000_123),
+                    At::Virtual(1_700_000_000_456),
+                ] {
                     let call = Call {
                         algorithm,
                         limiter_key: "p:tb:{r}:k",
@@ -264,12 +286,16 @@ mod tests {
                         Algorithm::SlidingWindowLog { .. } => unreachable!(),
                     }
                     if algorithm.kind() != AlgorithmKind::FixedWindow {
-                        match at {
-                            At::ServerClock => expected.arg(""),
-                            At::Millis(ms) => expected.arg(ms.to_string()),
+                        match at.millis() {
+                            None => expected.arg(""),
+                            Some(ms) => expected.arg(ms.to_string()),
                         };
                     }
                     expected.arg(3u64).arg(120u64);
+                    // The fixed window's clock mode: now_ms after the stats TTL.
+                    if let (AlgorithmKind::FixedWindow, At::Virtual(ms)) = (algorithm.kind(), at) {
+                        expected.arg(ms);
+                    }
                     assert_eq!(
                         call.evalsha().get_packed_command(),
                         expected.get_packed_command(),

@@ -79,10 +79,10 @@ async fn a_peek_reports_what_a_check_would_leave_and_changes_nothing() {
         assert!(last.allowed && last.remaining == 0, "{kind}: {last:?}");
 
         // Telemetry and metrics counted the two checks, not the four peeks.
-        let second = match at(&rule, 0) {
-            At::Millis(ms) => ms / 1000,
-            At::ServerClock => ratelockr::telemetry::now_ms() / 1000,
-        };
+        let second = at(&rule, 0)
+            .millis()
+            .unwrap_or_else(ratelockr::telemetry::now_ms)
+            / 1000;
         let counted = limiter.stats_at(rule.name(), second).await.expect("stats");
         let total: u64 = counted.iter().map(|p| p.allowed + p.denied).sum();
         assert_eq!(total, 2, "{kind}: {counted:?}");

@@ -4,11 +4,13 @@
 //! - [`ceiling`]  redis-benchmark running the very same script with EVALSHA, pipelined: the
 //!   physical limit the engine is measured against, and the Lua cost of each script
 //! - [`stats`]    the cost of reading 30 seconds of stats, with and without a million keys
+//! - [`replay`]   log parsing, a generated log replayed end to end beside the ceiling, a sweep
 //!
 //! Every measurement is bounded in time and meant for a Redis on this machine.
 
 pub mod ceiling;
 pub mod engine;
+pub mod replay;
 pub mod stats;
 
 use crate::rule::{AlgorithmKind, Rule, RuleError};

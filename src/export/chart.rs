@@ -65,7 +65,7 @@ impl ChartFormat {
     }
 }
 
-fn register_font() {
+pub(crate) fn register_font() {
     REGISTER_FONT.call_once(|| {
         // Registering a valid embedded font cannot fail; if it did, text would be missing, not
         // the chart.
@@ -73,10 +73,49 @@ fn register_font() {
     });
 }
 
+/// What a chart shows: series of allowed and denied counts per bucket (a second, or
+/// coarser), one line per rule.
+#[derive(Debug, Clone)]
+pub struct ChartData<'a> {
+    pub title: &'a str,
+    pub subtitle: String,
+    /// The x axis's description.
+    pub x_desc: String,
+    /// The bucket's name in the y axes' descriptions (`s`: "allowed / s").
+    pub per: String,
+    /// Buckets to show.
+    pub buckets: u64,
+    pub series: &'a [Series],
+}
+
 /// Draws `report` to `path`, PNG or SVG by its extension.
 pub fn render_chart(report: &Report, path: &Path) -> Result<(), ExportError> {
+    // A last second the run barely entered would draw a misleading drop to zero.
+    let covered = ((report.duration_ms + 500) / 1000).max(1);
+    let seconds = report
+        .series
+        .iter()
+        .map(|s| s.points.len() as u64)
+        .max()
+        .unwrap_or(1)
+        .min(covered);
+    render_series(
+        &ChartData {
+            title: "Decisions per second",
+            subtitle: report.workload.clone(),
+            x_desc: "seconds since the run started".into(),
+            per: "s".into(),
+            buckets: seconds,
+            series: &report.series,
+        },
+        path,
+    )
+}
+
+/// Draws `data` to `path`, PNG or SVG by its extension.
+pub fn render_series(data: &ChartData<'_>, path: &Path) -> Result<(), ExportError> {
     let format = ChartFormat::from_path(path)?;
-    if report.series.iter().all(|s| s.points.is_empty()) {
+    if data.series.iter().all(|s| s.points.is_empty()) {
         return Err(ExportError::Empty);
     }
     register_font();
@@ -87,12 +126,12 @@ pub fn render_chart(report: &Report, path: &Path) -> Result<(), ExportError> {
     match format {
         ChartFormat::Png => {
             let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-            draw(&root, report).map_err(|e| fail(&e))?;
+            draw(&root, data).map_err(|e| fail(&e))?;
             root.present().map_err(|e| fail(&e))
         }
         ChartFormat::Svg => {
             let root = SVGBackend::new(path, SIZE).into_drawing_area();
-            draw(&root, report).map_err(|e| fail(&e))?;
+            draw(&root, data).map_err(|e| fail(&e))?;
             root.present().map_err(|e| fail(&e))
         }
     }
@@ -100,44 +139,37 @@ pub fn render_chart(report: &Report, path: &Path) -> Result<(), ExportError> {
 
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
-fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, report: &Report) -> DrawResult<DB> {
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &ChartData<'_>) -> DrawResult<DB> {
     root.fill(&WHITE)?;
     let (title_area, body) = root.split_vertically(70);
     title_area.draw(&Text::new(
-        "Decisions per second",
+        data.title,
         (24, 12),
         ("sans-serif", 28).into_font().color(&BLACK),
     ))?;
     title_area.draw(&Text::new(
-        report.workload.clone(),
+        data.subtitle.clone(),
         (24, 46),
         ("sans-serif", 17).into_font().color(&RGBColor(80, 80, 80)),
     ))?;
     let (top, bottom) = body.split_vertically(body.dim_in_pixel().1 / 2);
-    // A last second the run barely entered would draw a misleading drop to zero.
-    let covered = ((report.duration_ms + 500) / 1000).max(1);
-    let seconds = report
-        .series
-        .iter()
-        .map(|s| s.points.len() as u64)
-        .max()
-        .unwrap_or(1)
-        .min(covered)
-        .max(2);
-    panel(&top, report, seconds, "allowed / s", |p| p.allowed, true)?;
-    panel(&bottom, report, seconds, "denied / s", |p| p.denied, false)?;
+    let buckets = data.buckets.max(2);
+    let allowed = format!("allowed / {}", data.per);
+    let denied = format!("denied / {}", data.per);
+    panel(&top, data, buckets, &allowed, |p| p.allowed, true)?;
+    panel(&bottom, data, buckets, &denied, |p| p.denied, false)?;
     Ok(())
 }
 
 fn panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
-    report: &Report,
+    data: &ChartData<'_>,
     seconds: u64,
     label: &str,
     value: fn(&crate::sim::SeriesPoint) -> u64,
     legend: bool,
 ) -> DrawResult<DB> {
-    let peak = report
+    let peak = data
         .series
         .iter()
         .flat_map(|s| s.points.iter().map(value))
@@ -154,7 +186,7 @@ fn panel<DB: DrawingBackend>(
         .build_cartesian_2d(0u64..seconds - 1, 0u64..(peak + peak / 8 + 1))?;
     chart
         .configure_mesh()
-        .x_desc("seconds since the run started")
+        .x_desc(data.x_desc.as_str())
         .y_desc(label)
         .axis_desc_style(("sans-serif", 16))
         .label_style(("sans-serif", 14))
@@ -163,7 +195,7 @@ fn panel<DB: DrawingBackend>(
         .draw()?;
     // The naive limiter is drawn first and thinner, so the real limiters stay on top of it;
     // dashed lines come last, so a solid line they coincide with shows between their dashes.
-    let mut order: Vec<&Series> = report.series.iter().collect();
+    let mut order: Vec<&Series> = data.series.iter().collect();
     order.sort_by_key(|s| (!is_naive(s), stroke(s) != Stroke::Solid));
     for series in order {
         let color = colour(series);

@@ -2,9 +2,13 @@
 //!
 //! - [`csv`]   the CSV writer, streaming records as they complete
 //! - [`chart`] allowed and denied per second, one series per algorithm
+//! - [`replay_chart`] a replay's decisions over log time, through [`chart`]
+//! - [`heatmap`] a replay's sweep: % of requests and of keys denied per configuration
 
 pub mod chart;
 pub mod csv;
+pub mod heatmap;
+pub mod replay_chart;
 
 pub use self::chart::{render_chart, ChartFormat};
 pub use self::csv::{read_records, CsvSink};

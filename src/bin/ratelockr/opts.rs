@@ -79,6 +79,8 @@ pub enum Command {
     Bench(crate::cmd::bench::BenchArgs),
     /// Offer a workload to one rule, or to all five algorithms side by side.
     Simulate(crate::cmd::simulate::SimulateArgs),
+    /// Decide a real log's requests on its own clock: whom would these limits have denied?
+    Replay(crate::cmd::replay::ReplayArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
