@@ -414,10 +414,11 @@ impl Model for Gcra {
 #[test]
 fn gcra_waits_hold() {
     let w = world("waits-gc");
-    // Periods of 20 s and more keep the key's real PX (the wait until full) long enough that
-    // it never expires in wall-clock time while a case runs.
+    // Periods of 100 s and more keep the key's real PX (the wait until full, at least one
+    // interval of 14 s and more) long enough that it never expires in wall-clock time while a
+    // case runs on a loaded machine.
     let strategy =
-        (1..=7u64, 20_000..=60_000u64, 1..=7u64).prop_flat_map(|(limit, period, burst)| {
+        (1..=7u64, 100_000..=400_000u64, 1..=7u64).prop_flat_map(|(limit, period, burst)| {
             (
                 Just(limit),
                 Just(period),
@@ -575,8 +576,8 @@ impl Model for Log {
 #[test]
 fn sliding_window_log_waits_hold() {
     let w = world("waits-sw");
-    // Windows of 10 s and more: the key's real PEXPIRE is the window.
-    let strategy = (1..=7u64, 10_000..=40_000u64).prop_flat_map(|(limit, window)| {
+    // Windows of 20 s and more: the key's real PEXPIRE is the window.
+    let strategy = (1..=7u64, 20_000..=60_000u64).prop_flat_map(|(limit, window)| {
         (
             Just(limit),
             Just(window),
