@@ -44,7 +44,8 @@ EXAMPLE  (10 tokens, 5 per second, server clock, cost 1)
 
 -- The hot path is written for Redis's CPU: the arguments are checked with plain comparisons
 -- (x % 1 == 0 also rules out NaN and infinities), and only a call with a bad one builds the
--- helpers that name it; no closures, few library calls. docs/benchmarks.md has the figures.
+-- helpers that name it; one small function (the waits), few library calls. docs/benchmarks.md
+-- has the figures.
 local nkeys = #KEYS
 local capacity, rate = tonumber(ARGV[1]), tonumber(ARGV[2])
 local cost, stats_ttl = ARGV[4], ARGV[5]
