@@ -27,6 +27,7 @@ REPLY  {allowed, remaining, retry_after_ms, reset_after_ms}
   remaining       requests still admissible in the window after this decision
   retry_after_ms  0 when allowed, else the exact wait until enough entries leave the window
   reset_after_ms  the wait until the log is empty
+  Both are measured from the caller's now_ms, even when it is behind the newest entry.
 
 Entries with score <= now - window_ms are not counted (ZCOUNT), and are removed
 (ZREMRANGEBYSCORE) when a request is logged. A clock that goes backwards mints nothing: `now` is
@@ -89,6 +90,8 @@ else
 end
 
 local key = KEYS[1]
+-- Waits are measured from the caller's clock, even when it is behind the log's newest entry.
+local caller = now
 local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
 if newest[2] ~= nil then
   local newest_score = tonumber(newest[2])
@@ -105,7 +108,7 @@ if cost == 0 and count <= limit then
   allowed, remaining, retry_after, reset_after = 1, limit - count, 0, 0
   if count > 0 then
     local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    reset_after = tonumber(last[2]) + window - now
+    reset_after = tonumber(last[2]) + window - caller
   end
 elseif count + cost <= limit then
   allowed = 1
@@ -123,16 +126,16 @@ elseif count + cost <= limit then
     redis.call('ZADD', key, unpack(args))
   end
   redis.call('PEXPIRE', key, window)
-  reset_after = window
+  reset_after = now + window - caller
 else
   allowed = 0
   remaining = math.max(limit - count, 0)
   -- Room for `cost` more appears once the (count + cost - limit)-th oldest entry leaves.
   local nth = count + cost - limit - 1
   local entry = redis.call('ZRANGEBYSCORE', key, '(' .. oldest_out, '+inf', 'WITHSCORES', 'LIMIT', nth, 1)
-  retry_after = tonumber(entry[2]) + window - now
+  retry_after = tonumber(entry[2]) + window - caller
   local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  reset_after = tonumber(last[2]) + window - now
+  reset_after = tonumber(last[2]) + window - caller
 end
 
 if #KEYS == 3 and cost > 0 then

@@ -2,7 +2,9 @@
 //!
 //! ```text
 //! <prefix>:tb:{<rule>}:<client key>              token bucket: tokens, last_refill (2 doubles)
+//! <prefix>:gc:{<rule>}:<client key>              GCRA: the TAT (tat_ms, frac, limit: 3 doubles)
 //! <prefix>:sw:{<rule>}:<client key>              sliding window log sorted set
+//! <prefix>:sc:{<rule>}:<client key>              sliding window counter hash: w, c, p, t
 //! <prefix>:fw:{<rule>}:<client key>              fixed window counter
 //! <prefix>:naive:{<rule>}:<client key>           the naive race demo's counter
 //! <prefix>:stats:{<rule>}:<unix second>:allowed  telemetry counters, 120 s TTL
@@ -81,6 +83,19 @@ mod tests {
         assert_eq!(
             KeySpace::new("t1").limiter_for(AlgorithmKind::FixedWindow, "r", "k"),
             "t1:fw:{r}:k"
+        );
+        let tags: Vec<String> = AlgorithmKind::ALL
+            .map(|kind| keys.limiter_for(kind, "r", "k"))
+            .to_vec();
+        assert_eq!(
+            tags,
+            [
+                "ratelockr:tb:{r}:k",
+                "ratelockr:gc:{r}:k",
+                "ratelockr:sw:{r}:k",
+                "ratelockr:sc:{r}:k",
+                "ratelockr:fw:{r}:k"
+            ]
         );
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! - [`rule`]      rules: a name and an algorithm with validated parameters
 //! - [`decision`]  a decision is a value: allowed, remaining, retry/reset waits, fail-open
-//! - [`scripts`]   the three Lua scripts (`lua/`), hashed once, replies parsed into decisions
+//! - [`scripts`]   the five Lua scripts (`lua/`), hashed once, replies parsed into decisions
 //! - [`limiter`]   EVALSHA over one shared connection, deadlines, fail-open, failure kinds
 //! - [`keys`]      the key layout under a prefix, rule names hash-tagged for Redis Cluster
 //! - [`telemetry`] per-second counters written by the scripts, read as 60 GETs in one pipeline
@@ -10,7 +10,8 @@
 //! - [`embedded`]  a managed private redis-server on a free loopback port
 //! - [`backend`]   choosing the configured Redis or the embedded one
 //! - [`error`]     Redis failures classified: outage, timeout, misconfiguration...
-//! - [`sim`]       the traffic simulator: workloads, compare mode, the naive race demo
+//! - [`sim`]       the traffic simulator: workloads, compare mode (all five), the naive race
+//!   demo, the sliding window counter judged by the exact log
 //! - [`export`]    simulation records as CSV, per-second charts as PNG or SVG
 //! - [`metrics`]   Prometheus metrics of decisions, served at `GET /api/metrics`
 //! - [`replay`]    a real log decided on its own clock through the rules' scripts: who was denied

@@ -1,8 +1,8 @@
 //! GCRA against a real Redis, on an explicit clock.
 //!
-//! Periods are 10 s of the explicit clock: the key's real PX is the time until the allowance is
-//! full again, so a short period could expire in wall-clock time while a slow CI box is between
-//! two steps.
+//! Emission intervals are 25 s and more of the explicit clock: the key's real PX is the time
+//! until the allowance is full again, at least one interval after an admission, so a short one
+//! could expire in wall-clock time while a slow CI box is between two steps.
 
 mod common;
 
@@ -36,40 +36,43 @@ async fn tat(limiter: &Limiter, key: &str) -> (f64, f64, f64) {
 async fn table_of_decisions() {
     let server = redis();
     let limiter = limiter(&server, "gc-table");
-    // 4 per 10 s, bursts of 4: one emission interval T is 2.5 s.
-    let even = Rule::gcra("even", 4, 10_000, 4).expect("valid rule");
+    // 4 per 100 s, bursts of 4: one emission interval T is 25 s.
+    let even = Rule::gcra("even", 4, 100_000, 4).expect("valid rule");
     let cases: Vec<(&str, Vec<Step>)> = vec![
         (
             "a new key is a full allowance, and drains one T per request",
             vec![
-                (0, 1, true, 3, 0, 2_500),
-                (0, 1, true, 2, 0, 5_000),
-                (0, 1, true, 1, 0, 7_500),
-                (0, 1, true, 0, 0, 10_000),
-                (0, 1, false, 0, 2_500, 10_000),
-                (2_499, 1, false, 0, 1, 7_501),
-                (2_500, 1, true, 0, 0, 10_000),
+                (0, 1, true, 3, 0, 25_000),
+                (0, 1, true, 2, 0, 50_000),
+                (0, 1, true, 1, 0, 75_000),
+                (0, 1, true, 0, 0, 100_000),
+                (0, 1, false, 0, 25_000, 100_000),
+                (24_999, 1, false, 0, 1, 75_001),
+                (25_000, 1, true, 0, 0, 100_000),
             ],
         ),
         (
             "a cost takes several intervals; a denied cost pushes nothing",
             vec![
-                (0, 3, true, 1, 0, 7_500),
-                (0, 2, false, 1, 2_500, 7_500),
-                (0, 1, true, 0, 0, 10_000),
-                (5_000, 2, true, 0, 0, 10_000),
+                (0, 3, true, 1, 0, 75_000),
+                (0, 2, false, 1, 25_000, 75_000),
+                (0, 1, true, 0, 0, 100_000),
+                (50_000, 2, true, 0, 0, 100_000),
             ],
         ),
         (
             "idle time refills, never beyond the burst",
-            vec![(0, 4, true, 0, 0, 10_000), (100_000, 1, true, 3, 0, 2_500)],
+            vec![
+                (0, 4, true, 0, 0, 100_000),
+                (1_000_000, 1, true, 3, 0, 25_000),
+            ],
         ),
         (
             "a clock that goes backwards mints nothing, and waits count from it",
             vec![
-                (10_000, 4, true, 0, 0, 10_000),
-                (5_000, 1, false, 0, 7_500, 15_000),
-                (12_500, 1, true, 0, 0, 10_000),
+                (100_000, 4, true, 0, 0, 100_000),
+                (50_000, 1, false, 0, 75_000, 150_000),
+                (125_000, 1, true, 0, 0, 100_000),
             ],
         ),
     ];
@@ -77,31 +80,31 @@ async fn table_of_decisions() {
         run_case(&limiter, name, &even, steps).await;
     }
 
-    // 3 per 10 s, bursts of 2: T = 3 333.33... ms, exact in thirds of a millisecond.
-    let thirds = Rule::gcra("thirds", 3, 10_000, 2).expect("valid rule");
+    // 3 per 100 s, bursts of 2: T = 33 333.33... ms, exact in thirds of a millisecond.
+    let thirds = Rule::gcra("thirds", 3, 100_000, 2).expect("valid rule");
     let steps: Vec<Step> = vec![
-        (0, 1, true, 1, 0, 3_334),
-        (0, 1, true, 0, 0, 6_667),
-        (0, 1, false, 0, 3_334, 6_667),
-        (3_333, 1, false, 0, 1, 3_334),
-        (3_334, 1, true, 0, 0, 6_666),
+        (0, 1, true, 1, 0, 33_334),
+        (0, 1, true, 0, 0, 66_667),
+        (0, 1, false, 0, 33_334, 66_667),
+        (33_333, 1, false, 0, 1, 33_334),
+        (33_334, 1, true, 0, 0, 66_666),
     ];
     run_case(&limiter, "fractional intervals stay exact", &thirds, &steps).await;
     let key = limiter
         .keys()
         .limiter(&thirds, "fractional intervals stay exact");
-    // Three intervals of 3 333 + 1/3 ms from 0: the TAT is 10 000 ms exactly, no drift.
-    assert_eq!(tat(&limiter, &key).await, ((T0 + 10_000) as f64, 0.0, 3.0));
-    // One interval more, at 6 667: TAT = 13 333 + 1/3 ms.
+    // Three intervals of 33 333 + 1/3 ms from 0: the TAT is 100 000 ms exactly, no drift.
+    assert_eq!(tat(&limiter, &key).await, ((T0 + 100_000) as f64, 0.0, 3.0));
+    // One interval more, at 66 667: TAT = 133 333 + 1/3 ms.
     decide_at(
         &limiter,
         &thirds,
         "fractional intervals stay exact",
         1,
-        6_667,
+        66_667,
     )
     .await;
-    assert_eq!(tat(&limiter, &key).await, ((T0 + 13_333) as f64, 1.0, 3.0));
+    assert_eq!(tat(&limiter, &key).await, ((T0 + 133_333) as f64, 1.0, 3.0));
 }
 
 #[tokio::test]

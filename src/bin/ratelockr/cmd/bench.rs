@@ -11,7 +11,7 @@ use std::time::Duration;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// The algorithm to measure; repeat it, or leave it out for all three.
+    /// The algorithm to measure; repeat it, or leave it out for all five.
     #[arg(long, value_enum)]
     pub algorithm: Vec<AlgorithmArg>,
     /// Seconds measured per run, warm-up excluded.
