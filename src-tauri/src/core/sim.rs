@@ -102,6 +102,7 @@ impl SimRequest {
             keys,
             cost: 1,
             seed: ratelockr::telemetry::now_ms(),
+            retry: None,
         };
         let spec = match &self.target {
             SimTarget::Rule { name } => {
