@@ -609,6 +609,11 @@ fn a_corrupt_history_entry_is_set_aside_and_reported_not_deleted() {
         warnings.contains("could not be read") && warnings.contains("runs-aside"),
         "{warnings}"
     );
+    let info = ui.ok("app_info", json!({}));
+    assert!(
+        info["warnings"].to_string().contains("runs-aside"),
+        "{info}"
+    );
     let aside: Vec<_> = std::fs::read_dir(dir.path().join("runs-aside"))
         .expect("aside dir")
         .filter_map(Result::ok)
@@ -724,4 +729,75 @@ fn refetch_cues_are_coalesced_and_one_follows_the_last_decision() {
         order.ends_with("rf"),
         "a cue follows the last decision, before the end: {order}"
     );
+}
+
+/// A measurement, not a check (docs/app-performance.md): a 200,000-request run at the maximum
+/// rate, counting the events the window would receive, and the size and time of its records
+/// as the run chart fetches them. `cargo test -p ratelockr-app --release --test commands
+/// measure_a_200k_run -- --ignored --nocapture`
+#[test]
+#[ignore = "a measurement for docs/app-performance.md; run it by name"]
+fn measure_a_200k_run() {
+    let server = redis();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ui = Ui::open(dir.path(), Some(&server.url()));
+    ui.ok(
+        "rule_save",
+        json!({ "original": null, "draft": draft("big", 1000) }),
+    );
+    let counts: Arc<[AtomicU64; 2]> = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+    for (i, event) in ["refetch-stats", "sim-progress"].into_iter().enumerate() {
+        let c = counts.clone();
+        ui.app.listen_any(event, move |_| {
+            c[i].fetch_add(1, Ordering::Relaxed);
+        });
+    }
+    let requests = 200_000;
+    ui.ok(
+        "sim_start",
+        run_request("big", requests, json!({ "servers": 8, "keys": 100 })),
+    );
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let status = loop {
+        let status = ui.ok("sim_status", json!({}));
+        if status["running"] == false {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the run did not end");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let id = status["last"]["id"].as_str().expect("id").to_string();
+    let duration_ms = status["last"]["duration_ms"].as_u64().unwrap_or(0);
+    // The parts: reading the CSV into columns, serializing them, then the whole IPC call
+    // (which also parses the reply in this test).
+    let core = ui.app.state::<Arc<ratelockr_app::core::AppCore>>();
+    let started = Instant::now();
+    let columns = core.run_records(&id).expect("records");
+    let read_ms = started.elapsed().as_millis();
+    let started = Instant::now();
+    let bytes = serde_json::to_vec(&columns).expect("serializes").len();
+    let serialize_ms = started.elapsed().as_millis();
+    println!(
+        "run_records parts: CSV to columns {read_ms} ms, to JSON {serialize_ms} ms ({bytes} bytes)"
+    );
+    let started = Instant::now();
+    let records = ui.ok("run_records", json!({ "id": id }));
+    let fetch_ms = started.elapsed().as_millis();
+    let columnar = records.to_string().len();
+    let rows = records["t_ms"].as_array().map_or(0, Vec::len);
+    // The same records as one JSON object per record, for comparison.
+    let csv = dir.path().join("runs").join(&id).join("records.csv");
+    let objects: Vec<ratelockr::sim::Record> =
+        ratelockr::export::read_records(&csv).expect("records");
+    let per_record = serde_json::to_string(&objects).expect("json").len();
+    println!(
+        "requests {requests}, run {duration_ms} ms, refetch-stats events {}, sim-progress events {}",
+        counts[0].load(Ordering::Relaxed),
+        counts[1].load(Ordering::Relaxed)
+    );
+    println!(
+        "run_records: {rows} records, {columnar} bytes columnar JSON ({} bytes/record), fetched in {fetch_ms} ms over IPC; as JSON objects: {per_record} bytes",
+        columnar / rows.max(1)
+    );
+    assert_eq!(rows as u64, requests);
 }
