@@ -166,8 +166,20 @@ fn connection_status_test_and_switch_never_show_the_password() {
     let dead = format!("redis://app:{secret}@127.0.0.1:1/0");
     let tested = ui.ok("connection_test", json!({ "url": dead }));
     assert_eq!(tested["ok"], false);
+    // Defect 7: a refused port is said to be refused, not a timeout.
+    let why = tested["error"].as_str().unwrap_or_default().to_lowercase();
+    assert!(
+        why.contains("refused") && !why.contains("timeout"),
+        "{tested}"
+    );
     let switched = ui.ok("connection_switch", json!({ "url": dead }));
     assert_eq!(switched["state"], "unreachable", "{switched}");
+    assert!(
+        switched["warning"]
+            .as_str()
+            .is_some_and(|w| w.contains("saved, but nothing answers")),
+        "switching to a Redis that does not answer warns: {switched}"
+    );
     assert_eq!(switched["url"], "redis://app:***@127.0.0.1:1/0");
     for reply in [tested, switched, ui.ok("connection_status", json!({}))] {
         assert!(!reply.to_string().contains(secret), "{reply}");
@@ -304,6 +316,9 @@ fn cancel_stops_a_long_run() {
     ui.ok("sim_cancel", json!({}));
     let status = wait_for_run(&ui);
     assert_eq!(status["last"]["cancelled"], true, "{status}");
+    assert_eq!(status["last"]["status"], "cancelled", "not done: {status}");
+    let history = ui.ok("runs_list", json!({}));
+    assert_eq!(history["runs"][0]["status"], "cancelled");
 }
 
 #[test]
@@ -341,6 +356,29 @@ fn metrics_are_served_on_loopback_and_can_be_switched_off() {
     assert_ne!(port, 0);
     let body = http_get(port);
     assert!(body.contains("ratelockr_active_rules 1"), "{body}");
+    assert_eq!(on["port"], port, "the port actually bound, not 0: {on}");
+    // Defect 8: an out-of-range port names the field, without serde's internals.
+    let err = ui
+        .call(
+            "metrics_configure",
+            json!({ "settings": { "enabled": true, "port": 70000 } }),
+        )
+        .expect_err("out of range");
+    assert_eq!(
+        (err["code"].as_str(), err["field"].as_str()),
+        (Some("invalid_settings"), Some("port"))
+    );
+    assert!(!err.to_string().contains("u16"), "{err}");
+    // A port in use is said in the app's terms (the CLI's --addr means nothing here).
+    let taken = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("bind");
+    let taken_port = taken.local_addr().expect("addr").port();
+    let busy = ui.ok(
+        "metrics_configure",
+        json!({ "settings": { "enabled": true, "port": taken_port } }),
+    );
+    let why = busy["error"].as_str().expect("reported");
+    assert!(why.contains("in use") && !why.contains("--addr"), "{busy}");
+    drop(taken);
     let off = ui.ok(
         "metrics_configure",
         json!({ "settings": { "enabled": false, "port": port } }),
