@@ -269,14 +269,14 @@ impl History {
         self.run_dir(id).join(RECORDS_FILE)
     }
 
-    /// Records a run that is starting; returns where its records go.
+    /// Records a run that is starting (its records go to [`History::records_path`]).
     pub fn begin(
         &mut self,
         id: &str,
         name: String,
         request: SimRequest,
         spec: SimSpec,
-    ) -> Result<PathBuf, AppError> {
+    ) -> Result<(), AppError> {
         let dir = self.run_dir(id);
         std::fs::create_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
         let run = StoredRun {
@@ -293,7 +293,7 @@ impl History {
         };
         write_run(&dir, &run)?;
         self.entries.push(Entry { run, bytes: 0 });
-        Ok(self.records_path(id))
+        Ok(())
     }
 
     /// Records how a run ended, then keeps the history within bounds. Returns what was
