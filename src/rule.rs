@@ -149,6 +149,36 @@ impl Algorithm {
         }
     }
 
+    /// The most this algorithm can admit (in cost units) for one client key over `span_ms`
+    /// from its first request: the summary's `over_admitted` bound and the run chart's
+    /// envelope. Token bucket: capacity + refill × span; GCRA: burst + limit per period × span
+    /// (the TAT only moves forward, by T per unit, within burst × T of now); the log and the
+    /// fixed window: limit per started window; the counter: each aligned window holds at most
+    /// `limit` and a span touches at most floor(span / window) + 2 of them.
+    pub fn max_admitted(&self, span_ms: u64) -> u64 {
+        match *self {
+            Algorithm::TokenBucket {
+                capacity,
+                refill_per_sec,
+            } => capacity.saturating_add((refill_per_sec * span_ms as f64 / 1000.0).floor() as u64),
+            Algorithm::Gcra {
+                limit,
+                window_ms,
+                burst,
+            } => {
+                let refill = u128::from(span_ms) * u128::from(limit) / u128::from(window_ms);
+                burst.saturating_add(u64::try_from(refill).unwrap_or(u64::MAX))
+            }
+            Algorithm::SlidingWindowCounter { limit, window_ms } => {
+                limit.saturating_mul(span_ms / window_ms + 2)
+            }
+            Algorithm::SlidingWindowLog { limit, window_ms }
+            | Algorithm::FixedWindow { limit, window_ms } => {
+                limit.saturating_mul(span_ms / window_ms + 1)
+            }
+        }
+    }
+
     /// Nominal long-run admissions per second, used to equate algorithms in comparisons.
     pub fn nominal_per_sec(&self) -> f64 {
         match *self {
@@ -292,7 +322,7 @@ impl TryFrom<RawRule> for Rule {
 impl Rule {
     pub fn new(name: impl Into<String>, algorithm: Algorithm) -> Result<Self, RuleError> {
         let name = name.into();
-        validate_name(&name)?;
+        validate_rule_name(&name)?;
         algorithm.validate()?;
         Ok(Rule { name, algorithm })
     }
@@ -375,7 +405,8 @@ impl Rule {
     }
 }
 
-fn validate_name(name: &str) -> Result<(), RuleError> {
+/// Checks a rule name: 1 to 64 ASCII letters, digits, `_`, `-` or `.` (it lives in Redis keys).
+pub fn validate_rule_name(name: &str) -> Result<(), RuleError> {
     let ok = !name.is_empty()
         && name.len() <= MAX_RULE_NAME_LEN
         && name

@@ -111,6 +111,14 @@ impl FailureLedger {
         self.fail_open_total.load(Ordering::Relaxed)
     }
 
+    /// Fail-open decisions of every rule from `second` on (within the kept 120 seconds).
+    pub fn fail_open_since(&self, second: u64) -> u64 {
+        let map = self.per_second.lock().unwrap_or_else(|p| p.into_inner());
+        map.values()
+            .map(|seconds| seconds.range(second..).map(|(_, n)| n).sum::<u64>())
+            .sum()
+    }
+
     /// Adds this process's fail-open counts to a series read from Redis.
     pub fn fill(&self, rule: &str, points: &mut [StatsPoint]) {
         let map = self.per_second.lock().unwrap_or_else(|p| p.into_inner());
@@ -132,5 +140,23 @@ impl FailureLedger {
             .collect();
         self.fill(rule, &mut points);
         points
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recent_fail_opens_are_counted_across_rules_from_a_second_on() {
+        let ledger = FailureLedger::default();
+        ledger.record_fail_open("a", 100);
+        ledger.record_fail_open("a", 105);
+        ledger.record_fail_open("b", 109);
+        ledger.record_fail_open("b", 110);
+        assert_eq!(ledger.fail_open_since(101), 3);
+        assert_eq!(ledger.fail_open_since(110), 1);
+        assert_eq!(ledger.fail_open_since(111), 0, "recovered: nothing recent");
+        assert_eq!(ledger.fail_open_total(), 4);
     }
 }

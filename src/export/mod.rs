@@ -2,6 +2,9 @@
 //!
 //! - [`csv`]   the CSV writer, streaming records as they complete
 //! - [`chart`] allowed and denied per second, one series per algorithm
+//! - [`run_chart`] a run's own timeline with the rule's envelope, PNG or SVG
+//! - [`timeline`] records binned per target at the width that fits the run
+//! - [`style`] the run chart's bins, colours, dashes and envelope, shared with the app
 //! - [`replay_chart`] a replay's decisions over log time, through [`chart`]
 //! - [`heatmap`] a replay's sweep: % of requests and of keys denied per configuration
 
@@ -9,9 +12,14 @@ pub mod chart;
 pub mod csv;
 pub mod heatmap;
 pub mod replay_chart;
+pub mod run_chart;
+pub mod style;
+pub mod timeline;
 
 pub use self::chart::{render_chart, ChartFormat};
-pub use self::csv::{read_records, CsvSink};
+pub use self::csv::{for_each_record, for_each_record_ref, read_records, CsvSink, RecordRef};
+pub use self::run_chart::{render_run_chart, timeline_from_csv};
+pub use self::timeline::{Timeline, TimelineBuilder};
 
 use std::path::{Path, PathBuf};
 

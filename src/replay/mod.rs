@@ -599,6 +599,8 @@ fn account(
                         // keeps the CSV deterministic.
                         latency_us: 0,
                         fail_open: d.fail_open,
+                        reset_after_ms: d.reset_after_ms,
+                        attempt: 0,
                     };
                     if let Err(e) = sink.write(&record) {
                         *sink_error = Some(e);

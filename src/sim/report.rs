@@ -17,6 +17,9 @@ pub struct TargetSummary {
     pub allowed: u64,
     pub denied: u64,
     pub fail_open: u64,
+    /// Of `requests`, how many were retries of a denied request (a retry storm's extra load).
+    #[serde(default)]
+    pub retries: u64,
     /// Admissions beyond the most the rule could ever admit for a key over the span of that
     /// key's requests (token bucket: capacity + rate x span; windows: limit x (floor(span /
     /// window) + 1)), summed over keys. Zero for a correct limiter; the naive one shows its race.
@@ -30,6 +33,10 @@ pub struct TargetSummary {
     /// counter's own admitted traffic.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exact_log_wrongly_denied: Option<u64>,
+    /// Latency percentiles of the client-observed round trip of one decision: from sending to
+    /// the reply, including waiting in the client's queue and on the connection (and, for the
+    /// first decisions, connecting and loading the script). Redis's own time per script call
+    /// is [`Report::redis_cost`].
     pub latency_p50_us: u64,
     pub latency_p95_us: u64,
     pub latency_p99_us: u64,
@@ -71,6 +78,10 @@ pub struct Report {
     pub achieved_rps: f64,
     pub targets: Vec<TargetSummary>,
     pub series: Vec<Series>,
+    /// Redis's own time in EVALSHA over the run (`INFO commandstats`, before and after); None
+    /// when Redis could not be read. Includes other clients of the same server.
+    #[serde(default)]
+    pub redis_cost: Option<crate::commandstats::RedisCost>,
 }
 
 /// Per-key bookkeeping for the over-admission bound.
@@ -91,6 +102,7 @@ pub(crate) struct TargetAccumulator {
     allowed: u64,
     denied: u64,
     fail_open: u64,
+    retries: u64,
     latency: Histogram<u64>,
     keys: HashMap<String, KeySpan>,
     points: Vec<SeriesPoint>,
@@ -114,6 +126,7 @@ impl TargetAccumulator {
             allowed: 0,
             denied: 0,
             fail_open: 0,
+            retries: 0,
             latency: Histogram::new_with_bounds(1, 60_000_000, 3).expect("static bounds are valid"),
             keys: HashMap::new(),
             points: Vec::new(),
@@ -128,6 +141,9 @@ impl TargetAccumulator {
 
     pub(crate) fn add(&mut self, record: &Record, started_at_ms: u64, cost: u64) {
         self.requests += 1;
+        if record.attempt > 0 {
+            self.retries += 1;
+        }
         let second = (record.sent_at_ms.saturating_sub(started_at_ms) / 1000) as usize;
         if self.points.len() <= second {
             let start = self.points.len() as u64;
@@ -174,32 +190,11 @@ impl TargetAccumulator {
 
     /// The most the rule could admit for one key over `span_ms`.
     fn bound(&self, span_ms: u64) -> u64 {
-        let (limit, window_ms) = match self.algorithm {
-            _ if self.naive => super::naive::naive_window(&self.algorithm),
-            Algorithm::TokenBucket {
-                capacity,
-                refill_per_sec,
-            } => {
-                return capacity + (refill_per_sec * span_ms as f64 / 1000.0).floor() as u64;
-            }
-            // TAT only moves forward, by T per unit admitted, and stays within burst x T of now.
-            Algorithm::Gcra {
-                limit,
-                window_ms,
-                burst,
-            } => {
-                let refill = u128::from(span_ms) * u128::from(limit) / u128::from(window_ms);
-                return burst.saturating_add(u64::try_from(refill).unwrap_or(u64::MAX));
-            }
-            // Each aligned window holds at most `limit` (the estimate counts it whole), and a
-            // span touches at most floor(span / window) + 2 of them.
-            Algorithm::SlidingWindowCounter { limit, window_ms } => {
-                return limit * (span_ms / window_ms + 2);
-            }
-            Algorithm::SlidingWindowLog { limit, window_ms }
-            | Algorithm::FixedWindow { limit, window_ms } => (limit, window_ms),
-        };
-        limit * (span_ms / window_ms + 1)
+        if self.naive {
+            let (limit, window_ms) = super::naive::naive_window(&self.algorithm);
+            return limit * (span_ms / window_ms + 1);
+        }
+        self.algorithm.max_admitted(span_ms)
     }
 
     pub(crate) fn finish(self) -> (TargetSummary, Series) {
@@ -226,6 +221,7 @@ impl TargetAccumulator {
             allowed: self.allowed,
             denied: self.denied,
             fail_open: self.fail_open,
+            retries: self.retries,
             over_admitted,
             exact_log_wrongly_allowed: self.judge.as_ref().map(|j| j.wrongly_allowed),
             exact_log_wrongly_denied: self.judge.as_ref().map(|j| j.wrongly_denied),
