@@ -152,7 +152,8 @@ pub struct ReplaySpec {
     pub key_capacity: usize,
     /// Lanes (connections) deciding at once ([`decide`]).
     pub lanes: usize,
-    /// Requests per pipeline round (each decided by every rule).
+    /// Decisions per pipeline round (requests × rules; at least 16 requests), split over the
+    /// lanes.
     pub batch: usize,
 }
 
@@ -330,7 +331,9 @@ pub async fn run(
     let reader = {
         let (source, stop, cancel) = (source.clone(), stop.clone(), cancel.clone());
         let bytes_read = bytes_read.clone();
-        let batch_size = spec.batch.max(1);
+        // A round holds about `batch` decisions whatever the number of rules, so a sweep's
+        // pipelines stay as long as a single rule's.
+        let batch_size = (spec.batch / runs.len()).max(16);
         std::thread::spawn(move || {
             let mut batch = Vec::with_capacity(batch_size);
             let mut open = true;
@@ -505,12 +508,7 @@ type Sent = Vec<(decide::Pending, Vec<usize>)>;
 
 /// Sends one batch: every request through every rule, each key on its lane. Returns, per lane,
 /// the pending replies and the (request × rules + rule) slot of each.
-async fn dispatch(
-    lanes: &decide::Lanes,
-    keys: &KeySpace,
-    rules: &[Rule],
-    reqs: &[Req],
-) -> Sent {
+async fn dispatch(lanes: &decide::Lanes, keys: &KeySpace, rules: &[Rule], reqs: &[Req]) -> Sent {
     let n = lanes.count();
     let mut commands: Vec<Vec<redis::Cmd>> = (0..n).map(|_| Vec::new()).collect();
     let mut slots: Vec<Vec<usize>> = (0..n).map(|_| Vec::new()).collect();
@@ -539,6 +537,9 @@ async fn dispatch(
     pending
 }
 
+/// The second in which a failed replay decision was last logged.
+static LAST_WARNED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Waits for a batch's replies; a failure becomes a fail-open decision, counted in the
 /// limiter's ledger like any other.
 async fn collect(
@@ -548,7 +549,6 @@ async fn collect(
     pending: Sent,
 ) -> Vec<Decision> {
     let mut decisions = vec![Decision::FAIL_OPEN; requests * rules.len()];
-    let mut logged = false;
     for (rx, slots) in pending {
         let outcomes = rx.await.unwrap_or_default();
         for (k, slot) in slots.into_iter().enumerate() {
@@ -556,9 +556,10 @@ async fn collect(
                 Some(Ok(d)) => decisions[slot] = *d,
                 Some(Err(failure)) => {
                     limiter.ledger().record_failure(failure.kind);
-                    if !logged {
-                        logged = true;
-                        tracing::warn!(redis = %limiter.target(), "a replay decision failed open: {failure}");
+                    // Once a second at most, however many decisions fail.
+                    let second = crate::telemetry::now_ms() / 1000;
+                    if LAST_WARNED.swap(second, Ordering::Relaxed) != second {
+                        tracing::warn!(redis = %limiter.target(), "replay decisions failed open: {failure}");
                     }
                 }
                 None => limiter.ledger().record_failure(crate::FailureKind::Other),
