@@ -11,6 +11,7 @@
 //! - [`clf`], [`jsonl`], [`csvlog`], [`time`]  the parsers
 //! - [`key`]      client key expressions (`ip`, `header:x-api-key`, `ip+path[1]`, …)
 //! - [`order`]    sorting within a lookahead; whole seconds spread over the second
+//! - [`pace`]     a warning when the replay ran slower than the log for longer than a key's TTL
 //! - [`read`]     from a log to requests in order, on a thread of its own
 //! - [`decide`]   pipelined decisions in lanes, each key's in log order
 //! - [`stats`], [`keytable`], [`series`], [`distinct`]  bounded-memory figures
@@ -27,6 +28,7 @@ pub mod jsonl;
 pub mod key;
 pub mod keytable;
 pub mod order;
+pub mod pace;
 pub mod read;
 pub mod report;
 pub mod series;
@@ -367,6 +369,7 @@ pub async fn run(
     let mut sink_error = None;
     let mut last_progress = Instant::now();
     let rules: Vec<Rule> = runs.iter().map(|r| r.stats.rule.clone()).collect();
+    let mut pace = pace::PaceWatch::new(&rules);
     let progress = |requests: u64, log_ms: Option<u64>| ReplayProgress {
         requests,
         bytes_read: bytes_read.load(Ordering::Relaxed),
@@ -383,6 +386,9 @@ pub async fn run(
         };
         match msg {
             ReadMsg::Batch(reqs) => {
+                if let Some(last) = reqs.last() {
+                    pace.observe(started.elapsed().as_millis() as u64, last.ms);
+                }
                 let pending = dispatch(&lanes, &keys, &rules, &reqs).await;
                 in_flight.push_back((reqs, pending));
                 // Two batches in flight: Redis decides one while the other's replies are read.
@@ -500,6 +506,7 @@ pub async fn run(
         },
         cancelled: cancel.is_cancelled(),
         time_spread: "whole-second times spread evenly over their second by arrival order (i-th of n at i*1000/n ms)".into(),
+        warnings: pace.warnings(),
     })
 }
 
