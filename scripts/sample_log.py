@@ -2,7 +2,8 @@
 """Writes samples/access.log.gz: a synthetic day of nginx-style combined log lines.
 
 Synthetic, not captured from anywhere: about 300 ordinary clients (IPv4 and IPv6) browsing in
-short sessions across one day, and one abusive client, 203.0.113.66, scraping the item API at
+short sessions across one day (each page view a page and up to 11 assets and API calls within
+about a second, then a pause), and one abusive client, 203.0.113.66, scraping the item API at
 about ten requests a second for half an hour in the afternoon. Times are in +0100, and, as
 nginx writes them (a line when the request ends, stamped with its start), a line is now and
 then up to two seconds out of order.
@@ -66,14 +67,19 @@ def main():
         agent = rng.choice(AGENTS)
         for _ in range(rng.randrange(1, 5)):
             t = DAY + timedelta(seconds=rng.uniform(7 * 3600, 23 * 3600))
-            for _ in range(rng.randrange(3, 30)):
-                method, path = request(rng)
-                duration = rng.expovariate(1 / 0.3)
-                referer = "https://shop.example/items" if rng.random() < 0.4 else "-"
-                text = line(ip, t, method, path, 200 if method == "GET" else 201,
-                            rng.randrange(200, 40000), agent, referer)
-                events.append((t + timedelta(seconds=min(duration, 2)), t, text))
-                t += timedelta(seconds=rng.uniform(1, 25))
+            for _ in range(rng.randrange(2, 12)):
+                # A page view: the page, then its assets and API calls within about a second.
+                burst = [("GET", rng.choice(PAGES))]
+                burst += [request(rng) for _ in range(rng.randrange(0, 12))]
+                at = t
+                for method, path in burst:
+                    duration = rng.expovariate(1 / 0.3)
+                    referer = "https://shop.example/items" if rng.random() < 0.4 else "-"
+                    text = line(ip, at, method, path, 200 if method == "GET" else 201,
+                                rng.randrange(200, 40000), agent, referer)
+                    events.append((at + timedelta(seconds=min(duration, 2)), at, text))
+                    at += timedelta(seconds=rng.expovariate(10))
+                t = at + timedelta(seconds=rng.uniform(3, 60))
     t = DAY + timedelta(hours=15, minutes=12)
     end = t + timedelta(minutes=30)
     while t < end:

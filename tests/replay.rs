@@ -556,3 +556,59 @@ async fn a_sweep_decides_every_configuration_in_one_pass() {
         ("limit", 10, "sweep")
     );
 }
+
+/// The suggestion says: at this value at most X % of keys are ever denied, and it is the
+/// smallest such value. Replaying at the value and at one less checks both halves.
+#[tokio::test]
+async fn the_suggestion_is_exact_for_the_token_bucket_and_the_fixed_window() {
+    let server = redis();
+    let limiter = limiter(&server, "replay-suggest");
+    let log = combined_log();
+    let target = 10.0;
+    let keys_denied = |report: &ReplayReport| report.rules[0].keys_denied_pct;
+    let with = |rule: Rule| ReplaySpec {
+        suggest_max_keys_pct: target,
+        ..spec(vec![rule])
+    };
+    type Make = fn(u64) -> Rule;
+    let cases: [(Make, &str); 2] = [
+        (
+            |c| Rule::token_bucket("tb", c, 0.5).expect("valid"),
+            "capacity",
+        ),
+        (
+            |l| Rule::fixed_window("fw", l, 3000).expect("valid"),
+            "limit",
+        ),
+    ];
+    for (make, parameter) in cases {
+        let (report, _) = replay(&limiter, &log, &with(make(1)))
+            .await
+            .expect("replays");
+        let s = report.rules[0].suggestion.clone().expect("a suggestion");
+        assert_eq!(
+            (s.parameter.as_str(), s.method.as_str()),
+            (parameter, "exact")
+        );
+        assert!(s.value > 1, "{s:?}");
+        let (at, _) = replay(&limiter, &log, &with(make(s.value)))
+            .await
+            .expect("replays");
+        assert!(
+            keys_denied(&at) <= target,
+            "{parameter} {}: {}",
+            s.value,
+            keys_denied(&at)
+        );
+        assert_eq!(keys_denied(&at), s.keys_denied_pct);
+        let (below, _) = replay(&limiter, &log, &with(make(s.value - 1)))
+            .await
+            .expect("replays");
+        assert!(
+            keys_denied(&below) > target,
+            "{parameter} {}: {}",
+            s.value - 1,
+            keys_denied(&below)
+        );
+    }
+}

@@ -137,7 +137,14 @@ fn panel<DB: DrawingBackend>(
         .margin(16)
         .x_label_area_size(48)
         .y_label_area_size(if grid.y_name.is_some() { 70 } else { 20 })
-        .build_cartesian_2d((0..nx).into_segmented(), (0..ny).into_segmented())?;
+        // A segmented range a..b has a segment for every value from a to b inclusive; a
+        // one-parameter sweep is one row drawn over two segments (a range of one would have
+        // no height).
+        .build_cartesian_2d(
+            (0..nx.saturating_sub(1)).into_segmented(),
+            (0..ny.max(2) - 1).into_segmented(),
+        )?;
+    let one_row = ny == 1;
     let xs = grid.xs.clone();
     let ys = grid.ys.clone();
     let has_y = grid.y_name.is_some();
@@ -163,7 +170,10 @@ fn panel<DB: DrawingBackend>(
         Rectangle::new(
             [
                 (SegmentValue::Exact(c.0), SegmentValue::Exact(c.1)),
-                (SegmentValue::Exact(c.0 + 1), SegmentValue::Exact(c.1 + 1)),
+                (
+                    SegmentValue::Exact(c.0 + 1),
+                    SegmentValue::Exact(if one_row { 2 } else { c.1 + 1 }),
+                ),
             ],
             shade(value(c)).filled(),
         )
@@ -173,7 +183,14 @@ fn panel<DB: DrawingBackend>(
         let color = if v > 45.0 { WHITE } else { BLACK };
         Text::new(
             format!("{v:.1}%"),
-            (SegmentValue::CenterOf(c.0), SegmentValue::CenterOf(c.1)),
+            (
+                SegmentValue::CenterOf(c.0),
+                if one_row {
+                    SegmentValue::Exact(1)
+                } else {
+                    SegmentValue::CenterOf(c.1)
+                },
+            ),
             ("sans-serif", 15)
                 .into_font()
                 .color(&color)

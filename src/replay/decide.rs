@@ -22,6 +22,8 @@ use tokio::sync::{mpsc, oneshot};
 
 /// The longest one pipeline may take: thousands of script calls, on a loaded machine.
 const PIPELINE_DEADLINE: Duration = Duration::from_secs(60);
+/// The longest a lane may take to connect.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How many times a NOSCRIPT is recovered from in one pipeline before the calls fail open.
 const NOSCRIPT_RETRIES: usize = 3;
 
@@ -59,7 +61,18 @@ impl Lanes {
     ) -> Result<Lanes, RedisFailure> {
         let mut senders = Vec::new();
         for _ in 0..count.max(1) {
-            let mut conn = limiter.with_own_connection().connection();
+            // Its own connection, whose response timeout fits a pipeline of thousands of
+            // scripts rather than the limiter's one-decision deadline.
+            let config = redis::aio::ConnectionManagerConfig::new()
+                .set_connection_timeout(Some(limiter.options().deadline.max(CONNECT_TIMEOUT)))
+                .set_response_timeout(Some(PIPELINE_DEADLINE))
+                .set_number_of_retries(2);
+            let mut conn = tokio::time::timeout(
+                CONNECT_TIMEOUT,
+                ConnectionManager::new_with_config(limiter.target().client(), config),
+            )
+            .await
+            .map_err(|_| RedisFailure::new(FailureKind::Timeout, "could not connect in time"))??;
             load(&mut conn, kinds).await?;
             let (tx, rx) = mpsc::channel::<Job>(4);
             tokio::spawn(lane(conn, kinds.to_vec(), rx));

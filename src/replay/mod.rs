@@ -11,6 +11,7 @@
 //! - [`clf`], [`jsonl`], [`csvlog`], [`time`]  the parsers
 //! - [`key`]      client key expressions (`ip`, `header:x-api-key`, `ip+path[1]`, …)
 //! - [`order`]    sorting within a lookahead; whole seconds spread over the second
+//! - [`pace`]     a warning when the replay ran slower than the log for longer than a key's TTL
 //! - [`read`]     from a log to requests in order, on a thread of its own
 //! - [`decide`]   pipelined decisions in lanes, each key's in log order
 //! - [`stats`], [`keytable`], [`series`], [`distinct`]  bounded-memory figures
@@ -27,6 +28,7 @@ pub mod jsonl;
 pub mod key;
 pub mod keytable;
 pub mod order;
+pub mod pace;
 pub mod read;
 pub mod report;
 pub mod series;
@@ -152,7 +154,8 @@ pub struct ReplaySpec {
     pub key_capacity: usize,
     /// Lanes (connections) deciding at once ([`decide`]).
     pub lanes: usize,
-    /// Requests per pipeline round (each decided by every rule).
+    /// Decisions per pipeline round (requests × rules; at least 16 requests), split over the
+    /// lanes.
     pub batch: usize,
 }
 
@@ -330,7 +333,9 @@ pub async fn run(
     let reader = {
         let (source, stop, cancel) = (source.clone(), stop.clone(), cancel.clone());
         let bytes_read = bytes_read.clone();
-        let batch_size = spec.batch.max(1);
+        // A round holds about `batch` decisions whatever the number of rules, so a sweep's
+        // pipelines stay as long as a single rule's.
+        let batch_size = (spec.batch / runs.len()).max(16);
         std::thread::spawn(move || {
             let mut batch = Vec::with_capacity(batch_size);
             let mut open = true;
@@ -364,6 +369,7 @@ pub async fn run(
     let mut sink_error = None;
     let mut last_progress = Instant::now();
     let rules: Vec<Rule> = runs.iter().map(|r| r.stats.rule.clone()).collect();
+    let mut pace = pace::PaceWatch::new(&rules);
     let progress = |requests: u64, log_ms: Option<u64>| ReplayProgress {
         requests,
         bytes_read: bytes_read.load(Ordering::Relaxed),
@@ -380,6 +386,9 @@ pub async fn run(
         };
         match msg {
             ReadMsg::Batch(reqs) => {
+                if let Some(last) = reqs.last() {
+                    pace.observe(started.elapsed().as_millis() as u64, last.ms);
+                }
                 let pending = dispatch(&lanes, &keys, &rules, &reqs).await;
                 in_flight.push_back((reqs, pending));
                 // Two batches in flight: Redis decides one while the other's replies are read.
@@ -497,6 +506,7 @@ pub async fn run(
         },
         cancelled: cancel.is_cancelled(),
         time_spread: "whole-second times spread evenly over their second by arrival order (i-th of n at i*1000/n ms)".into(),
+        warnings: pace.warnings(),
     })
 }
 
@@ -534,6 +544,9 @@ async fn dispatch(lanes: &decide::Lanes, keys: &KeySpace, rules: &[Rule], reqs: 
     pending
 }
 
+/// The second in which a failed replay decision was last logged.
+static LAST_WARNED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Waits for a batch's replies; a failure becomes a fail-open decision, counted in the
 /// limiter's ledger like any other.
 async fn collect(
@@ -543,7 +556,6 @@ async fn collect(
     pending: Sent,
 ) -> Vec<Decision> {
     let mut decisions = vec![Decision::FAIL_OPEN; requests * rules.len()];
-    let mut logged = false;
     for (rx, slots) in pending {
         let outcomes = rx.await.unwrap_or_default();
         for (k, slot) in slots.into_iter().enumerate() {
@@ -551,9 +563,10 @@ async fn collect(
                 Some(Ok(d)) => decisions[slot] = *d,
                 Some(Err(failure)) => {
                     limiter.ledger().record_failure(failure.kind);
-                    if !logged {
-                        logged = true;
-                        tracing::warn!(redis = %limiter.target(), "a replay decision failed open: {failure}");
+                    // Once a second at most, however many decisions fail.
+                    let second = crate::telemetry::now_ms() / 1000;
+                    if LAST_WARNED.swap(second, Ordering::Relaxed) != second {
+                        tracing::warn!(redis = %limiter.target(), "replay decisions failed open: {failure}");
                     }
                 }
                 None => limiter.ledger().record_failure(crate::FailureKind::Other),

@@ -172,4 +172,6 @@ pub struct ReplayReport {
     pub cancelled: bool,
     /// How whole-second times were placed within their second.
     pub time_spread: String,
+    /// What may have made decisions differ from production's (see [`super::pace`]).
+    pub warnings: Vec<String>,
 }

@@ -290,6 +290,9 @@ pub async fn run(global: &Global, args: &ReplayArgs) -> anyhow::Result<ExitCode>
     } else {
         print_report(&report, args);
     }
+    for warning in &report.warnings {
+        eprintln!("ratelockr: warning: {warning}");
+    }
     if let Some(err) = &report.input_error {
         eprintln!("ratelockr: warning: {err}; the report covers the lines before it");
     }
