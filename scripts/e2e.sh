@@ -18,8 +18,13 @@ run_inside_x() {
   RATELOCKR_DATA_DIR=$(mktemp -d)
   RATELOCKR_EXPORT_DIR=$(mktemp -d)
   export RATELOCKR_DATA_DIR RATELOCKR_EXPORT_DIR
-  port=4444
-  tauri-driver --port "$port" --native-driver "$WEBKIT_DRIVER" >"$log" 2>&1 &
+  # Free loopback ports for tauri-driver and the WebKitWebDriver behind it (4444/4445 by
+  # default, which another test on the machine may hold).
+  read -r port native < <(node -e '
+    const net = require("net");
+    const one = () => new Promise((ok) => { const s = net.createServer(); s.listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => ok(p)); }); });
+    Promise.all([one(), one()]).then(([a, b]) => console.log(a, b));')
+  tauri-driver --port "$port" --native-port "$native" --native-driver "$WEBKIT_DRIVER" >"$log" 2>&1 &
   DRIVER_PID=$!
   trap 'kill "$DRIVER_PID" 2>/dev/null || true; wait "$DRIVER_PID" 2>/dev/null || true; rm -rf "$RATELOCKR_DATA_DIR" "$RATELOCKR_EXPORT_DIR"' EXIT
   local status=0
