@@ -21,14 +21,17 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, props: Props = 
   return el;
 }
 
+/** A value for an attribute selector's quotes (CSS.escape is missing in jsdom). */
+const quoteAttr = (v: string) => v.replace(/["\\]/g, "\\$&");
+
 /** Clears every `[data-<attr>]` slot under `root`, then writes each message in its own slot. */
 export function showFieldErrors(root: ParentNode, attr: string, errors: { field: string; message: string }[]) {
   for (const el of root.querySelectorAll<HTMLElement>(`[data-${attr}]`)) el.textContent = "";
   for (const el of root.querySelectorAll<HTMLElement>(".invalid")) el.classList.remove("invalid");
   for (const e of errors) {
     const slot =
-      root.querySelector<HTMLElement>(`[data-${attr}="${CSS.escape(e.field)}"]`) ?? root.querySelector<HTMLElement>(`[data-${attr}="_form"]`);
+      root.querySelector<HTMLElement>(`[data-${attr}="${quoteAttr(e.field)}"]`) ?? root.querySelector<HTMLElement>(`[data-${attr}="_form"]`);
     if (slot) slot.textContent = slot.textContent ? `${slot.textContent} ${e.message}` : e.message;
-    root.querySelector<HTMLElement>(`[data-field="${CSS.escape(e.field)}"]`)?.classList.add("invalid");
+    root.querySelector<HTMLElement>(`[data-field="${quoteAttr(e.field)}"]`)?.classList.add("invalid");
   }
 }
