@@ -76,8 +76,8 @@ export class ChartGrid {
       panel.totals.innerHTML =
         `<span class="allowed"><b>${fmtInt(t.allowed)}</b> allowed</span>` +
         `<span class="denied"><b>${fmtInt(t.denied)}</b> denied</span>` +
-        `<span class="failopen"><b>${fmtInt(t.fail_open)}</b> fail-open</span>` +
-        `<span class="scope" title="Every decision for this rule in the last 30 seconds, from every run and caller. A run's own totals are in its summary.">last 30 s, all runs</span>`;
+        `<span class="failopen"><b>${fmtInt(t.fail_open)}</b> fail-open</span>`;
+      panel.totals.title = "Every decision for this rule in the last 30 seconds, from every run and caller. A run's own totals are in its summary.";
       panel.root.dataset.allowed = String(t.allowed);
       panel.root.dataset.denied = String(t.denied);
       panel.root.dataset.failOpen = String(t.fail_open);

@@ -66,14 +66,15 @@ export class RunChart {
   private columns(): number {
     const n = this.view?.plots.length ?? 1;
     if (n <= 1) return 1;
-    const fit = Math.max(1, Math.floor(this.root.clientWidth / 300));
+    // Side by side is the point of the view: down to ~200 px a panel, then fewer per row.
+    const fit = Math.max(1, Math.floor(this.root.clientWidth / 210));
     return Math.min(n === 4 ? 2 : n, fit);
   }
 
   private size(): { width: number; height: number } {
     const cols = this.columns();
     const gap = 12;
-    const width = Math.max(240, Math.floor((this.root.clientWidth - gap * (cols - 1)) / cols) - 22);
+    const width = Math.max(180, Math.floor((this.root.clientWidth - gap * (cols - 1)) / cols) - 22);
     return { width, height: cols === 1 ? 280 : 210 };
   }
 
@@ -107,7 +108,8 @@ export class RunChart {
       const allowed = plot.lines.find((l) => l.kind === "allowed" && l.run === plot.lines[0]?.run);
       if (allowed && measure === "bin") panel.dataset.peakAllowed = String(peak(allowed.values.map((v) => v ?? 0)).value);
       const head = h("div", { className: "chart-head" }, h("span", { className: "rule-name", text: plot.title, title: plot.title }));
-      if (plot.algorithm) head.append(h("span", { className: `badge ${plot.algorithm}`, text: algorithmLabel(plot.algorithm) }));
+      // "compare-fixed-window" already says its algorithm; the badge would only crowd it out.
+      if (plot.algorithm && !plot.title.endsWith(plot.algorithm.replace(/_/g, "-"))) head.append(h("span", { className: `badge ${plot.algorithm}`, text: algorithmLabel(plot.algorithm) }));
       const el = h("div");
       panel.append(head, el);
       const u = new uPlot(

@@ -40,6 +40,7 @@ describe("run view", () => {
     expect(bins.plots[1].lines.some((l) => l.kind === "envelope")).toBe(false);
     const cum = buildRunView([{ id: "a", name: "A", records: boundary() }], { measure: "cumulative", layout: "panels", envelope: true });
     const fw = cum.plots[1];
+    expect(fw.lines.map((l) => l.kind)).toEqual(["allowed", "fail_open", "envelope"]);
     const env = fw.lines.find((l) => l.kind === "envelope")!;
     const allowed = fw.lines.find((l) => l.kind === "allowed")!;
     // Cumulative admissions never cross a correct limiter's envelope.

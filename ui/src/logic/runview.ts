@@ -100,7 +100,9 @@ export function buildRunView(runs: RunData[], opts: ViewOptions): RunView {
   let plots: Plot[];
   if (opts.layout === "panels") {
     plots = primary.targets.map((target, t) => {
-      const lines = outcomeLines(runs[0], t, ["offered", "allowed", "denied", "fail_open", "envelope"]);
+      // Cumulative: admissions against the envelope; offered and denied would dwarf both.
+      const kinds: LineKind[] = opts.measure === "cumulative" ? ["allowed", "fail_open", "envelope"] : ["offered", "allowed", "denied", "fail_open"];
+      const lines = outcomeLines(runs[0], t, kinds);
       if (many) for (const l of lines) l.label = `${l.label} · ${runs[0].name}`;
       runs.slice(1).forEach((run, i) => {
         const m = matchTarget(primary, t, run.records);
@@ -112,7 +114,7 @@ export function buildRunView(runs: RunData[], opts: ViewOptions): RunView {
     });
   } else {
     const lines: Line[] = [];
-    const [offered] = outcomeLines(runs[0], 0, ["offered"]);
+    const [offered] = opts.measure === "bin" ? outcomeLines(runs[0], 0, ["offered"]) : [];
     if (offered) lines.push({ ...offered, label: many ? `offered · ${runs[0].name}` : "offered" });
     runs.forEach((run, r) => {
       run.records.targets.forEach((_target, t) => {
