@@ -2,8 +2,9 @@
  * The algorithms the UI knows, in one list: label, colour and dash for every chart and badge.
  *
  * Written as data, not as switches, so that a new algorithm (GCRA, the sliding window counter)
- * is one entry here. The colours are the engine's chart palette (src/export/chart.rs), so a
- * chart on screen and its exported file agree.
+ * is one entry here. Colours and dashes are the engine's (src/export/style.rs), so a chart on
+ * screen and its exported file agree; GCRA and the counter have their own until the engine's
+ * table names them (it draws them as "other").
  */
 
 export interface AlgorithmInfo {
@@ -21,8 +22,8 @@ export interface AlgorithmInfo {
 
 export const ALGORITHMS: AlgorithmInfo[] = [
   { kind: "token_bucket", label: "Token bucket", short: "TB", color: "#1f77b4", dash: [], params: ["capacity", "refill_per_sec"] },
-  { kind: "sliding_window_log", label: "Sliding window log", short: "SL", color: "#2ca02c", dash: [10, 4], params: ["limit", "window_ms"] },
-  { kind: "fixed_window", label: "Fixed window", short: "FW", color: "#ff7f0e", dash: [3, 3], params: ["limit", "window_ms"] },
+  { kind: "sliding_window_log", label: "Sliding window log", short: "SL", color: "#2ca02c", dash: [10, 5], params: ["limit", "window_ms"] },
+  { kind: "fixed_window", label: "Fixed window", short: "FW", color: "#ff7f0e", dash: [3, 4], params: ["limit", "window_ms"] },
   { kind: "gcra", label: "GCRA", short: "GC", color: "#8c564b", dash: [12, 3, 3, 3], params: ["limit", "window_ms", "burst"] },
   { kind: "sliding_window_counter", label: "Sliding window counter", short: "SC", color: "#17becf", dash: [6, 2], params: ["limit", "window_ms"] },
 ];
@@ -33,11 +34,11 @@ export const NAIVE: AlgorithmInfo = {
   label: "Naive GET/SET",
   short: "NV",
   color: "#d62728",
-  dash: [2, 2],
+  dash: [16, 6],
   params: ["limit", "window_ms"],
 };
 
-const OTHER: Omit<AlgorithmInfo, "kind" | "label"> = { short: "??", color: "#9467bd", dash: [8, 2, 2, 2], params: ["limit", "window_ms"] };
+const OTHER: Omit<AlgorithmInfo, "kind" | "label"> = { short: "??", color: "#9467bd", dash: [6, 3], params: ["limit", "window_ms"] };
 
 /** Everything known about an algorithm; an unknown kind still gets a label and a colour. */
 export function algorithmInfo(kind: string): AlgorithmInfo {

@@ -115,7 +115,8 @@ export function cumulative(values: number[]): number[] {
 export function envelopeForKey(rule: RuleParams, span: number): number | undefined {
   if (span < 0) return 0;
   if (rule.capacity !== undefined && rule.refill_per_sec !== undefined) {
-    return rule.capacity + (rule.refill_per_sec * span) / 1000;
+    // Whole tokens, as the engine's envelope (src/export/style.rs) counts them.
+    return rule.capacity + Math.floor((rule.refill_per_sec * span) / 1000);
   }
   if (rule.algorithm === "gcra" && rule.limit !== undefined && rule.window_ms !== undefined) {
     return (rule.burst ?? rule.limit) + (rule.limit * span) / rule.window_ms;

@@ -5,12 +5,13 @@
 import { algorithmInfo } from "./algorithms";
 import { binCount, binTarget, cumulative, envelope, spanMs, type Records } from "./records";
 
+/** The engine's outcome colours and dashes (src/export/style.rs OUTCOMES), as the files have them. */
 export const OUTCOME_STYLE = {
-  offered: { label: "offered", color: "#94a3b8", dash: [4, 3] },
-  allowed: { label: "allowed", color: "#16a34a", dash: [] },
-  denied: { label: "denied", color: "#dc2626", dash: [] },
-  fail_open: { label: "fail-open", color: "#d97706", dash: [6, 4] },
-  envelope: { label: "rule's envelope", color: "#0f172a", dash: [8, 4] },
+  offered: { label: "offered", color: "#7f7f7f", dash: [4, 4] },
+  allowed: { label: "allowed", color: "#2ca02c", dash: [] },
+  denied: { label: "denied", color: "#d62728", dash: [] },
+  fail_open: { label: "fail-open", color: "#9467bd", dash: [8, 3] },
+  envelope: { label: "rule's envelope", color: "#444444", dash: [3, 3] },
 } as const;
 
 /** Colours that tell runs apart when the same algorithm is drawn more than once. */
