@@ -32,10 +32,9 @@ function select(id: string) {
   emit("selection");
 }
 
-function nameEditor(run: RunInfo): HTMLElement {
+function nameEditor(run: RunInfo): { name: HTMLElement; rename: () => void } {
   const name = h("span", { className: "run-name", text: run.name, title: "Double-click to rename" });
-  name.addEventListener("dblclick", (e) => {
-    e.stopPropagation();
+  const rename = () => {
     const input = h("input", { className: "run-name-input", value: run.name, data: { testid: "run-name-input" } });
     const error = h("div", { className: "field-error" });
     const save = async () => {
@@ -53,11 +52,15 @@ function nameEditor(run: RunInfo): HTMLElement {
       if (ev.key === "Escape") render();
     });
     input.addEventListener("blur", () => void save());
-    name.replaceWith(h("div", { className: "stack" }, input, error));
+    name.replaceWith(h("div", { className: "stack grow" }, input, error));
     input.focus();
     input.select();
+  };
+  name.addEventListener("dblclick", (e) => {
+    e.stopPropagation();
+    rename();
   });
-  return name;
+  return { name, rename };
 }
 
 function renderRun(run: RunInfo): HTMLElement {
@@ -78,15 +81,21 @@ function renderRun(run: RunInfo): HTMLElement {
       warn(`Could not delete run “${run.name}”: ${toAppError(err).message}`);
     }
   });
+  const editor = nameEditor(run);
+  const renameButton = h("button", { type: "button", className: "ghost small", text: "Rename", data: { testid: "run-rename" } });
+  renameButton.addEventListener("click", (e) => {
+    e.stopPropagation();
+    editor.rename();
+  });
   const status = runStatusText({ status: run.status });
   const rules = run.rules.map((r) => `${algorithmLabel(r.algorithm)} ${describeRule(r)}`).join(" · ");
   const li = h(
     "li",
     { className: "run-item" + (selected ? " selected" : ""), tabIndex: 0, data: { run: run.id, status: run.status } },
-    h("div", { className: "run-line" }, overlay, nameEditor(run), h("span", { className: `status-badge ${run.status}`, text: status })),
+    h("div", { className: "run-line" }, overlay, editor.name, h("span", { className: `status-badge ${run.status}`, text: status })),
     h("div", { className: "run-desc", text: `${fmtClock(run.created_ms)} · ${run.workload}${run.naive ? " · naive beside" : ""}` }),
     h("div", { className: "run-desc", text: rules }),
-    h("div", { className: "run-line small" }, h("span", { className: "hint", text: `${fmtInt(run.records)} decisions · ${fmtBytes(run.bytes)}` }), h("span", { className: "spacer" }), del),
+    h("div", { className: "run-line small" }, h("span", { className: "hint", text: `${fmtInt(run.records)} decisions · ${fmtBytes(run.bytes)}` }), h("span", { className: "spacer" }), renameButton, del),
   );
   li.addEventListener("click", () => select(run.id));
   li.addEventListener("keydown", (e) => e.key === "Enter" && select(run.id));
