@@ -47,29 +47,42 @@ pub struct SimulateArgs {
     /// Send for this long instead of a number of requests.
     #[arg(long, allow_negative_numbers = true)]
     pub duration_secs: Option<f64>,
-    /// Offered requests per second, held open-loop; 0 = as fast as possible.
-    #[arg(long, default_value_t = 100.0, allow_negative_numbers = true)]
-    pub rps: f64,
+    /// Offered requests per second, held open-loop (default 100); 0 = as fast as possible
+    /// (constant only). The base rate of constant, poisson, ramp and spike; burst refuses it.
+    #[arg(long, allow_negative_numbers = true)]
+    pub rps: Option<f64>,
+    /// How arrivals are spaced. constant and poisson use --rps; burst uses --burst-size and
+    /// --burst-every-ms (not --rps); ramp goes from --rps to --to-rps; spike multiplies --rps
+    /// by --spike-multiplier from --spike-start-ms for --spike-length-ms. A flag the pattern
+    /// does not use is refused rather than ignored.
     #[arg(long, value_enum, default_value_t = PatternArg::Constant)]
     pub pattern: PatternArg,
-    /// burst: requests per burst.
-    #[arg(long, default_value_t = 50)]
-    pub burst_size: u32,
-    /// burst: milliseconds between bursts.
-    #[arg(long, default_value_t = 1000)]
-    pub burst_every_ms: u64,
-    /// ramp: the rate at the end (starts at --rps).
-    #[arg(long, default_value_t = 1000.0, allow_negative_numbers = true)]
-    pub to_rps: f64,
-    /// spike: how many times --rps during the spike.
-    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
-    pub spike_multiplier: f64,
-    /// spike: when it starts, ms after the run starts.
-    #[arg(long, default_value_t = 2000)]
-    pub spike_start_ms: u64,
-    /// spike: how long it lasts.
-    #[arg(long, default_value_t = 1000)]
-    pub spike_length_ms: u64,
+    /// burst: requests per burst (default 50).
+    #[arg(long)]
+    pub burst_size: Option<u32>,
+    /// burst: milliseconds between bursts (default 1000).
+    #[arg(long)]
+    pub burst_every_ms: Option<u64>,
+    /// ramp: the rate at the end (default 1000; starts at --rps).
+    #[arg(long, allow_negative_numbers = true)]
+    pub to_rps: Option<f64>,
+    /// spike: how many times --rps during the spike (default 10).
+    #[arg(long, allow_negative_numbers = true)]
+    pub spike_multiplier: Option<f64>,
+    /// spike: when it starts, ms after the run starts (default 2000).
+    #[arg(long)]
+    pub spike_start_ms: Option<u64>,
+    /// spike: how long it lasts, in ms (default 1000).
+    #[arg(long)]
+    pub spike_length_ms: Option<u64>,
+    /// A retry storm: a denied client retries after the denial's retry_after_ms, up to this
+    /// many times per request (1 to 10).
+    #[arg(long)]
+    pub retry_attempts: Option<u32>,
+    /// Decide on the rules' shared keys, continuing from the state earlier runs and `check`
+    /// left (default: the run gets its own key namespace and every limiter starts full).
+    #[arg(long)]
+    pub continue_state: bool,
     /// Simulated app instances, each with its own Redis connection, sending at once.
     #[arg(long, default_value_t = 4)]
     pub servers: u32,
@@ -100,20 +113,55 @@ pub struct SimulateArgs {
 }
 
 impl SimulateArgs {
+    /// Refuses a pattern flag that the chosen pattern would ignore, naming what it uses.
+    fn check_pattern_flags(&self) -> anyhow::Result<()> {
+        let given = [
+            ("rps", self.rps.is_some(), "constant, poisson, ramp, spike"),
+            ("burst-size", self.burst_size.is_some(), "burst"),
+            ("burst-every-ms", self.burst_every_ms.is_some(), "burst"),
+            ("to-rps", self.to_rps.is_some(), "ramp"),
+            ("spike-multiplier", self.spike_multiplier.is_some(), "spike"),
+            ("spike-start-ms", self.spike_start_ms.is_some(), "spike"),
+            ("spike-length-ms", self.spike_length_ms.is_some(), "spike"),
+        ];
+        let pattern = self
+            .pattern
+            .to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default();
+        for (flag, present, used_by) in given {
+            if present && !used_by.split(", ").any(|p| p == pattern) {
+                let uses = match self.pattern {
+                    PatternArg::Constant | PatternArg::Poisson => "--rps",
+                    PatternArg::Burst => "--burst-size and --burst-every-ms",
+                    PatternArg::Ramp => "--rps and --to-rps",
+                    PatternArg::Spike => {
+                        "--rps, --spike-multiplier, --spike-start-ms and --spike-length-ms"
+                    }
+                };
+                return Err(anyhow!(
+                    "--{flag} does not apply to --pattern {pattern} (it uses {uses}); drop --{flag} or choose a pattern that uses it ({used_by})"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn workload(&self) -> anyhow::Result<Workload> {
+        self.check_pattern_flags()?;
         let pattern = match self.pattern {
             PatternArg::Constant => Pattern::Constant,
             PatternArg::Burst => Pattern::Burst {
-                size: self.burst_size,
-                every_ms: self.burst_every_ms,
+                size: self.burst_size.unwrap_or(50),
+                every_ms: self.burst_every_ms.unwrap_or(1000),
             },
             PatternArg::Ramp => Pattern::Ramp {
-                to_rps: self.to_rps,
+                to_rps: self.to_rps.unwrap_or(1000.0),
             },
             PatternArg::Spike => Pattern::Spike {
-                multiplier: self.spike_multiplier,
-                start_ms: self.spike_start_ms,
-                length_ms: self.spike_length_ms,
+                multiplier: self.spike_multiplier.unwrap_or(10.0),
+                start_ms: self.spike_start_ms.unwrap_or(2000),
+                length_ms: self.spike_length_ms.unwrap_or(1000),
             },
             PatternArg::Poisson => Pattern::Poisson,
         };
@@ -136,12 +184,16 @@ impl SimulateArgs {
         };
         Ok(Workload {
             pattern,
-            rps: self.rps,
+            // A burst schedule has no rate; the engine still wants one above 0 for its checks.
+            rps: self.rps.unwrap_or(100.0),
             length,
             servers: self.servers,
             keys,
             cost: self.cost,
             seed: self.seed,
+            retry: self
+                .retry_attempts
+                .map(|max_attempts| sim::Retry { max_attempts }),
         })
     }
 
@@ -176,6 +228,10 @@ impl SimulateArgs {
         if self.server_clock {
             spec.clock = SimClock::Server;
         }
+        if !self.continue_state {
+            let id = format!("cli-{}", ratelockr::telemetry::now_ms());
+            spec.scope = Some(SimSpec::fresh_scope(&id));
+        }
         spec.validate().map_err(|e| match e {
             sim::SimError::InvalidWorkload { parameter, reason } => {
                 anyhow!("invalid --{}: {reason}", flag_name(parameter))
@@ -192,6 +248,8 @@ fn flag_name(parameter: &str) -> String {
     match parameter {
         "duration_ms" => "duration-secs".into(),
         "zipf_exponent" => "zipf".into(),
+        "burst_size" | "burst_every_ms" | "to_rps" | "spike_multiplier" | "spike_length_ms"
+        | "retry_attempts" => parameter.replace('_', "-"),
         other => other.replace('_', "-"),
     }
 }
@@ -280,6 +338,9 @@ struct JsonSummary<'a> {
     duration_ms: u64,
     cancelled: bool,
     algorithms: &'a [sim::TargetSummary],
+    /// Redis's own time in EVALSHA over the run (INFO commandstats), beside the client-side
+    /// latency percentiles in `algorithms`.
+    redis_cost: Option<ratelockr::commandstats::RedisCost>,
 }
 
 impl<'a> From<&'a Report> for JsonSummary<'a> {
@@ -292,6 +353,7 @@ impl<'a> From<&'a Report> for JsonSummary<'a> {
             duration_ms: r.duration_ms,
             cancelled: r.cancelled,
             algorithms: &r.targets,
+            redis_cost: r.redis_cost,
         }
     }
 }
@@ -335,6 +397,14 @@ fn print_table(report: &Report, args: &SimulateArgs) {
             ms(t.latency_p95_us),
             ms(t.latency_p99_us)
         );
+    }
+    println!("\np50/p95/p99: a decision's round trip as the client sees it, queueing included.");
+    match &report.redis_cost {
+        Some(cost) if cost.calls > 0 => println!(
+            "Redis-side: {} script calls (EVALSHA), {:.1} µs per call inside Redis (INFO commandstats; counts every client of this Redis).",
+            cost.calls, cost.usec_per_call
+        ),
+        _ => {}
     }
     if report
         .targets
