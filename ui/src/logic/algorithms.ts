@@ -6,6 +6,7 @@
  * screen and its exported file agree; GCRA and the counter have their own until the engine's
  * table names them (it draws them as "other").
  */
+import { CHART_STYLE } from "../bindings/chartStyle";
 
 export interface AlgorithmInfo {
   kind: string;
@@ -20,7 +21,13 @@ export interface AlgorithmInfo {
   params: string[];
 }
 
-export const ALGORITHMS: AlgorithmInfo[] = [
+/** The engine's look for an algorithm, where its table has one (not "other"). */
+function engineLook(kind: string): Pick<AlgorithmInfo, "color" | "dash"> | undefined {
+  const s = CHART_STYLE.algorithms[kind];
+  return s ? { color: s.colour, dash: [...s.dash] } : undefined;
+}
+
+const OWN: AlgorithmInfo[] = [
   { kind: "token_bucket", label: "Token bucket", short: "TB", color: "#1f77b4", dash: [], params: ["capacity", "refill_per_sec"] },
   { kind: "sliding_window_log", label: "Sliding window log", short: "SL", color: "#2ca02c", dash: [10, 5], params: ["limit", "window_ms"] },
   { kind: "fixed_window", label: "Fixed window", short: "FW", color: "#ff7f0e", dash: [3, 4], params: ["limit", "window_ms"] },
@@ -29,6 +36,8 @@ export const ALGORITHMS: AlgorithmInfo[] = [
 ];
 
 /** The naive GET/SET limiter of the race demo: not a rule kind, but it has lines too. */
+export const ALGORITHMS: AlgorithmInfo[] = OWN.map((a) => ({ ...a, ...engineLook(a.kind) }));
+
 export const NAIVE: AlgorithmInfo = {
   kind: "naive_get_set",
   label: "Naive GET/SET",
@@ -36,6 +45,7 @@ export const NAIVE: AlgorithmInfo = {
   color: "#d62728",
   dash: [16, 6],
   params: ["limit", "window_ms"],
+  ...engineLook("naive_get_set"),
 };
 
 const OTHER: Omit<AlgorithmInfo, "kind" | "label"> = { short: "??", color: "#9467bd", dash: [6, 3], params: ["limit", "window_ms"] };

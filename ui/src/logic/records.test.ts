@@ -51,7 +51,7 @@ describe("run records to chart series", () => {
     // One key only.
     expect(envelope(rec, 0, 100, 3, 1)).toEqual([null, 2, 3]);
     // A rule without known parameters draws no envelope.
-    const blind = run([[0, 0, 0, 0, 1]], { targets: [{ rule: "x", algorithm: "mystery", naive: false, rule_def: { algorithm: "mystery" } }] });
+    const blind = run([[0, 0, 0, 0, 1]], { targets: [{ rule: { name: "x", algorithm: "mystery" }, naive: false }] });
     expect(envelope(blind, 0, 100, 1)).toEqual([null]);
   });
 

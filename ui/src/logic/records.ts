@@ -20,11 +20,10 @@ export type RuleParams = {
   burst?: number;
 };
 
+/** One rule a run decided with (the backend's RunTarget). */
 export interface TargetInfo {
-  rule: string;
-  algorithm: string;
+  rule: RuleParams & { name: string };
   naive: boolean;
-  rule_def: RuleParams;
 }
 
 export interface Records {
@@ -133,7 +132,7 @@ export function envelopeForKey(rule: RuleParams, span: number): number | undefin
  * limiter stays under it; the naive one crosses it.
  */
 export function envelope(rec: Records, target: number, binMs: number, bins: number, key?: number): (number | null)[] {
-  const rule = rec.targets[target]?.rule_def;
+  const rule = rec.targets[target]?.rule;
   if (!rule || envelopeForKey(rule, 0) === undefined) return new Array(bins).fill(null);
   const first = new Map<number, number>();
   for (let i = 0; i < rec.t_ms.length; i++) {

@@ -16,8 +16,8 @@ function boundary(): Records {
   rows.push([0, 0, 0, 0, 1], [0, 1, 0, 0, 1]);
   return run(rows, {
     targets: [
-      { rule: "compare-sliding-window-log", algorithm: "sliding_window_log", naive: false, rule_def: { algorithm: "sliding_window_log", limit: 4, window_ms: 2000 } },
-      { rule: "compare-fixed-window", algorithm: "fixed_window", naive: false, rule_def: { algorithm: "fixed_window", limit: 4, window_ms: 1000 } },
+      { rule: { name: "compare-sliding-window-log", algorithm: "sliding_window_log", limit: 4, window_ms: 2000 }, naive: false },
+      { rule: { name: "compare-fixed-window", algorithm: "fixed_window", limit: 4, window_ms: 1000 }, naive: false },
     ],
   });
 }

@@ -2,22 +2,22 @@
  * What the run chart draws, as data: one plot per target with a shared y-scale, or one
  * overlaid plot; the runs picked from the history laid over the selected one.
  */
+import { CHART_STYLE } from "../bindings/chartStyle";
 import { algorithmInfo } from "./algorithms";
 import { binCount, binTarget, cumulative, envelope, spanMs, type Records } from "./records";
 
-/** The engine's outcome colours and dashes (src/export/style.rs OUTCOMES), as the files have them. */
-export const OUTCOME_STYLE = {
-  offered: { label: "offered", color: "#7f7f7f", dash: [4, 4] },
-  allowed: { label: "allowed", color: "#2ca02c", dash: [] },
-  denied: { label: "denied", color: "#d62728", dash: [] },
-  fail_open: { label: "fail-open", color: "#9467bd", dash: [8, 3] },
-  envelope: { label: "rule's envelope", color: "#444444", dash: [3, 3] },
-} as const;
+const LABELS = { offered: "offered", allowed: "allowed", denied: "denied", fail_open: "fail-open", envelope: "rule's envelope" } as const;
+
+export type LineKind = keyof typeof LABELS;
+
+/** The engine's outcome colours and dashes (CHART_STYLE, from src/export/style.rs), as the files have them. */
+export const OUTCOME_STYLE = Object.fromEntries(
+  (Object.keys(LABELS) as LineKind[]).map((k) => [k, { label: LABELS[k], color: CHART_STYLE.outcomes[k]?.colour ?? "#7f7f7f", dash: [...(CHART_STYLE.outcomes[k]?.dash ?? [])] }]),
+) as Record<LineKind, { label: string; color: string; dash: number[] }>;
 
 /** Colours that tell runs apart when the same algorithm is drawn more than once. */
 export const RUN_COLORS = ["#4f46e5", "#db2777", "#0891b2", "#65a30d", "#b45309", "#7c3aed"];
 
-export type LineKind = keyof typeof OUTCOME_STYLE;
 
 export interface Line {
   label: string;
@@ -66,14 +66,14 @@ export interface ViewOptions {
 
 function targetLabel(rec: Records, t: number): string {
   const target = rec.targets[t];
-  return target.naive ? `${algorithmInfo(target.algorithm).label} (naive)` : algorithmInfo(target.algorithm).label;
+  return target.naive ? algorithmInfo("naive_get_set").label : algorithmInfo(target.rule.algorithm).label;
 }
 
 /** The other run's target that matches this one: same algorithm and naivety, else same rule. */
 export function matchTarget(from: Records, t: number, to: Records): number {
   const a = from.targets[t];
-  const same = to.targets.findIndex((b) => b.algorithm === a.algorithm && b.naive === a.naive);
-  return same >= 0 ? same : to.targets.findIndex((b) => b.rule === a.rule);
+  const same = to.targets.findIndex((b) => b.rule.algorithm === a.rule.algorithm && b.naive === a.naive);
+  return same >= 0 ? same : to.targets.findIndex((b) => b.rule.name === a.rule.name);
 }
 
 export function buildRunView(runs: RunData[], opts: ViewOptions): RunView {
@@ -111,7 +111,7 @@ export function buildRunView(runs: RunData[], opts: ViewOptions): RunView {
         const [allowed] = outcomeLines(run, m, ["allowed"]);
         lines.push({ ...allowed, label: `allowed · ${run.name}`, color: RUN_COLORS[(i + 1) % RUN_COLORS.length], dash: [6, 3], width: 2 });
       });
-      return { title: target.rule, target: t, rule: target.rule, algorithm: target.algorithm, lines };
+      return { title: target.rule.name, target: t, rule: target.rule.name, algorithm: target.naive ? "naive_get_set" : target.rule.algorithm, lines };
     });
   } else {
     const lines: Line[] = [];
@@ -119,7 +119,7 @@ export function buildRunView(runs: RunData[], opts: ViewOptions): RunView {
     if (offered) lines.push({ ...offered, label: many ? `offered · ${runs[0].name}` : "offered" });
     runs.forEach((run, r) => {
       run.records.targets.forEach((_target, t) => {
-        const info = algorithmInfo(run.records.targets[t].naive ? "naive_get_set" : run.records.targets[t].algorithm);
+        const info = algorithmInfo(run.records.targets[t].naive ? "naive_get_set" : run.records.targets[t].rule.algorithm);
         const [allowed, env] = outcomeLines(run, t, ["allowed", "envelope"]);
         // One run: colour by algorithm. Several: colour by run, dash by algorithm, so three
         // token-bucket runs are three colours and two algorithms of one run two dashes.

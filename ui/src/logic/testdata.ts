@@ -8,8 +8,8 @@ export function run(rows: [number, number, number, number, number][], over: Part
     duration_ms: Math.max(0, ...rows.map((r) => r[0])),
     bin_ms: 100,
     targets: [
-      { rule: "tb", algorithm: "token_bucket", naive: false, rule_def: { algorithm: "token_bucket", capacity: 2, refill_per_sec: 10 } },
-      { rule: "fw", algorithm: "fixed_window", naive: false, rule_def: { algorithm: "fixed_window", limit: 2, window_ms: 1000 } },
+      { rule: { name: "tb", algorithm: "token_bucket", capacity: 2, refill_per_sec: 10 }, naive: false },
+      { rule: { name: "fw", algorithm: "fixed_window", limit: 2, window_ms: 1000 }, naive: false },
     ],
     keys: ["client-0", "client-1"],
     t_ms: rows.map((r) => r[0]),

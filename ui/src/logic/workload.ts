@@ -5,6 +5,8 @@
  * its own parameters, requests or a duration, rate, servers, keys with an optional Zipf
  * exponent, cost, seed, and the app's own retry storm and fresh-or-continued state.
  */
+import type { SimPattern } from "../bindings/SimPattern";
+import type { SimRequest } from "../bindings/SimRequest";
 import { parseField, U32_MAX, type NumberSpec } from "./numbers";
 
 export const COMPARE = "__compare";
@@ -128,31 +130,10 @@ export function applyPreset(preset: Preset, target?: string): WorkloadForm {
   return { ...DEFAULT_FORM, ...preset.form, target: preset.form.target ?? target ?? DEFAULT_FORM.target };
 }
 
-type Pattern =
-  | { kind: "constant" }
-  | { kind: "poisson" }
-  | { kind: "burst"; size: number; every_ms: number }
-  | { kind: "ramp"; to_rps: number }
-  | { kind: "spike"; multiplier: number; start_ms: number; length_ms: number };
+type Pattern = SimPattern;
 
-/** The request `sim_start` and `workload_preview` take (backend: SimRequest). */
-export interface WorkloadRequest {
-  target: { kind: "rule"; name: string } | { kind: "compare"; limit: number; window_ms: number };
-  pattern: Pattern;
-  rps: number;
-  requests?: number;
-  duration_ms?: number;
-  servers: number;
-  keys: number;
-  zipf: boolean;
-  zipf_exponent?: number;
-  cost?: number;
-  seed?: number;
-  naive: boolean;
-  retry?: { max_attempts: number };
-  continue_state?: boolean;
-  name?: string;
-}
+/** The request `sim_start` and `workload_preview` take. */
+export type WorkloadRequest = SimRequest;
 
 export interface FieldError {
   field: string;
@@ -256,6 +237,7 @@ export function formSlot(field: string | undefined, form: Pick<WorkloadForm, "ta
     start_ms: "spike_start_ms",
     length_ms: "spike_length_ms",
     "retry.max_attempts": "retries",
+    retry_attempts: "retries",
     pattern: "_form",
   };
   return map[field] ?? field;

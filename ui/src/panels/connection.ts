@@ -64,7 +64,7 @@ export async function initConnection() {
       render(s);
       input.value = "";
       // The backend warns when the saved URL does not answer (it is saved all the same).
-      const warning = (s as ConnectionStatus & { warning?: string }).warning;
+      const warning = s.warning;
       $("conn-note").textContent = warning ? `⚠ ${warning}` : "Switched. The password, if any, is kept but never shown.";
     } catch (err) {
       $("conn-note").textContent = "";

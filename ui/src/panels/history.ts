@@ -2,7 +2,8 @@
 //! click to chart it, tick to lay it over, export or delete it. The history's own warnings
 //! (runs dropped to stay in bounds) are shown above the list.
 import { api, events, toAppError } from "../api";
-import { apiNext, type RunHistory, type RunInfo } from "../api-next";
+import type { RunHistory } from "../bindings/RunHistory";
+import type { RunInfo } from "../bindings/RunInfo";
 import { $, h } from "../dom";
 import { algorithmLabel } from "../logic/algorithms";
 import { fmtClock, fmtInt } from "../logic/format";
@@ -39,7 +40,7 @@ function nameEditor(run: RunInfo): { name: HTMLElement; rename: () => void } {
     const error = h("div", { className: "field-error" });
     const save = async () => {
       try {
-        await apiNext.runRename(run.id, input.value);
+        await api.runRename(run.id, input.value);
         await refresh();
       } catch (err) {
         error.textContent = toAppError(err).message;
@@ -75,7 +76,7 @@ function renderRun(run: RunInfo): HTMLElement {
   del.addEventListener("click", async (e) => {
     e.stopPropagation();
     try {
-      history = await apiNext.runDelete(run.id);
+      history = await api.runDelete(run.id);
       afterHistory();
     } catch (err) {
       warn(`Could not delete run “${run.name}”: ${toAppError(err).message}`);
@@ -88,14 +89,14 @@ function renderRun(run: RunInfo): HTMLElement {
     editor.rename();
   });
   const status = runStatusText({ status: run.status });
-  const rules = run.rules.map((r) => `${algorithmLabel(r.algorithm)} ${describeRule(r)}`).join(" · ");
+  const rules = run.targets.map((t) => (t.naive ? "naive GET/SET beside" : `${algorithmLabel(t.rule.algorithm)} ${describeRule(t.rule)}`)).join(" · ");
   const li = h(
     "li",
     { className: "run-item" + (selected ? " selected" : ""), tabIndex: 0, data: { run: run.id, status: run.status } },
     h("div", { className: "run-line" }, overlay, editor.name, h("span", { className: `status-badge ${run.status}`, text: status })),
-    h("div", { className: "run-desc", text: `${fmtClock(run.created_ms)} · ${run.workload}${run.naive ? " · naive beside" : ""}` }),
+    h("div", { className: "run-desc", text: `${fmtClock(run.created_ms)} · ${run.workload}${run.fresh_state ? "" : " · continued state"}` }),
     h("div", { className: "run-desc", text: rules }),
-    h("div", { className: "run-line small" }, h("span", { className: "hint", text: `${fmtInt(run.records)} decisions · ${fmtBytes(run.bytes)}` }), h("span", { className: "spacer" }), renameButton, del),
+    h("div", { className: "run-line small" }, h("span", { className: "hint", text: run.summary ? `${fmtInt(run.summary.requests_sent)} requests · ${fmtBytes(run.bytes)}` : fmtBytes(run.bytes) }), h("span", { className: "spacer" }), renameButton, del),
   );
   li.addEventListener("click", () => select(run.id));
   li.addEventListener("keydown", (e) => e.key === "Enter" && select(run.id));
@@ -105,7 +106,7 @@ function renderRun(run: RunInfo): HTMLElement {
 function render() {
   const list = $("run-list");
   const runs = history?.runs ?? [];
-  $("history-size").textContent = history ? `${runs.length} of ${history.max_runs} · ${fmtBytes(history.bytes)} of ${fmtBytes(history.max_bytes)}` : "";
+  $("history-size").textContent = history ? `${runs.length} of ${history.settings.max_runs} · ${fmtBytes(history.bytes)} of ${fmtBytes(history.settings.max_bytes)}` : "";
   const warnings = $("history-warnings");
   warnings.replaceChildren(...(history?.warnings ?? []).map((w) => h("div", { text: `⚠ ${w}` })));
   if (runs.length === 0) {
@@ -131,7 +132,7 @@ function afterHistory(finished?: string) {
 
 export async function refresh(finished?: string) {
   try {
-    history = await apiNext.runsList();
+    history = await api.runsList();
   } catch (err) {
     warn(`The run history could not be read: ${toAppError(err).message}`);
   }
@@ -141,10 +142,9 @@ export async function refresh(finished?: string) {
 export async function initHistory() {
   let runsFinished = 0;
   void events.onSimFinished(async (f) => {
-    const fin = f as typeof f & { warnings?: string[] };
-    if (fin.warnings?.length) warn(...fin.warnings);
+    if (f.warnings.length) warn(...f.warnings);
     renderSim(await api.simStatus());
-    const id = (fin.summary as { id?: string } | undefined)?.id;
+    const id = f.summary?.id;
     await refresh(id);
     // Counted where the E2E test can wait for the end of a run it started (and its history).
     document.body.dataset.runsFinished = String(++runsFinished);

@@ -1,8 +1,7 @@
 //! The decision inspector: one decision, and what an HTTP client would have received for it
 //! (status, Retry-After, RateLimit-Policy, RateLimit, X-RateLimit-*), mapped by the engine's
 //! one header function through the backend.
-import { toAppError } from "../api";
-import { apiNext } from "../api-next";
+import { api, toAppError } from "../api";
 import type { Rule } from "../bindings/Rule";
 import { $, h } from "../dom";
 import { algorithmLabel } from "../logic/algorithms";
@@ -25,7 +24,7 @@ export async function inspect(rec: Records, i: number) {
   };
   const verdict = outcome === OUTCOME.allowed ? "allowed" : outcome === OUTCOME.denied ? "denied" : "fail-open";
   const facts: [string, string][] = [
-    ["Rule", `${target.rule} — ${target.naive ? "naive GET/SET" : algorithmLabel(target.algorithm)}, ${describeRule(target.rule_def)}`],
+    ["Rule", `${target.rule.name} — ${target.naive ? "naive GET/SET" : algorithmLabel(target.rule.algorithm)}, ${describeRule(target.rule)}`],
     ["Client key", rec.keys[rec.key[i]] ?? String(rec.key[i])],
     ["Sent at", `${fmtOffset(rec.t_ms[i])} into the run${rec.attempt[i] > 0 ? ` (retry ${rec.attempt[i]})` : ""}`],
     ["Decision", verdict],
@@ -44,7 +43,7 @@ export async function inspect(rec: Records, i: number) {
     ),
   );
   try {
-    const r = await apiNext.decisionHeaders(target.rule_def as unknown as Rule, decision);
+    const r = await api.decisionHeaders(target.rule as Rule, decision);
     if (mine !== seq) return;
     const reason = r.status === 429 ? "Too Many Requests" : "OK";
     http.replaceChildren(

@@ -9,7 +9,7 @@ async function render(promise: Promise<MetricsStatus>) {
     const m = await promise;
     $<HTMLInputElement>("metrics-enabled").checked = m.settings.enabled;
     // The port actually bound (port 0 picks one), when the backend says it.
-    const bound = (m as MetricsStatus & { port?: number }).port;
+    const bound = m.port;
     $<HTMLInputElement>("metrics-port").value = String(bound ?? m.settings.port);
     note.textContent = m.error ? `✗ ${m.error}` : m.url ? `Serving ${m.url}` : "Off";
     note.classList.toggle("error", Boolean(m.error));

@@ -36,7 +36,7 @@ let seq = 0;
 function renderTargets() {
   const select = $<HTMLSelectElement>("perkey-target");
   const targets = rec?.targets ?? [];
-  select.replaceChildren(...targets.map((t, i) => new Option(`${t.rule} (${t.naive ? "naive" : algorithmLabel(t.algorithm)})`, String(i))));
+  select.replaceChildren(...targets.map((t, i) => new Option(`${t.rule.name} (${t.naive ? "naive" : algorithmLabel(t.rule.algorithm)})`, String(i))));
   select.value = String(state.selectedTarget);
 }
 
@@ -94,7 +94,7 @@ function renderDetail() {
   const k = state.selectedKey;
   const target = r.targets[t];
   const s = keyState(r, t, k);
-  const label = target.rule_def.capacity !== undefined ? "tokens left" : "remaining";
+  const label = target.rule.capacity !== undefined ? "tokens left" : "remaining";
   const chartEl = h("div", { className: "state-chart" });
   const decisions = keyDecisions(r, t, k);
   const list = h(
@@ -116,14 +116,14 @@ function renderDetail() {
   );
   const more = decisions.length > MAX_DECISIONS ? h("div", { className: "hint", text: `First ${MAX_DECISIONS} of ${fmtInt(decisions.length)} decisions.` }) : "";
   detail.replaceChildren(
-    h("h3", { text: `${r.keys[k]} on ${target.rule}`, data: { testid: "key-title" } }),
+    h("h3", { text: `${r.keys[k]} on ${target.rule.name}`, data: { testid: "key-title" } }),
     h("div", { className: "hint", text: `${label} after each decision (the dashed line: the most it can hold)` }),
     chartEl,
     h("h3", { text: "Decisions" }),
     list,
     more,
   );
-  plot = stateChart(chartEl, s.x, s.remaining, stateCeiling(target.rule_def), label);
+  plot = stateChart(chartEl, s.x, s.remaining, stateCeiling(target.rule), label);
 }
 
 async function load() {

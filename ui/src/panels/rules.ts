@@ -1,7 +1,6 @@
 //! The rules card: the list, the editor (its fields follow the algorithm), validation while
 //! typing, save, delete, and resetting a rule's (or one client key's) limiter state.
 import { api, toAppError } from "../api";
-import { apiNext } from "../api-next";
 import type { AlgorithmKind } from "../bindings/AlgorithmKind";
 import type { Rule } from "../bindings/Rule";
 import { $, h, showFieldErrors } from "../dom";
@@ -135,7 +134,7 @@ async function reset(key: string | undefined) {
   note.classList.remove("error");
   note.textContent = "Resetting…";
   try {
-    const r = await apiNext.limiterReset(editing, key);
+    const r = await api.limiterReset(editing, key);
     note.textContent = `${r.key ? `Key “${r.key}”` : "Every key"} of “${r.rule}” starts full again (${r.deleted} Redis key${r.deleted === 1 ? "" : "s"} deleted).`;
   } catch (err) {
     note.classList.add("error");

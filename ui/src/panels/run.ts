@@ -1,7 +1,8 @@
 //! The run card: the selected run's chart (with overlays), its summary with latency labelled
 //! for what it measures, and its exports.
-import { toAppError } from "../api";
-import { apiNext, type RunInfo, type RunRecords } from "../api-next";
+import { api, toAppError } from "../api";
+import type { RunInfo } from "../bindings/RunInfo";
+import type { RunRecords } from "../bindings/RunRecords";
 import { RunChart, type Pick } from "../charts/run";
 import { $, h } from "../dom";
 import { algorithmLabel } from "../logic/algorithms";
@@ -20,7 +21,7 @@ const cache = new Map<string, RunRecords>();
 export async function records(id: string): Promise<RunRecords> {
   const hit = cache.get(id);
   if (hit) return hit;
-  const rec = await apiNext.runRecords(id);
+  const rec = await api.runRecords(id);
   if (runInfo(id)?.status !== "running") {
     cache.set(id, rec);
     while (cache.size > 6) cache.delete(cache.keys().next().value!);
@@ -71,7 +72,9 @@ function renderSummary(run: RunInfo | undefined) {
     el.replaceChildren(run?.error ? h("div", { className: "error", text: run.error.message }) : h("div", { className: "empty", text: run ? "No summary yet." : "No run yet." }));
     return;
   }
-  const head = ["Rule", "Algorithm", "Requests", "Allowed", "Denied", "Fail-open", "Over-admitted", "p50", "p99"];
+  // Retries (a retry storm's) only when there were any: the columns stay where the E2E reads them.
+  const retries = s.rows.some((r) => r.retries > 0);
+  const head = ["Rule", "Algorithm", "Requests", "Allowed", "Denied", "Fail-open", "Over-admitted", "p50", "p99", ...(retries ? ["Retries"] : [])];
   const thead = h(
     "thead",
     {},
@@ -81,8 +84,8 @@ function renderSummary(run: RunInfo | undefined) {
       ...head.map((t, i) =>
         h("th", {
           className: i >= 2 ? "num" : "",
-          text: i >= 7 ? `${t} round trip` : t,
-          title: i >= 7 ? "Client-observed time per decision, send to reply: includes queueing in the simulated servers and the connection, not only Redis." : "",
+          text: i === 7 || i === 8 ? `${t} round trip` : t,
+          title: i === 7 || i === 8 ? "Client-observed time per decision, send to reply: includes queueing in the simulated servers and the connection, not only Redis." : "",
         }),
       ),
     ),
@@ -104,17 +107,18 @@ function renderSummary(run: RunInfo | undefined) {
         h("td", { className: "num" + (r.over_admitted > 0 ? " bad" : ""), text: fmtInt(r.over_admitted) }),
         h("td", { className: "num", text: fmtMicros(r.latency_p50_us) }),
         h("td", { className: "num", text: fmtMicros(r.latency_p99_us) }),
+        ...(retries ? [h("td", { className: "num", text: fmtInt(r.retries) })] : []),
       );
       return tr;
     }),
   );
-  const status = runStatusText(s as { status?: string; cancelled?: boolean });
+  const status = runStatusText(s);
   const caption = h("div", {
     className: "summary-caption",
     text: `${status} · ${s.workload} — ${fmtInt(s.requests_sent)} requests in ${(s.duration_ms / 1000).toFixed(1)} s (${fmtInt(s.achieved_rps)} req/s)`,
     data: { status: status.toLowerCase() },
   });
-  const cost = (s as { redis_cost?: { calls: number; usec_per_call: number } }).redis_cost;
+  const cost = s.redis_cost;
   const latency = h("div", {
     className: "hint latency-note",
     text:
@@ -165,8 +169,8 @@ export function initRun() {
       void draw();
     });
   }
-  $("export-csv").addEventListener("click", () => runExport((id) => apiNext.exportCsv(id)));
-  $("export-png").addEventListener("click", () => runExport((id) => apiNext.exportChart("png", id)));
-  $("export-svg").addEventListener("click", () => runExport((id) => apiNext.exportChart("svg", id)));
+  $("export-csv").addEventListener("click", () => runExport((id) => api.exportCsv(id)));
+  $("export-png").addEventListener("click", () => runExport((id) => api.exportChart("png", id)));
+  $("export-svg").addEventListener("click", () => runExport((id) => api.exportChart("svg", id)));
   on("selection", () => void draw());
 }

@@ -2,9 +2,7 @@
 //! Zipf, cost, seed, retries, fresh or continued state; presets that fill it; a preview of the
 //! offered traffic; run, cancel and progress.
 import { api, events, toAppError } from "../api";
-import { apiNext } from "../api-next";
 import type { SimProgress } from "../bindings/SimProgress";
-import type { SimRequest } from "../bindings/SimRequest";
 import type { SimStatus } from "../bindings/SimStatus";
 import { PreviewChart } from "../charts/preview";
 import { $, h, showFieldErrors } from "../dom";
@@ -108,14 +106,15 @@ function previewSoon() {
       return;
     }
     try {
-      const p = await apiNext.workloadPreview(parsed.request as unknown as SimRequest);
+      const p = await api.workloadPreview(parsed.request);
       if (seq !== previewSeq) return;
       showErrors([]);
       preview ??= new PreviewChart($("preview-chart"));
       preview.show(p.offered, p.bin_ms);
       const planned = p.planned !== undefined ? `${fmtInt(p.planned)} requests` : "as many requests as the servers can send";
+      const note = p.note ? ` — ${p.note}` : "";
       $("preview-text").textContent =
-        p.offered.length === 0 ? `${p.description}: as fast as possible, no schedule to draw` : `${p.description}: ${planned} over ${(p.duration_ms / 1000).toFixed(1)} s, per ${p.bin_ms} ms`;
+        (p.offered.length === 0 ? `${p.description}: as fast as possible, no schedule to draw` : `${p.description}: ${planned} over ${(p.duration_ms / 1000).toFixed(1)} s, per ${p.bin_ms} ms`) + note;
     } catch (err) {
       if (seq !== previewSeq) return;
       const e = toAppError(err);
@@ -176,7 +175,7 @@ export async function initWorkload() {
     }
     try {
       state.liveFocus = "run";
-      renderSim(await api.simStart(parsed.request as unknown as SimRequest));
+      renderSim(await api.simStart(parsed.request));
       $<HTMLInputElement>("sim-name").value = "";
     } catch (err) {
       const x = toAppError(err);
