@@ -26,6 +26,8 @@ const exportDir = process.env.RATELOCKR_EXPORT_DIR ?? mkdtempSync(join(tmpdir(),
 let redis;
 let redisPort;
 let browser;
+/** The boundary-burst run's history id: the final screenshot shows it. */
+let boundaryRun;
 
 function freePort() {
   return new Promise((ok, fail) => {
@@ -259,6 +261,9 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await until(async () => /fail-open/.test(await text("#sim-progress")), 10_000, "the progress counts fail-open decisions");
     await startRedis();
     await until(async () => (await text("#conn-state")).startsWith("Connected"), 20_000, "the app reconnects by itself");
+    // Defect 10: once the status says Connected, the banner no longer says unreachable.
+    await new Promise((r) => setTimeout(r, 300));
+    assert.doesNotMatch(await text("#failopen-banner"), /unreachable|does not answer/);
     await click("#sim-cancel");
     await until(finished, 30_000, "the cancelled run ends");
     assert.match(await text("#sim-progress"), /^Cancelled/, "a cancelled run does not say Done");
@@ -323,6 +328,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
       return p["compare-fixed-window"] !== undefined && p["compare-sliding-window-log"] !== undefined ? p : false;
     }, 20_000, "the run chart shows the compare panels");
     assert.ok(peaks["compare-fixed-window"] > peaks["compare-sliding-window-log"], JSON.stringify(peaks));
+    boundaryRun = await browser.execute(() => document.querySelector("#run-list .run-item.selected")?.dataset.run);
     await click('[data-measure="cumulative"]');
     await new Promise((r) => setTimeout(r, 500));
     await browser.execute(() => document.getElementById("run-card").scrollIntoView());
@@ -430,8 +436,13 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
   });
 
   it("saves a screenshot of the window", async () => {
-    // Let the charts settle, then photograph the whole X screen (the window fills it).
-    await new Promise((r) => setTimeout(r, 1_000));
+    // The boundary-burst run, the algorithms side by side; then photograph the whole X screen
+    // (the window fills it).
+    if (boundaryRun) await click(`#run-list [data-run="${boundaryRun}"]`);
+    await click('[data-measure="bin"]');
+    await click('[data-layout="panels"]');
+    await browser.execute(() => window.scrollTo(0, 0));
+    await new Promise((r) => setTimeout(r, 1_500));
     execFileSync("import", ["-window", "root", SCREENSHOT]);
     assert.ok(existsSync(SCREENSHOT));
   });

@@ -7,14 +7,12 @@ import type { Rule } from "./bindings/Rule";
 import type { SimStatus } from "./bindings/SimStatus";
 import type { ChartFocus } from "./logic/live";
 
-export type Topic = "rules" | "sim" | "connection" | "history" | "selection" | "key" | "failopen";
+export type Topic = "rules" | "sim" | "connection" | "history" | "selection" | "key";
 
 export const state = {
   rules: [] as Rule[],
   sim: null as SimStatus | null,
   conn: null as ConnectionStatus | null,
-  /** Recent live-chart seconds hold fail-open decisions. */
-  failOpenSeen: false,
   /** What the live chart follows: the current or last run, or the user's rules. */
   liveFocus: "run" as ChartFocus,
   /** The run the run chart, summary and per-key view show (a history id). */

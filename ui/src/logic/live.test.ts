@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { axisWidth, focusAfterRuleClick, liveColumns, liveRules, recentFailOpen, totals } from "./live";
+import { axisWidth, focusAfterRuleClick, liveColumns, liveRules, totals } from "./live";
 
 const point = (second: number, allowed: number, denied: number, fail_open = 0) => ({ second, allowed, denied, fail_open });
 
@@ -17,11 +17,6 @@ describe("live chart", () => {
 
   it("totals every decision in the window, the current second included", () => {
     expect(totals(points)).toEqual({ allowed: 5, denied: 6, fail_open: 4 });
-  });
-
-  it("flags recent fail-open seconds for the banner", () => {
-    expect(recentFailOpen(points)).toBe(true);
-    expect(recentFailOpen([point(1, 1, 0, 3), ...Array.from({ length: 5 }, (_, i) => point(i + 2, 1, 0))])).toBe(false);
   });
 
   it("stays on the run when a rule is clicked during it (the chart switched away at its end)", () => {

@@ -26,11 +26,6 @@ export function totals(points: StatsPoint[]) {
   );
 }
 
-/** True when the last few seconds hold fail-open decisions: the banner's cue. */
-export function recentFailOpen(points: StatsPoint[], lastSeconds = 5): boolean {
-  return points.slice(-lastSeconds).some((p) => p.fail_open > 0);
-}
-
 export type ChartFocus = "run" | "rules";
 
 /**

@@ -28,17 +28,24 @@ export function reportUnexpected(message: string) {
   warn(message);
 }
 
+/**
+ * The fail-open banner, from one connection reading (defect 10: the status said Connected
+ * while a banner built from older stats still said unreachable): down, or recovered with
+ * recent fail-open decisions still counted, or hidden.
+ */
 function renderFailOpen() {
-  const down = state.conn?.state === "unreachable";
-  $("failopen-banner").classList.toggle("hidden", !(down || state.failOpenSeen));
+  const conn = state.conn;
+  const down = conn?.state === "unreachable";
+  const recent = conn?.fail_open_recent ?? 0;
+  $("failopen-banner").classList.toggle("hidden", !(down || recent > 0));
+  $("failopen-title").textContent = down ? "Redis is unreachable — decisions are failing open." : "Redis answers again.";
   $("failopen-detail").textContent = down
-    ? `Redis at ${state.conn?.url} does not answer (${state.conn?.error ?? "no reply"}). Requests are let through unlimited (remaining = −1); the app reconnects by itself.`
-    : "Recent decisions were made without Redis and let through (remaining = −1).";
+    ? `Redis at ${conn?.url} does not answer (${conn?.error ?? "no reply"}). Requests are let through unlimited (remaining = −1); the app reconnects by itself.`
+    : `${recent} decision${recent === 1 ? " was" : "s were"} let through without Redis (remaining = −1) in the last 10 s.`;
 }
 
 export function initBanners() {
   window.addEventListener("error", (e) => reportUnexpected(`Unexpected error: ${e.message}`));
   window.addEventListener("unhandledrejection", (e) => reportUnexpected(`Unexpected error: ${toAppError(e.reason).message}`));
   on("connection", renderFailOpen);
-  on("failopen", renderFailOpen);
 }

@@ -5,9 +5,9 @@ import type { RuleStats } from "../bindings/RuleStats";
 import { ChartGrid } from "../charts/live";
 import { $ } from "../dom";
 import { algorithmFromName } from "../logic/algorithms";
-import { liveRules, recentFailOpen } from "../logic/live";
+import { liveRules } from "../logic/live";
 import { createThrottle, type Throttle } from "../throttle";
-import { emit, on, state } from "../store";
+import { on, state } from "../store";
 
 function algorithmOf(rule: string): string | undefined {
   return (
@@ -40,8 +40,6 @@ export function initLive() {
     document.body.dataset.statsCalls = String(++calls);
     const stats: RuleStats[] = await api.stats(rules);
     charts.update(stats);
-    state.failOpenSeen = stats.some((s) => recentFailOpen(s.points));
-    emit("failopen");
   };
   refetch = createThrottle(fetchStats);
   void events.onRefetchStats(() => refetch.trigger());

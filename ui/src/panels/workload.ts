@@ -191,7 +191,8 @@ export async function initWorkload() {
   });
   on("rules", renderTargets);
   renderTargets();
-  void events.onSimProgress((p) => renderProgress(p, true));
+  // A progress cue that lands after the run ended must not turn "Cancelled" back into "Running".
+  void events.onSimProgress((p) => state.sim?.running !== false && renderProgress(p, true));
   renderSim(await api.simStatus());
   previewSoon();
 }
