@@ -80,6 +80,12 @@ async function fill(sel, value) {
   }, sel, value);
 }
 
+/** Clicks through the DOM: rows inside scrolled tables are not "interactable" to WebDriver. */
+async function domClick(sel) {
+  await until(() => browser.execute((s) => Boolean(document.querySelector(s)), sel), 10_000, `${sel} exists`);
+  await browser.execute((s) => document.querySelector(s).click(), sel);
+}
+
 async function click(sel) {
   const el = await browser.$(sel);
   await el.waitForClickable({ timeout: 10_000 });
@@ -366,9 +372,9 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     }, 20_000, "the per-key table fills");
     // Zipf: client-0 is the hot key and the most denied.
     assert.equal(first[0], "client-0");
-    await click('#perkey-table tr[data-key="client-0"]');
+    await domClick('#perkey-table tr[data-key="client-0"]');
     await until(async () => (await text('[data-testid="key-title"]')).startsWith("client-0"), 10_000, "the key opens");
-    await click("#perkey-detail .decision.denied");
+    await domClick("#perkey-detail .decision.denied");
     const http = await until(async () => {
       const t = await text("#inspector .http-response");
       return t.startsWith("HTTP") ? t : false;

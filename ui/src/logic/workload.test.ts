@@ -41,6 +41,8 @@ describe("workload form", () => {
   it("ignores the hidden fields of other patterns and the rate for bursts", () => {
     const r = requestFromForm(form({ pattern: "burst", burst_size: "20", burst_every_ms: "500", rps: "garbage", spike_multiplier: "x" }));
     expect(r.ok && r.request.pattern).toEqual({ kind: "burst", size: 20, every_ms: 500 });
+    // Not 0: the engine refuses 0 ("as fast as possible") with any pattern but constant.
+    expect(r.ok && r.request.rps).toBe(1);
   });
 
   it("puts every bad field in its own slot", () => {

@@ -200,8 +200,9 @@ export function requestFromForm(form: WorkloadForm, name?: string): { ok: true; 
   const request: WorkloadRequest = {
     target: form.target === COMPARE ? { kind: "compare", limit: v("limit"), window_ms: v("window_ms") } : { kind: "rule", name: form.target },
     pattern,
-    // Burst ignores the rate (its schedule is size every interval); the backend needs a value.
-    rps: form.pattern === "burst" ? 0 : v("rps"),
+    // Burst ignores the rate (its schedule is size every interval), but the engine takes 0
+    // ("as fast as possible") with the constant pattern only: send a neutral 1.
+    rps: form.pattern === "burst" ? 1 : v("rps"),
     servers: v("servers"),
     keys: v("keys"),
     zipf: form.zipf,

@@ -9,6 +9,10 @@ const warnings: string[] = [];
 function renderWarnings() {
   const el = $("warnings-banner");
   el.classList.toggle("hidden", warnings.length === 0);
+  if (warnings.length === 0) {
+    el.replaceChildren();
+    return;
+  }
   const close = h("button", { type: "button", className: "ghost small close", text: "Dismiss", title: "Hide these warnings", data: { testid: "warnings-dismiss" } });
   close.addEventListener("click", () => {
     warnings.length = 0;

@@ -62,7 +62,19 @@ function sync() {
 
 function showErrors(errors: FieldError[]) {
   const f = readForm();
-  showFieldErrors(form(), "sim-error-for", errors.map((e) => ({ ...e, field: formSlot(e.field, f) })));
+  // A message for a field the current choices hide goes to the form-wide slot: never unseen.
+  const visible = (field: string) => {
+    const slot = form().querySelector(`[data-sim-error-for="${field}"]`);
+    return slot !== null && slot.closest(".hidden") === null;
+  };
+  showFieldErrors(
+    form(),
+    "sim-error-for",
+    errors.map((e) => {
+      const field = formSlot(e.field, f);
+      return { ...e, field: visible(field) ? field : "_form" };
+    }),
+  );
 }
 
 function renderTargets() {
