@@ -59,7 +59,8 @@ async function draw() {
 }
 
 function renderHead(run: RunInfo | undefined) {
-  $("run-title").textContent = run ? `Run — ${run.name}` : "Run";
+  $("run-title").textContent = run ? run.name : "";
+  $("run-title").title = run ? run.name : "";
   for (const id of ["export-csv", "export-png", "export-svg"]) $<HTMLButtonElement>(id).disabled = !run || run.status === "running";
   for (const b of document.querySelectorAll<HTMLElement>("[data-measure]")) b.classList.toggle("active", b.dataset.measure === view.measure);
   for (const b of document.querySelectorAll<HTMLElement>("[data-layout]")) b.classList.toggle("active", b.dataset.layout === view.layout);
