@@ -327,9 +327,15 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     assert.deepEqual(rows.map((r) => r.rule), ["compare-token-bucket", "compare-sliding-window-log", "compare-fixed-window"]);
     await until(async () => {
       const t = await chartTotals();
-      // Fail-open decisions are decisions too (a loaded machine misses the deadline at times).
-      return ["compare-token-bucket", "compare-sliding-window-log", "compare-fixed-window"].every((r) => t[r] && t[r].allowed + t[r].denied + t[r].failOpen === 1500);
-    }, 10_000, "three charts with every decision");
+      // Every decision is on the chart. On a loaded machine some miss their deadline and fail
+      // open, while the script they sent may still run and count in Redis: then one request
+      // shows twice (fail-open here, allowed or denied there), never zero times.
+      return ["compare-token-bucket", "compare-sliding-window-log", "compare-fixed-window"].every(
+        (r) => t[r] && t[r].allowed + t[r].denied <= 1500 && t[r].allowed + t[r].denied + t[r].failOpen >= 1500,
+      );
+    }, 10_000, "three charts with every decision").catch(async (e) => {
+      throw new Error(`${e.message}: ${JSON.stringify(await chartTotals())}`);
+    });
     await until(async () => !(await visible("#failopen-banner")), 10_000, "no banner");
   });
 
