@@ -80,13 +80,20 @@ async function fill(sel, value) {
   }, sel, value);
 }
 
-/** Scrolls the page so that `id`'s card is at the top (scrollIntoView did not move WebKit's page). */
-async function scrollToCard(id) {
-  await browser.execute((i) => {
-    const el = document.getElementById(i);
-    window.scrollTo(0, el.getBoundingClientRect().top + window.scrollY - 8);
-  }, id);
-  await new Promise((r) => setTimeout(r, 400));
+/**
+ * Photographs the screen with only some cards of the content column shown, so the one wanted
+ * is at the top (under Xvfb a scrolled WebKit page was captured half repainted).
+ */
+async function photograph(file, hide) {
+  await browser.execute((ids) => {
+    window.scrollTo(0, 0);
+    for (const id of ids) document.getElementById(id).style.display = "none";
+  }, hide);
+  await new Promise((r) => setTimeout(r, 1_000));
+  execFileSync("import", ["-window", "root", file]);
+  await browser.execute((ids) => {
+    for (const id of ids) document.getElementById(id).style.display = "";
+  }, hide);
 }
 
 /** Clicks through the DOM: rows inside scrolled tables are not "interactable" to WebDriver. */
@@ -357,9 +364,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     boundaryRun = await browser.execute(() => document.querySelector("#run-list .run-item.selected")?.dataset.run);
     await click('[data-measure="cumulative"]');
     await new Promise((r) => setTimeout(r, 500));
-    await scrollToCard("run-card");
-    execFileSync("import", ["-window", "root", RUN_CHART_PNG]);
-    await browser.execute(() => window.scrollTo(0, 0));
+    await photograph(RUN_CHART_PNG, ["sim-card"]);
     await click('[data-measure="bin"]');
   });
 
@@ -393,6 +398,8 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     assert.equal(first[0], "client-0");
     await domClick('#perkey-table tr[data-key="client-0"]');
     await until(async () => (await text('[data-testid="key-title"]')).startsWith("client-0"), 10_000, "the key opens");
+    const after = await browser.execute(() => [...document.querySelectorAll("#perkey-table tbody tr.key-row")].map((tr) => tr.dataset.key));
+    assert.deepEqual(after.slice(0, 5), first.slice(0, 5), "the table stays whole when a key is opened");
     await domClick("#perkey-detail .decision.denied");
     const http = await until(async () => {
       const t = await text("#inspector .http-response");
@@ -401,10 +408,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     assert.match(http, /^HTTP\/1\.1 429/);
     assert.match(http, /Retry-After: \d+/);
     assert.match(http, /RateLimit-Policy: /);
-    await new Promise((r) => setTimeout(r, 500));
-    await scrollToCard("perkey-card");
-    execFileSync("import", ["-window", "root", PER_KEY_PNG]);
-    await browser.execute(() => window.scrollTo(0, 0));
+    await photograph(PER_KEY_PNG, ["sim-card", "run-card", "chart-card"]);
   });
 
   it("resets a rule, and the next run continuing its state starts full", async () => {
