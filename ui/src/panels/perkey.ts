@@ -13,8 +13,10 @@ import { emit, on, state } from "../store";
 import { inspect } from "./inspector";
 import { records } from "./run";
 
-/** The most rows drawn at once: the offenders are on top; the rest is a scroll too far. */
+/** Rows shown at first (the top offenders), and at most after "Show all". */
+const FIRST_ROWS = 15;
 const MAX_ROWS = 500;
+let showAll = false;
 const MAX_DECISIONS = 400;
 
 const COLUMNS: { key: KeyColumn; label: string; num: boolean }[] = [
@@ -24,7 +26,7 @@ const COLUMNS: { key: KeyColumn; label: string; num: boolean }[] = [
   { key: "denied", label: "Denied", num: true },
   { key: "deniedShare", label: "% denied", num: true },
   { key: "firstDeniedMs", label: "First denial", num: true },
-  { key: "longestDeniedStreak", label: "Longest denied streak", num: true },
+  { key: "longestDeniedStreak", label: "Longest streak", num: true },
 ];
 
 let sort: { column: KeyColumn; dir: "asc" | "desc" } = { column: "denied", dir: "desc" };
@@ -56,7 +58,8 @@ function renderTable() {
       return th;
     }),
   );
-  const body = sorted.slice(0, MAX_ROWS).map((r) => {
+  const shown = showAll ? MAX_ROWS : FIRST_ROWS;
+  const body = sorted.slice(0, shown).map((r) => {
     const tr = h(
       "tr",
       { className: "key-row" + (state.selectedKey === r.key ? " selected" : ""), tabIndex: 0, data: { key: r.name } },
@@ -77,7 +80,19 @@ function renderTable() {
     tr.addEventListener("keydown", (e) => e.key === "Enter" && open());
     return tr;
   });
-  const more = sorted.length > MAX_ROWS ? [h("tr", {}, h("td", { colSpan: COLUMNS.length, className: "hint", text: `${fmtInt(sorted.length - MAX_ROWS)} more keys not shown (sort to see others).` }))] : [];
+  const more: HTMLElement[] = [];
+  if (sorted.length > shown) {
+    const td = h("td", { colSpan: COLUMNS.length, className: "hint" }, `${fmtInt(sorted.length - shown)} more keys. `);
+    if (!showAll) {
+      const all = h("button", { type: "button", className: "ghost small", text: sorted.length <= MAX_ROWS ? `Show all ${fmtInt(sorted.length)}` : `Show ${fmtInt(MAX_ROWS)}` });
+      all.addEventListener("click", () => {
+        showAll = true;
+        renderTable();
+      });
+      td.append(all);
+    } else td.append("Sort by another column to see others.");
+    more.push(h("tr", {}, td));
+  }
   table.replaceChildren(h("thead", {}, head), h("tbody", {}, ...body, ...more));
 }
 
@@ -138,6 +153,7 @@ async function load() {
       if (mine !== seq) return;
       rec = r;
       if (state.selectedTarget >= r.targets.length) state.selectedTarget = 0;
+      if (r !== rec) showAll = false;
       rows = r.targets.length ? perKey(r, state.selectedTarget) : [];
     } catch (err) {
       if (mine !== seq) return;
