@@ -142,3 +142,21 @@ impl FailureLedger {
         points
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recent_fail_opens_are_counted_across_rules_from_a_second_on() {
+        let ledger = FailureLedger::default();
+        ledger.record_fail_open("a", 100);
+        ledger.record_fail_open("a", 105);
+        ledger.record_fail_open("b", 109);
+        ledger.record_fail_open("b", 110);
+        assert_eq!(ledger.fail_open_since(101), 3);
+        assert_eq!(ledger.fail_open_since(110), 1);
+        assert_eq!(ledger.fail_open_since(111), 0, "recovered: nothing recent");
+        assert_eq!(ledger.fail_open_total(), 4);
+    }
+}

@@ -258,3 +258,50 @@ async fn a_run_reports_redis_side_script_time_from_commandstats() {
         "{cost:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_chart_draws_the_runs_own_timeline_with_envelopes_as_png_and_svg() {
+    use ratelockr::export::{render_run_chart, TimelineBuilder};
+    let server = redis();
+    let limiter = limiter(&server, "runs-chart");
+    // Bursts of 20 every 500 ms for 2 s: fine bins keep them bursts.
+    let workload = Workload {
+        pattern: Pattern::Burst {
+            size: 20,
+            every_ms: 500,
+        },
+        length: Length::DurationMs(2_000),
+        servers: 1,
+        ..Workload::default()
+    };
+    let spec = SimSpec::compare("", 10, 1000, workload, false).expect("valid");
+    let observer = TimelineBuilder::new(&spec, 0).observer();
+    let report = sim::run(&limiter, &spec, None, &observer, CancellationToken::new())
+        .await
+        .expect("runs");
+    let timeline = observer.finish(report.duration_ms);
+    assert!(timeline.bin_ms <= 100, "{}", timeline.bin_ms);
+    for (line, summary) in timeline.targets.iter().zip(&report.targets) {
+        assert_eq!(line.offered.iter().sum::<u64>(), 80);
+        assert_eq!(line.allowed.iter().sum::<u64>(), summary.allowed);
+        let busy = line.offered.iter().filter(|&&n| n > 0).count();
+        assert!(
+            busy <= 8,
+            "four bursts, not a flat line: {:?}",
+            line.offered
+        );
+    }
+    let dir = common::tempdir("run-chart");
+    let svg = dir.join("run.svg");
+    render_run_chart(&timeline, &report.workload, &svg).expect("svg");
+    let text = std::fs::read_to_string(&svg).expect("read");
+    assert!(
+        text.contains("Requests per") && text.contains("envelope"),
+        "titled, enveloped"
+    );
+    // The two windows' equal envelopes are one line naming both, not one hiding the other.
+    assert!(text.contains("sliding-window-log, fixed-window envelope"));
+    let png = dir.join("run.png");
+    render_run_chart(&timeline, &report.workload, &png).expect("png");
+    assert_eq!(&std::fs::read(&png).expect("read")[..4], b"\x89PNG");
+}

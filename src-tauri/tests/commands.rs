@@ -166,8 +166,20 @@ fn connection_status_test_and_switch_never_show_the_password() {
     let dead = format!("redis://app:{secret}@127.0.0.1:1/0");
     let tested = ui.ok("connection_test", json!({ "url": dead }));
     assert_eq!(tested["ok"], false);
+    // Defect 7: a refused port is said to be refused, not a timeout.
+    let why = tested["error"].as_str().unwrap_or_default().to_lowercase();
+    assert!(
+        why.contains("refused") && !why.contains("timeout"),
+        "{tested}"
+    );
     let switched = ui.ok("connection_switch", json!({ "url": dead }));
     assert_eq!(switched["state"], "unreachable", "{switched}");
+    assert!(
+        switched["warning"]
+            .as_str()
+            .is_some_and(|w| w.contains("saved, but nothing answers")),
+        "switching to a Redis that does not answer warns: {switched}"
+    );
     assert_eq!(switched["url"], "redis://app:***@127.0.0.1:1/0");
     for reply in [tested, switched, ui.ok("connection_status", json!({}))] {
         assert!(!reply.to_string().contains(secret), "{reply}");
@@ -304,6 +316,9 @@ fn cancel_stops_a_long_run() {
     ui.ok("sim_cancel", json!({}));
     let status = wait_for_run(&ui);
     assert_eq!(status["last"]["cancelled"], true, "{status}");
+    assert_eq!(status["last"]["status"], "cancelled", "not done: {status}");
+    let history = ui.ok("runs_list", json!({}));
+    assert_eq!(history["runs"][0]["status"], "cancelled");
 }
 
 #[test]
@@ -341,6 +356,29 @@ fn metrics_are_served_on_loopback_and_can_be_switched_off() {
     assert_ne!(port, 0);
     let body = http_get(port);
     assert!(body.contains("ratelockr_active_rules 1"), "{body}");
+    assert_eq!(on["port"], port, "the port actually bound, not 0: {on}");
+    // Defect 8: an out-of-range port names the field, without serde's internals.
+    let err = ui
+        .call(
+            "metrics_configure",
+            json!({ "settings": { "enabled": true, "port": 70000 } }),
+        )
+        .expect_err("out of range");
+    assert_eq!(
+        (err["code"].as_str(), err["field"].as_str()),
+        (Some("invalid_settings"), Some("port"))
+    );
+    assert!(!err.to_string().contains("u16"), "{err}");
+    // A port in use is said in the app's terms (the CLI's --addr means nothing here).
+    let taken = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("bind");
+    let taken_port = taken.local_addr().expect("addr").port();
+    let busy = ui.ok(
+        "metrics_configure",
+        json!({ "settings": { "enabled": true, "port": taken_port } }),
+    );
+    let why = busy["error"].as_str().expect("reported");
+    assert!(why.contains("in use") && !why.contains("--addr"), "{busy}");
+    drop(taken);
     let off = ui.ok(
         "metrics_configure",
         json!({ "settings": { "enabled": false, "port": port } }),
@@ -609,6 +647,11 @@ fn a_corrupt_history_entry_is_set_aside_and_reported_not_deleted() {
         warnings.contains("could not be read") && warnings.contains("runs-aside"),
         "{warnings}"
     );
+    let info = ui.ok("app_info", json!({}));
+    assert!(
+        info["warnings"].to_string().contains("runs-aside"),
+        "{info}"
+    );
     let aside: Vec<_> = std::fs::read_dir(dir.path().join("runs-aside"))
         .expect("aside dir")
         .filter_map(Result::ok)
@@ -724,4 +767,75 @@ fn refetch_cues_are_coalesced_and_one_follows_the_last_decision() {
         order.ends_with("rf"),
         "a cue follows the last decision, before the end: {order}"
     );
+}
+
+/// A measurement, not a check (docs/app-performance.md): a 200,000-request run at the maximum
+/// rate, counting the events the window would receive, and the size and time of its records
+/// as the run chart fetches them. `cargo test -p ratelockr-app --release --test commands
+/// measure_a_200k_run -- --ignored --nocapture`
+#[test]
+#[ignore = "a measurement for docs/app-performance.md; run it by name"]
+fn measure_a_200k_run() {
+    let server = redis();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ui = Ui::open(dir.path(), Some(&server.url()));
+    ui.ok(
+        "rule_save",
+        json!({ "original": null, "draft": draft("big", 1000) }),
+    );
+    let counts: Arc<[AtomicU64; 2]> = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+    for (i, event) in ["refetch-stats", "sim-progress"].into_iter().enumerate() {
+        let c = counts.clone();
+        ui.app.listen_any(event, move |_| {
+            c[i].fetch_add(1, Ordering::Relaxed);
+        });
+    }
+    let requests = 200_000;
+    ui.ok(
+        "sim_start",
+        run_request("big", requests, json!({ "servers": 8, "keys": 100 })),
+    );
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let status = loop {
+        let status = ui.ok("sim_status", json!({}));
+        if status["running"] == false {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the run did not end");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let id = status["last"]["id"].as_str().expect("id").to_string();
+    let duration_ms = status["last"]["duration_ms"].as_u64().unwrap_or(0);
+    // The parts: reading the CSV into columns, serializing them, then the whole IPC call
+    // (which also parses the reply in this test).
+    let core = ui.app.state::<Arc<ratelockr_app::core::AppCore>>();
+    let started = Instant::now();
+    let columns = core.run_records(&id).expect("records");
+    let read_ms = started.elapsed().as_millis();
+    let started = Instant::now();
+    let bytes = serde_json::to_vec(&columns).expect("serializes").len();
+    let serialize_ms = started.elapsed().as_millis();
+    println!(
+        "run_records parts: CSV to columns {read_ms} ms, to JSON {serialize_ms} ms ({bytes} bytes)"
+    );
+    let started = Instant::now();
+    let records = ui.ok("run_records", json!({ "id": id }));
+    let fetch_ms = started.elapsed().as_millis();
+    let columnar = records.to_string().len();
+    let rows = records["t_ms"].as_array().map_or(0, Vec::len);
+    // The same records as one JSON object per record, for comparison.
+    let csv = dir.path().join("runs").join(&id).join("records.csv");
+    let objects: Vec<ratelockr::sim::Record> =
+        ratelockr::export::read_records(&csv).expect("records");
+    let per_record = serde_json::to_string(&objects).expect("json").len();
+    println!(
+        "requests {requests}, run {duration_ms} ms, refetch-stats events {}, sim-progress events {}",
+        counts[0].load(Ordering::Relaxed),
+        counts[1].load(Ordering::Relaxed)
+    );
+    println!(
+        "run_records: {rows} records, {columnar} bytes columnar JSON ({} bytes/record), fetched in {fetch_ms} ms over IPC; as JSON objects: {per_record} bytes",
+        columnar / rows.max(1)
+    );
+    assert_eq!(rows as u64, requests);
 }

@@ -13,7 +13,7 @@ pub mod style;
 pub mod timeline;
 
 pub use self::chart::{render_chart, ChartFormat};
-pub use self::csv::{for_each_record, read_records, CsvSink};
+pub use self::csv::{for_each_record, for_each_record_ref, read_records, CsvSink, RecordRef};
 pub use self::run_chart::{render_run_chart, timeline_from_csv};
 pub use self::timeline::{Timeline, TimelineBuilder};
 

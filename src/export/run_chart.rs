@@ -131,7 +131,10 @@ fn draw<DB: DrawingBackend>(
         &format!("requests / {} ms", timeline.bin_ms),
     )?;
 
-    let mut cumulative = Vec::new();
+    let mut cumulative: Vec<Line> = Vec::new();
+    // Envelopes drawn so far, so that equal ones (the two windows in a compare run) are one
+    // line with both names instead of one line hiding another.
+    let mut envelopes: Vec<(Vec<(f64, f64)>, usize)> = Vec::new();
     for t in &timeline.targets {
         let mut total = 0u64;
         let points = t
@@ -157,18 +160,31 @@ fn draw<DB: DrawingBackend>(
         }
         let keys = t.keys.max(1) as f64;
         let steps = timeline.bins().max(1);
-        let points = (0..=steps)
+        let points: Vec<(f64, f64)> = (0..=steps)
             .map(|i| {
                 let t_ms = i as u64 * timeline.bin_ms;
                 (secs(i), envelope(&t.algorithm, t_ms) * keys)
             })
             .collect();
+        let keys = if t.keys == 1 {
+            "1 key".to_string()
+        } else {
+            format!("{} keys", t.keys)
+        };
+        if let Some((_, at)) = envelopes.iter().find(|(p, _)| *p == points) {
+            let line = &mut cumulative[*at];
+            line.label = line
+                .label
+                .replacen(" envelope", &format!(", {} envelope", t.rule), 1);
+            continue;
+        }
         let mut style = outcome_style("envelope");
         if timeline.targets.len() > 1 {
             style.colour = algorithm_style(&t.label).colour;
         }
+        envelopes.push((points.clone(), cumulative.len()));
         cumulative.push(Line {
-            label: format!("{} envelope ({} keys)", t.rule, t.keys),
+            label: format!("{} envelope ({keys})", t.rule),
             points,
             style,
         });

@@ -71,13 +71,19 @@ pub struct LineStyle {
 }
 
 /// Per algorithm (by its label in records), the line's look.
-pub const ALGORITHMS: [(&str, LineStyle); 5] = [
+pub const ALGORITHMS: [(&str, LineStyle); 7] = [
     ("token_bucket", line("#1f77b4", &[], 3, "none")),
     ("sliding_window_log", line("#2ca02c", &[10, 5], 3, "circle")),
     ("fixed_window", line("#ff7f0e", &[3, 4], 3, "square")),
     ("naive_get_set", line("#d62728", &[16, 6], 2, "diamond")),
+    // The two scripts design.md adds (GCRA, the sliding window counter), ready for them.
+    ("gcra", line("#17becf", &[8, 3], 3, "triangle")),
+    (
+        "sliding_window_counter",
+        line("#8c564b", &[5, 5], 3, "diamond"),
+    ),
     // Algorithms this table does not know yet (new scripts) until they get their own.
-    ("other", line("#9467bd", &[6, 3], 3, "triangle")),
+    ("other", line("#9467bd", &[12, 3], 3, "circle")),
 ];
 
 /// Per outcome, the line's look in a single-rule chart.

@@ -52,7 +52,8 @@ pub struct TimelineBuilder {
 }
 
 impl TimelineBuilder {
-    /// A builder for `spec`'s targets, counting from `started_at_ms`.
+    /// A builder for `spec`'s targets, counting from `started_at_ms` (as an observer, from
+    /// the run's own start, whatever is given here).
     pub fn new(spec: &SimSpec, started_at_ms: u64) -> Self {
         let lines: Vec<TargetLine> = spec
             .targets
@@ -166,6 +167,13 @@ impl TimelineObserver {
 }
 
 impl SimObserver for TimelineObserver {
+    fn on_start(&self, started_at_ms: u64) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .started_at_ms = started_at_ms;
+    }
+
     fn on_record(&self, record: &Record) {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).add(record);
     }

@@ -231,6 +231,9 @@ pub struct Progress {
 
 /// Sees a run as it happens: the live chart's `refetch-stats`, progress bars.
 pub trait SimObserver: Send + Sync {
+    /// Called once before the first request, with the run's start (ms since the epoch): the
+    /// origin of the report's series and of `Record::sent_at_ms` offsets.
+    fn on_start(&self, _started_at_ms: u64) {}
     /// Called for every record, in completion order.
     fn on_record(&self, _record: &Record) {}
     /// Called about every 100 ms, and once at the end.
@@ -273,6 +276,7 @@ pub async fn run(
     let planned = workload.planned_requests();
     let evalsha_before = evalsha_stats(limiter).await;
     let started_at_ms = now_ms();
+    observer.on_start(started_at_ms);
     let start = Instant::now();
     // A child token: a sink failure stops the run without cancelling the caller's token.
     let stop = cancel.child_token();

@@ -152,3 +152,10 @@ pub fn unpack_bucket(state: &[u8]) -> (f64, f64) {
     let double = |b: &[u8]| f64::from_le_bytes(b.try_into().expect("8 bytes"));
     (double(&state[..8]), double(&state[8..]))
 }
+
+/// A fresh directory under the system's temp dir, unique to this test.
+pub fn tempdir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(unique(name));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}

@@ -207,6 +207,8 @@ impl AppCore {
         };
         metrics.set_active_rules(settings.rules.len());
         let history = History::open(&data_dir, settings.history);
+        // Entries set aside while opening go to the start-up banner too.
+        warnings.extend(history.list().warnings);
         let rules = history
             .latest()
             .map(|run| {

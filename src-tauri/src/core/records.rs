@@ -6,7 +6,7 @@
 
 use super::error::{AppError, ErrorCode};
 use super::history::{RunTarget, StoredRun};
-use ratelockr::sim::Record;
+use ratelockr::export::RecordRef;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
@@ -93,13 +93,20 @@ impl RunRecords {
         };
         let mut keys: HashMap<String, u32> = HashMap::new();
         let mut unknown_rule = None;
-        ratelockr::export::for_each_record(csv, |r: Record| {
-            let Some(&target) = index.get(&r.rule) else {
-                unknown_rule.get_or_insert(r.rule);
+        ratelockr::export::for_each_record_ref(csv, |r: &RecordRef<'_>| {
+            let Some(&target) = index.get(r.rule) else {
+                unknown_rule.get_or_insert_with(|| r.rule.to_string());
                 return;
             };
-            let next = keys.len() as u32;
-            let key = *keys.entry(r.key).or_insert(next);
+            // Look up before inserting: most rows repeat a key already seen.
+            let key = match keys.get(r.key) {
+                Some(&k) => k,
+                None => {
+                    let k = keys.len() as u32;
+                    keys.insert(r.key.to_string(), k);
+                    k
+                }
+            };
             out.t_ms
                 .push(r.sent_at_ms.saturating_sub(started_at_ms) as u32);
             out.target.push(target);

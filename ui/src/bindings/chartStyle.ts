@@ -60,6 +60,15 @@ export const CHART_STYLE: {
       "width": 3,
       "marker": "square"
     },
+    "gcra": {
+      "colour": "#17becf",
+      "dash": [
+        8,
+        3
+      ],
+      "width": 3,
+      "marker": "triangle"
+    },
     "naive_get_set": {
       "colour": "#d62728",
       "dash": [
@@ -72,11 +81,20 @@ export const CHART_STYLE: {
     "other": {
       "colour": "#9467bd",
       "dash": [
-        6,
+        12,
         3
       ],
       "width": 3,
-      "marker": "triangle"
+      "marker": "circle"
+    },
+    "sliding_window_counter": {
+      "colour": "#8c564b",
+      "dash": [
+        5,
+        5
+      ],
+      "width": 3,
+      "marker": "diamond"
     },
     "sliding_window_log": {
       "colour": "#2ca02c",

@@ -5,7 +5,8 @@ use crate::opts::{flag_error, print_json, AlgorithmArg, Global, RuleArgs};
 use anyhow::{anyhow, Context};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use ratelockr::export::{self, CsvSink};
+use ratelockr::export::timeline::TimelineObserver;
+use ratelockr::export::{self, CsvSink, TimelineBuilder};
 use ratelockr::sim::{
     self, KeyDistribution, Length, Pattern, Progress, Report, SimClock, SimObserver, SimSpec,
     Workload,
@@ -107,7 +108,8 @@ pub struct SimulateArgs {
     /// Write one row per request and algorithm to this CSV file.
     #[arg(long)]
     pub csv: Option<PathBuf>,
-    /// Draw decisions per second to this PNG or SVG file.
+    /// Draw the run chart to this PNG or SVG file: requests per bin (the bin fits the run)
+    /// and admissions under each rule's envelope, as the app draws it.
     #[arg(long)]
     pub chart: Option<PathBuf>,
 }
@@ -254,15 +256,31 @@ fn flag_name(parameter: &str) -> String {
     }
 }
 
-/// Drives the progress bar from the simulator's progress events.
-struct Bar(ProgressBar);
+/// Drives the progress bar from the simulator's progress events, and bins the records for
+/// the run chart when one is asked for.
+struct Watch {
+    bar: ProgressBar,
+    timeline: Option<TimelineObserver>,
+}
 
-impl SimObserver for Bar {
+impl SimObserver for Watch {
+    fn on_start(&self, started_at_ms: u64) {
+        if let Some(t) = &self.timeline {
+            t.on_start(started_at_ms);
+        }
+    }
+
+    fn on_record(&self, record: &sim::Record) {
+        if let Some(t) = &self.timeline {
+            t.on_record(record);
+        }
+    }
+
     fn on_progress(&self, p: &Progress) {
         if let Some(planned) = p.planned {
-            self.0.set_length(planned);
+            self.bar.set_length(planned);
         }
-        self.0.set_position(p.completed);
+        self.bar.set_position(p.completed);
     }
 }
 
@@ -295,7 +313,13 @@ pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCod
     } else {
         ProgressBar::hidden()
     };
-    let observer = Bar(bar.clone());
+    let observer = Watch {
+        bar: bar.clone(),
+        timeline: args
+            .chart
+            .as_ref()
+            .map(|_| TimelineBuilder::new(&spec, 0).observer()),
+    };
     let cancel = CancellationToken::new();
     let on_ctrl_c = cancel.clone();
     tokio::spawn(async move {
@@ -313,8 +337,10 @@ pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCod
     .await?;
     bar.finish_and_clear();
 
-    if let Some(path) = &args.chart {
-        export::render_chart(&report, path)
+    if let (Some(path), Some(timeline)) = (&args.chart, observer.timeline) {
+        // The run chart, as the app draws and exports it (src/export/style.rs).
+        let timeline = timeline.finish(report.duration_ms);
+        export::render_run_chart(&timeline, &report.workload, path)
             .with_context(|| format!("drawing {}", path.display()))?;
     }
     if global.json {
