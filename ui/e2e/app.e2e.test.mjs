@@ -396,6 +396,9 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     }, 20_000, "the per-key table fills");
     // Zipf: client-0 is the hot key and the most denied.
     assert.equal(first[0], "client-0");
+    // The five most denied, in order: the table's first five rows.
+    const denied = await browser.execute(() => [...document.querySelectorAll("#perkey-table tbody tr.key-row")].slice(0, 5).map((tr) => Number(tr.children[3].textContent.replace(/,/g, ""))));
+    assert.deepEqual(denied, [...denied].sort((a, b) => b - a), `denials, most first: ${denied}`);
     await domClick('#perkey-table tr[data-key="client-0"]');
     await until(async () => (await text('[data-testid="key-title"]')).startsWith("client-0"), 10_000, "the key opens");
     const after = await browser.execute(() => [...document.querySelectorAll("#perkey-table tbody tr.key-row")].map((tr) => tr.dataset.key));
@@ -450,6 +453,50 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     assert.ok(fit.overflow <= 0, `no sideways scrolling: ${JSON.stringify(fit)}`);
     assert.ok(fit.run && fit.chart, JSON.stringify(fit));
     await browser.setWindowRect(0, 0, 1360, 900).catch(() => browser.setWindowSize(1360, 900));
+  });
+
+  it("tunes a token bucket for a bursty workload: three kept runs on one chart", async () => {
+    await click("#rule-new");
+    await fill("#rule-name", "api");
+    await fill("#rule-algorithm", "token_bucket");
+    await fill("#rule-capacity", "10");
+    await fill("#rule-refill", "20");
+    await until(async () => (await text('[data-error-for="name"]')) === "", 5_000, "a valid name");
+    await click("#rule-save");
+    await until(() => browser.execute(() => Boolean(document.querySelector('#rule-list [data-rule="api"]'))), 5_000, "api is listed");
+    const ids = [];
+    const allowed = [];
+    for (const capacity of [10, 20, 30]) {
+      await click('#rule-list [data-rule="api"]');
+      await fill("#rule-capacity", String(capacity));
+      await click("#rule-save");
+      await until(async () => (await text("#rule-list")).includes(`capacity ${capacity},`), 5_000, `capacity ${capacity} saved`);
+      await fill("#sim-pattern", "burst");
+      await fill("#sim-burst-size", "30");
+      await fill("#sim-burst-every", "1000");
+      await fill("#sim-name", `capacity ${capacity}`);
+      await runSimulation({ target: "api", rps: 1, requests: 150, servers: 2 });
+      await until(finished, 30_000, `the capacity ${capacity} run ends`);
+      ids.push(await browser.execute(() => document.querySelector("#run-list .run-item.selected")?.dataset.run));
+      allowed.push(Number((await summaryRows())[0].cells[3].split(" ")[0].replace(/,/g, "")));
+    }
+    // A bigger bucket lets more of each burst through.
+    assert.ok(allowed[0] < allowed[1] && allowed[1] < allowed[2], `allowed by capacity: ${allowed}`);
+    for (const id of ids.slice(0, 2)) {
+      await browser.execute((i) => document.querySelector(`#run-list [data-run="${i}"] [data-testid="run-overlay"]`).click(), id);
+    }
+    await click('[data-layout="overlay"]');
+    await until(async () => (await browser.execute(() => document.getElementById("run-charts").dataset.runs)) === "3", 20_000, "three runs on one chart");
+    const legend = await text("#run-legend");
+    for (const c of [10, 20, 30]) assert.match(legend, new RegExp(`capacity ${c}`));
+    for (const id of ids.slice(0, 2)) {
+      await browser.execute((i) => document.querySelector(`#run-list [data-run="${i}"] [data-testid="run-overlay"]`).click(), id);
+    }
+    await click('[data-layout="panels"]');
+    await fill("#sim-pattern", "constant");
+    await click('#rule-list [data-rule="api"]');
+    await click("#rule-delete");
+    await until(() => browser.execute(() => !document.querySelector('#rule-list [data-rule="api"]')), 5_000, "api is deleted");
   });
 
   it("serves metrics on loopback when switched on in settings", async () => {
