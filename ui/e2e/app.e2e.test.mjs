@@ -513,6 +513,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
   it("saves a screenshot of the window", async () => {
     // The boundary-burst run, the algorithms side by side; then photograph the whole X screen
     // (the window fills it).
+    await click('[data-preset="boundary"]');
     if (boundaryRun) await click(`#run-list [data-run="${boundaryRun}"]`);
     await click('[data-measure="bin"]');
     await click('[data-layout="panels"]');

@@ -37,7 +37,8 @@ export class ChartGrid {
     private container: HTMLElement,
     private algorithmOf: (rule: string) => string | undefined,
   ) {
-    this.observer = new ResizeObserver(() => this.resize());
+    // Resized at the next frame: resizing inside the callback re-triggers it in the same frame.
+    this.observer = new ResizeObserver(() => requestAnimationFrame(() => this.resize()));
     this.observer.observe(container);
   }
 

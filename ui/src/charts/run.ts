@@ -46,7 +46,8 @@ export class RunChart {
     private legend: HTMLElement,
     private onPick: (pick: Pick) => void,
   ) {
-    this.observer = new ResizeObserver(() => this.resize());
+    // Resized at the next frame: resizing inside the callback re-triggers it in the same frame.
+    this.observer = new ResizeObserver(() => requestAnimationFrame(() => this.resize()));
     this.observer.observe(root);
   }
 

@@ -49,7 +49,12 @@ function renderFailOpen() {
 }
 
 export function initBanners() {
-  window.addEventListener("error", (e) => reportUnexpected(`Unexpected error: ${e.message}`));
+  window.addEventListener("error", (e) => {
+    // WebKit reports a ResizeObserver that had more to say in the same frame as an error; it
+    // is not one (the charts get the size at the next frame).
+    if (/ResizeObserver loop/.test(e.message)) return;
+    reportUnexpected(`Unexpected error: ${e.message}`);
+  });
   window.addEventListener("unhandledrejection", (e) => reportUnexpected(`Unexpected error: ${toAppError(e.reason).message}`));
   on("connection", renderFailOpen);
 }

@@ -119,7 +119,7 @@ function renderDetail() {
       const verdict = d.outcome === OUTCOME.allowed ? "allowed" : d.outcome === OUTCOME.denied ? "denied" : "fail-open";
       const li = h(
         "li",
-        { className: `decision ${verdict}`, tabIndex: 0, title: "Show in the decision inspector" },
+        { className: `decision ${verdict}`, tabIndex: 0, ariaLabel: "Show in the decision inspector" },
         h("span", { className: "mono", text: fmtOffset(d.t_ms) }),
         h("span", { className: "verdict", text: verdict + (d.attempt > 0 ? ` (retry ${d.attempt})` : "") }),
         h("span", { className: "mono hint", text: d.outcome === OUTCOME.denied ? `retry after ${fmtInt(d.retry_after_ms)} ms` : `${fmtInt(d.remaining)} left` }),
