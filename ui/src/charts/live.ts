@@ -37,8 +37,8 @@ export class ChartGrid {
     private container: HTMLElement,
     private algorithmOf: (rule: string) => string | undefined,
   ) {
-    // Resized at the next frame: resizing inside the callback re-triggers it in the same frame.
-    this.observer = new ResizeObserver(() => requestAnimationFrame(() => this.resize()));
+    // Resized just after the callback: resizing inside it re-triggers it in the same frame.
+    this.observer = new ResizeObserver(() => setTimeout(() => this.resize()));
     this.observer.observe(container);
   }
 

@@ -20,7 +20,7 @@ export class PreviewChart {
       [[], []],
       root,
     );
-    new ResizeObserver(() => requestAnimationFrame(() => this.plot.setSize({ width: this.width(), height: 90 }))).observe(root);
+    new ResizeObserver(() => setTimeout(() => this.plot.setSize({ width: this.width(), height: 90 }))).observe(root);
   }
 
   private width() {

@@ -46,8 +46,8 @@ export class RunChart {
     private legend: HTMLElement,
     private onPick: (pick: Pick) => void,
   ) {
-    // Resized at the next frame: resizing inside the callback re-triggers it in the same frame.
-    this.observer = new ResizeObserver(() => requestAnimationFrame(() => this.resize()));
+    // Resized just after the callback: resizing inside it re-triggers it in the same frame.
+    this.observer = new ResizeObserver(() => setTimeout(() => this.resize()));
     this.observer.observe(root);
   }
 
