@@ -113,6 +113,13 @@ let runsBefore = 0;
 /** Waits for the end of the run started last (its `sim-finished` event). */
 const finished = () => runsFinished().then((n) => n > runsBefore);
 
+/** What the simulator says, for a run that did not end in time. */
+const simState = () =>
+  browser.execute(() => ({
+    progress: document.getElementById("sim-progress").textContent,
+    errors: [...document.querySelectorAll("[data-sim-error-for]")].map((e) => e.textContent).filter(Boolean),
+  }));
+
 async function runSimulation({ target, rps, requests, servers = 2, keys = 1, naive = false, keepState = false }) {
   runsBefore = await runsFinished();
   await fill("#sim-target", target);
@@ -329,7 +336,9 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await fill("#sim-burst-size", "75");
     await fill("#sim-burst-every", "500");
     await runSimulation({ target: "__compare", rps: 150, requests: 1500, servers: 4, keys: 3 });
-    await until(finished, 60_000, "the comparison ends");
+    await until(finished, 60_000, "the comparison ends").catch(async (e) => {
+      throw new Error(`${e.message}: ${JSON.stringify(await simState())}`);
+    });
     const rows = await summaryRows();
     assert.deepEqual(rows.map((r) => r.rule), ["compare-token-bucket", "compare-sliding-window-log", "compare-fixed-window"]);
     await until(async () => {
@@ -444,15 +453,29 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
 
   it("keeps the simulator and the charts usable at 1024 × 640", async () => {
     await browser.setWindowSize(1024, 640);
-    await new Promise((r) => setTimeout(r, 500));
-    const fit = await browser.execute(() => ({
+    try {
+    const measure = () => browser.execute(() => ({
+      width: window.innerWidth,
       overflow: document.documentElement.scrollWidth - window.innerWidth,
       run: document.getElementById("sim-run").getBoundingClientRect().right <= window.innerWidth,
       chart: document.getElementById("run-charts").getBoundingClientRect().width > 300,
+      // What sticks out, if anything: the first few elements past the right edge.
+      wide: [...document.querySelectorAll("body *")]
+        .filter((el) => el.getBoundingClientRect().right > window.innerWidth + 1)
+        .slice(0, 4)
+        .map((el) => `${el.tagName.toLowerCase()}#${el.id}.${el.className}`),
     }));
-    assert.ok(fit.overflow <= 0, `no sideways scrolling: ${JSON.stringify(fit)}`);
+    // The charts follow the window's new size a moment later.
+    const fit = await until(async () => {
+      const m = await measure();
+      return m.width <= 1024 && m.overflow <= 0 ? m : false;
+    }, 5_000, "the page fits 1024 px").catch(async (e) => {
+      throw new Error(`${e.message}: ${JSON.stringify(await measure())}`);
+    });
     assert.ok(fit.run && fit.chart, JSON.stringify(fit));
-    await browser.setWindowRect(0, 0, 1360, 900).catch(() => browser.setWindowSize(1360, 900));
+    } finally {
+      await browser.setWindowRect(0, 0, 1360, 900).catch(() => browser.setWindowSize(1360, 900));
+    }
   });
 
   it("tunes a token bucket for a bursty workload: three kept runs on one chart", async () => {
