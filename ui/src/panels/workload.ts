@@ -91,7 +91,7 @@ function renderTargets() {
 function renderPresets() {
   $("presets").replaceChildren(
     ...PRESETS.map((p) => {
-      const b = h("button", { type: "button", className: "secondary small", text: p.label, title: p.about, data: { preset: p.id } });
+      const b = h("button", { type: "button", className: "secondary small", text: p.label, data: { preset: p.id } });
       b.addEventListener("click", () => {
         writeForm(applyPreset(p, $<HTMLSelectElement>("sim-target").value));
         $("preset-about").textContent = `${p.label}: ${p.about}`;
