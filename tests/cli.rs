@@ -428,3 +428,49 @@ fn simulate_refuses_a_flag_its_pattern_ignores_and_says_what_it_uses() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn check_headers_prints_the_http_answer_of_the_decision() {
+    let server = common::redis();
+    let prefix = common::unique("cli-headers");
+    let url = server.url();
+    let check = |json: bool| {
+        let mut args = vec![
+            "check",
+            "--redis",
+            &url,
+            "--prefix",
+            &prefix,
+            "--algorithm",
+            "fixed-window",
+            "--limit",
+            "1",
+            "--window-ms",
+            "60000",
+            "--rule",
+            "h",
+            "--key",
+            "k",
+            "--headers",
+        ];
+        if json {
+            args.push("--json");
+        }
+        ratelockr(&args)
+    };
+    let first = check(false);
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    let out = text(&first.stdout);
+    assert!(out.starts_with("HTTP 200\n"), "{out}");
+    assert!(out.contains("RateLimit-Policy: \"h\";q=1;w=60\n"), "{out}");
+    let denied = json(&check(true));
+    assert_eq!(denied["status"], 429);
+    let headers = denied["headers"].as_array().expect("headers");
+    assert!(
+        headers.iter().any(|h| h[0] == "Retry-After"
+            && h[1]
+                .as_str()
+                .is_some_and(|s| s.parse::<u64>().is_ok_and(|n| (1..=60).contains(&n)))),
+        "{denied}"
+    );
+}

@@ -118,6 +118,26 @@ pub struct RecordRef<'a> {
     pub attempt: u32,
 }
 
+impl<'a> From<&'a Record> for RecordRef<'a> {
+    fn from(r: &'a Record) -> Self {
+        RecordRef {
+            seq: r.seq,
+            sent_at_ms: r.sent_at_ms,
+            server: r.server,
+            rule: &r.rule,
+            algorithm: &r.algorithm,
+            key: &r.key,
+            allowed: r.allowed,
+            remaining: r.remaining,
+            retry_after_ms: r.retry_after_ms,
+            latency_us: r.latency_us,
+            fail_open: r.fail_open,
+            reset_after_ms: r.reset_after_ms,
+            attempt: r.attempt,
+        }
+    }
+}
+
 /// Streams the rows of a CSV written by [`CsvSink`] as borrowed [`RecordRef`]s: several times
 /// faster than [`for_each_record`] on long runs. Columns are found by name, so files with the
 /// later columns missing still read. Returns how many rows there were.

@@ -269,14 +269,14 @@ impl History {
         self.run_dir(id).join(RECORDS_FILE)
     }
 
-    /// Records a run that is starting; returns where its records go.
+    /// Records a run that is starting (its records go to [`History::records_path`]).
     pub fn begin(
         &mut self,
         id: &str,
         name: String,
         request: SimRequest,
         spec: SimSpec,
-    ) -> Result<PathBuf, AppError> {
+    ) -> Result<(), AppError> {
         let dir = self.run_dir(id);
         std::fs::create_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
         let run = StoredRun {
@@ -293,7 +293,7 @@ impl History {
         };
         write_run(&dir, &run)?;
         self.entries.push(Entry { run, bytes: 0 });
-        Ok(self.records_path(id))
+        Ok(())
     }
 
     /// Records how a run ended, then keeps the history within bounds. Returns what was
@@ -343,6 +343,15 @@ impl History {
             let Some(at) = self.entries.iter().position(|e| {
                 Some(e.run.id.as_str()) != keep && e.run.status != RunStatus::Running
             }) else {
+                // Only the run that just ended (or a running one) is left: it is kept, and
+                // the user is told that it alone is over the bound.
+                let message = format!(
+                    "the run history is over its bound ({} runs, {:.0} MB) with only the newest run left; it is kept",
+                    self.settings.max_runs,
+                    self.settings.max_bytes as f64 / 1e6
+                );
+                self.notice(message.clone());
+                dropped.push(message);
                 break;
             };
             let why = if over_count {
@@ -513,4 +522,73 @@ fn write_run(dir: &Path, run: &StoredRun) -> Result<(), AppError> {
         .map_err(|e| AppError::new(ErrorCode::Internal, e.to_string()))?;
     std::fs::write(&tmp, json).map_err(|e| io_error("write", &tmp, e))?;
     std::fs::rename(&tmp, &path).map_err(|e| io_error("write", &path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::sim::{SimPattern, SimTarget};
+
+    fn request() -> SimRequest {
+        SimRequest {
+            target: SimTarget::Compare {
+                limit: 5,
+                window_ms: 1000,
+            },
+            pattern: SimPattern::Constant,
+            rps: 10.0,
+            requests: Some(3),
+            duration_ms: None,
+            servers: 1,
+            keys: 1,
+            zipf: false,
+            zipf_exponent: None,
+            cost: None,
+            seed: Some(1),
+            naive: false,
+            continue_state: false,
+            retry: None,
+            name: None,
+        }
+    }
+
+    fn run_one(history: &mut History, name: &str) -> (String, Vec<String>) {
+        let request = request();
+        let spec = request.to_spec(|_| None).expect("spec");
+        let id = history.next_id();
+        history
+            .begin(&id, name.into(), request, spec)
+            .expect("begin");
+        std::fs::write(history.records_path(&id), b"seq\n").expect("records");
+        let failed = AppError::new(ErrorCode::Internal, "stopped");
+        let notes = history.finish(&id, Err(failed)).expect("finish");
+        (id, notes)
+    }
+
+    #[test]
+    fn over_the_byte_bound_the_oldest_goes_and_a_lone_run_is_kept_and_said() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut history = History::open(
+            dir.path(),
+            HistorySettings {
+                max_runs: 10,
+                max_bytes: 1,
+            },
+        );
+        let (first, notes) = run_one(&mut history, "a");
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("only the newest run left"), "{notes:?}");
+        assert_eq!(history.get(&first).expect("kept").status, RunStatus::Failed);
+        let (second, notes) = run_one(&mut history, "b");
+        assert!(
+            notes[0].contains("\"a\"") && notes[0].contains("MB"),
+            "{notes:?}"
+        );
+        assert!(history.get(&first).is_err());
+        assert!(!dir.path().join(RUNS_DIR).join(&first).exists());
+        // Reopened: the kept run is there, failed with its error.
+        let again = History::open(dir.path(), HistorySettings::default());
+        assert_eq!(again.list().runs.len(), 1);
+        assert_eq!(again.latest().map(|r| r.id.clone()), Some(second));
+    }
 }

@@ -36,7 +36,7 @@ use serde::Serialize;
 use settings::{MetricsDraft, MetricsSettings, Persist, Settings};
 use sim::{Relay, SimEvents, SimFinished, SimProgress, SimRequest, SimStatus};
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use tokio_util::sync::CancellationToken;
 use ts_rs::TS;
@@ -131,6 +131,9 @@ pub struct AppCore {
     sim: Mutex<SimSlot>,
     /// The kept runs. Lock order: `sim` before `history`, never the other way.
     history: Mutex<History>,
+    /// The last run's records in columns, built during the run (small runs only), so its
+    /// chart does not wait for its CSV to be read back.
+    last_columns: Mutex<Option<records::RunRecords>>,
     metrics_slot: Mutex<MetricsSlot>,
     /// Serializes applying metrics settings (binding is async).
     metrics_apply: tokio::sync::Mutex<()>,
@@ -155,6 +158,10 @@ fn metrics_error(err: &ratelockr::metrics::ServeError, port: u16) -> String {
         other => other.to_string(),
     }
 }
+
+/// The most records (requests × rules) a run may have for its columns to be kept in memory
+/// after it ends: about 40 MB.
+const MAX_CACHED_RECORDS: u64 = 1_000_000;
 
 /// A run's name when the form gives none: what ran, on what traffic (cut to fit).
 fn default_run_name(spec: &ratelockr::sim::SimSpec) -> String {
@@ -231,6 +238,7 @@ impl AppCore {
                 ..SimSlot::default()
             }),
             history: Mutex::new(history),
+            last_columns: Mutex::new(None),
             metrics_slot: Mutex::new(MetricsSlot {
                 settings: settings.metrics,
                 applied: false,
@@ -395,7 +403,7 @@ impl AppCore {
         };
         let cancel = CancellationToken::new();
         let progress = Arc::new(Mutex::new(None));
-        let (id, csv_path) = {
+        let id = {
             let mut slot = lock(&self.sim);
             if slot.cancel.is_some() {
                 return Err(AppError::new(
@@ -408,7 +416,7 @@ impl AppCore {
             if !request.continue_state {
                 spec.scope = Some(ratelockr::sim::SimSpec::fresh_scope(&id));
             }
-            let csv_path = history.begin(&id, name, request.clone(), spec.clone())?;
+            history.begin(&id, name, request.clone(), spec.clone())?;
             slot.cancel = Some(cancel.clone());
             slot.rules = spec
                 .targets
@@ -417,13 +425,13 @@ impl AppCore {
                 .collect();
             slot.progress = progress.clone();
             slot.error = None;
-            (id, csv_path)
+            id
         };
         let core = self.clone();
         let conn = self.connection();
         tokio::spawn(async move {
             let result = core
-                .run(&conn, &spec, &csv_path, events.clone(), &progress, cancel)
+                .run(&conn, &spec, &id, events.clone(), &progress, cancel)
                 .await;
             let finished = core.finish_run(&id, result);
             events.finished(&finished);
@@ -462,14 +470,15 @@ impl AppCore {
         &self,
         conn: &Connection,
         spec: &ratelockr::sim::SimSpec,
-        csv_path: &Path,
+        id: &str,
         events: Arc<dyn SimEvents>,
         progress: &Mutex<Option<SimProgress>>,
         cancel: CancellationToken,
     ) -> Result<ratelockr::sim::Report, AppError> {
-        let mut sink = ratelockr::export::CsvSink::create(csv_path)
+        let csv_path = lock(&self.history).records_path(id);
+        let mut sink = ratelockr::export::CsvSink::create(&csv_path)
             .map_err(|e| AppError::new(ErrorCode::Export, e.to_string()))?;
-        let relay = Relay::new(
+        let mut relay = Relay::new(
             events,
             spec.targets
                 .first()
@@ -477,6 +486,14 @@ impl AppCore {
                 .unwrap_or_default(),
             progress,
         );
+        // Runs small enough to keep in memory keep their columns for the run chart.
+        let records = spec
+            .workload
+            .planned_requests()
+            .map(|n| n.saturating_mul(spec.targets.len() as u64));
+        if records.is_some_and(|n| n <= MAX_CACHED_RECORDS) && spec.workload.retry.is_none() {
+            relay = relay.with_columns(records::Columns::new(id, spec, 0));
+        }
         // The backend stays alive (an embedded server, say) for the run even if the user
         // switches Redis meanwhile.
         let _backend = conn.backend.clone();
@@ -485,7 +502,12 @@ impl AppCore {
         // The last cue goes out after the last record and before `sim-finished`, so the live
         // chart's final fetch sees the whole run.
         relay.flush();
-        Ok(report?)
+        let report = report?;
+        let columns = relay
+            .take_columns()
+            .and_then(|c| c.finish(report.duration_ms).ok());
+        *lock(&self.last_columns) = columns;
+        Ok(report)
     }
 
     pub fn sim_cancel(&self) -> SimStatus {

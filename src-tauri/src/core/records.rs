@@ -66,8 +66,39 @@ impl RunRecords {
 
     /// Reads `run`'s records from `csv`.
     pub fn read(run: &StoredRun, csv: &Path) -> Result<RunRecords, AppError> {
-        let targets: Vec<RunTarget> = run
-            .spec
+        let (started_at_ms, duration_ms) = match &run.report {
+            Some(r) => (r.started_at_ms, r.duration_ms),
+            None => (run.created_ms, 0),
+        };
+        let mut columns = Columns::new(&run.id, &run.spec, started_at_ms);
+        ratelockr::export::for_each_record_ref(csv, |r| columns.push(r))
+            .map_err(|e| AppError::new(ErrorCode::History, e.to_string()))?;
+        columns.finish(duration_ms).map_err(|rule| {
+            AppError::new(
+                ErrorCode::History,
+                format!(
+                    "the records of run {} name a rule ({rule:?}) the run did not use; the file {} is kept as it is",
+                    run.id,
+                    csv.display()
+                ),
+            )
+        })
+    }
+}
+
+/// Builds [`RunRecords`] a record at a time: from a kept CSV, or during the run itself, so the
+/// run that just ended is at hand without reading its file back.
+#[derive(Debug)]
+pub struct Columns {
+    out: RunRecords,
+    index: HashMap<String, u16>,
+    keys: HashMap<String, u32>,
+    unknown_rule: Option<String>,
+}
+
+impl Columns {
+    pub fn new(id: &str, spec: &ratelockr::sim::SimSpec, started_at_ms: u64) -> Self {
+        let targets: Vec<RunTarget> = spec
             .targets
             .iter()
             .map(|t| RunTarget {
@@ -75,76 +106,88 @@ impl RunRecords {
                 naive: t.naive,
             })
             .collect();
-        let index: HashMap<String, u16> = targets
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.rule.name().to_string(), i as u16))
-            .collect();
-        let (started_at_ms, duration_ms) = match &run.report {
-            Some(r) => (r.started_at_ms, r.duration_ms),
-            None => (run.created_ms, 0),
-        };
-        let mut out = RunRecords {
-            id: run.id.clone(),
-            started_at_ms,
-            duration_ms,
-            targets,
-            ..RunRecords::default()
-        };
-        let mut keys: HashMap<String, u32> = HashMap::new();
-        let mut unknown_rule = None;
-        ratelockr::export::for_each_record_ref(csv, |r: &RecordRef<'_>| {
-            let Some(&target) = index.get(r.rule) else {
-                unknown_rule.get_or_insert_with(|| r.rule.to_string());
-                return;
-            };
-            // Look up before inserting: most rows repeat a key already seen.
-            let key = match keys.get(r.key) {
-                Some(&k) => k,
-                None => {
-                    let k = keys.len() as u32;
-                    keys.insert(r.key.to_string(), k);
-                    k
-                }
-            };
-            out.t_ms
-                .push(r.sent_at_ms.saturating_sub(started_at_ms) as u32);
-            out.target.push(target);
-            out.key.push(key);
-            out.outcome.push(if r.fail_open {
-                OUTCOME_FAIL_OPEN
-            } else if r.allowed {
-                OUTCOME_ALLOWED
-            } else {
-                OUTCOME_DENIED
-            });
-            out.remaining.push(r.remaining);
-            out.retry_after_ms.push(r.retry_after_ms);
-            out.reset_after_ms.push(r.reset_after_ms);
-            out.latency_us
-                .push(r.latency_us.min(u64::from(u32::MAX)) as u32);
-            out.attempt.push(r.attempt);
-            out.seq.push(r.seq);
-        })
-        .map_err(|e| AppError::new(ErrorCode::History, e.to_string()))?;
-        if let Some(rule) = unknown_rule {
-            return Err(AppError::new(
-                ErrorCode::History,
-                format!(
-                    "the records of run {} name a rule ({rule:?}) the run did not use; the file {} is kept as it is",
-                    run.id,
-                    csv.display()
-                ),
-            ));
+        Columns {
+            index: targets
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.rule.name().to_string(), i as u16))
+                .collect(),
+            out: RunRecords {
+                id: id.to_string(),
+                started_at_ms,
+                targets,
+                ..RunRecords::default()
+            },
+            keys: HashMap::new(),
+            unknown_rule: None,
         }
-        let mut names = vec![String::new(); keys.len()];
-        for (name, i) in keys {
+    }
+
+    /// The run's start, once it is known (`t_ms` counts from it).
+    pub fn set_start(&mut self, started_at_ms: u64) {
+        self.out.started_at_ms = started_at_ms;
+    }
+
+    pub fn len(&self) -> usize {
+        self.out.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.out.is_empty()
+    }
+
+    pub fn push(&mut self, r: &RecordRef<'_>) {
+        let out = &mut self.out;
+        let Some(&target) = self.index.get(r.rule) else {
+            self.unknown_rule.get_or_insert_with(|| r.rule.to_string());
+            return;
+        };
+        // Look up before inserting: most rows repeat a key already seen.
+        let key = match self.keys.get(r.key) {
+            Some(&k) => k,
+            None => {
+                let k = self.keys.len() as u32;
+                self.keys.insert(r.key.to_string(), k);
+                k
+            }
+        };
+        out.t_ms
+            .push(r.sent_at_ms.saturating_sub(out.started_at_ms) as u32);
+        out.target.push(target);
+        out.key.push(key);
+        out.outcome.push(if r.fail_open {
+            OUTCOME_FAIL_OPEN
+        } else if r.allowed {
+            OUTCOME_ALLOWED
+        } else {
+            OUTCOME_DENIED
+        });
+        out.remaining.push(r.remaining);
+        out.retry_after_ms.push(r.retry_after_ms);
+        out.reset_after_ms.push(r.reset_after_ms);
+        out.latency_us
+            .push(r.latency_us.min(u64::from(u32::MAX)) as u32);
+        out.attempt.push(r.attempt);
+        out.seq.push(r.seq);
+    }
+
+    /// The columns of a run that lasted `duration_ms` (0: up to the last record), or the name
+    /// of a rule the records used that the run did not.
+    pub fn finish(self, duration_ms: u64) -> Result<RunRecords, String> {
+        if let Some(rule) = self.unknown_rule {
+            return Err(rule);
+        }
+        let mut out = self.out;
+        let mut names = vec![String::new(); self.keys.len()];
+        for (name, i) in self.keys {
             names[i as usize] = name;
         }
         out.keys = names;
-        if out.duration_ms == 0 {
-            out.duration_ms = out.t_ms.iter().copied().max().map_or(0, u64::from);
-        }
+        out.duration_ms = if duration_ms == 0 {
+            out.t_ms.iter().copied().max().map_or(0, u64::from)
+        } else {
+            duration_ms
+        };
         out.bin_ms = ratelockr::export::style::bin_ms(out.duration_ms);
         Ok(out)
     }

@@ -67,6 +67,9 @@ impl AppCore {
     /// Every record of a kept run, in columns.
     pub fn run_records(&self, id: &str) -> Result<RunRecords, AppError> {
         let (run, csv) = self.kept_run(Some(id))?;
+        if let Some(columns) = lock(&self.last_columns).as_ref().filter(|c| c.id == id) {
+            return Ok(columns.clone());
+        }
         RunRecords::read(&run, &csv)
     }
 

@@ -3,6 +3,7 @@
 
 use super::coalesce::{Coalesce, FRAME};
 use super::error::{AppError, ErrorCode};
+use super::records::Columns;
 use ratelockr::sim::{
     self, KeyDistribution, Length, Pattern, Record, SimObserver, SimSpec, Workload,
 };
@@ -374,6 +375,8 @@ pub(crate) struct Relay<'a> {
     /// Emits happen under this lock, so a flush's cue is ordered after every earlier one.
     cue: Arc<Mutex<Coalesce>>,
     ticker: CancellationToken,
+    /// The run's records in columns, built as they come (see [`Relay::with_columns`]).
+    columns: Option<Mutex<Columns>>,
 }
 
 impl<'a> Relay<'a> {
@@ -408,7 +411,22 @@ impl<'a> Relay<'a> {
             latest,
             cue,
             ticker,
+            columns: None,
         }
+    }
+
+    /// Also keeps the run's records in columns, so the run chart of the run that just ended
+    /// needs no reading back of its CSV.
+    pub fn with_columns(mut self, columns: Columns) -> Self {
+        self.columns = Some(Mutex::new(columns));
+        self
+    }
+
+    /// The columns kept, if any.
+    pub fn take_columns(&mut self) -> Option<Columns> {
+        self.columns
+            .take()
+            .map(|c| c.into_inner().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Sends the owed cue, if any, and stops the ticker: call after the last record.
@@ -428,7 +446,22 @@ impl Drop for Relay<'_> {
 }
 
 impl SimObserver for Relay<'_> {
+    fn on_start(&self, started_at_ms: u64) {
+        if let Some(columns) = &self.columns {
+            columns
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .set_start(started_at_ms);
+        }
+    }
+
     fn on_record(&self, record: &Record) {
+        if let Some(columns) = &self.columns {
+            columns
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(&record.into());
+        }
         if record.fail_open {
             self.fail_open.fetch_add(1, Ordering::Relaxed);
         }

@@ -18,6 +18,11 @@ pub struct CheckArgs {
     /// Decide at this time (ms since the epoch) instead of the Redis server's clock.
     #[arg(long)]
     pub now_ms: Option<u64>,
+    /// Print the HTTP answer the decision implies instead (status, RateLimit-Policy,
+    /// RateLimit, Retry-After, X-RateLimit-*), as the app's decision inspector shows it;
+    /// with --json, `{"status", "headers": [[name, value], ...]}`.
+    #[arg(long)]
+    pub headers: bool,
     #[command(flatten)]
     pub rule: RuleArgs,
 }
@@ -39,7 +44,17 @@ pub async fn run(global: &Global, args: &CheckArgs) -> anyhow::Result<ExitCode> 
             ratelockr::Decision::FAIL_OPEN
         }
     };
-    if global.json {
+    if args.headers {
+        let answer = ratelockr::headers::http_answer(&rule, &decision);
+        if global.json {
+            print_json(&answer)?;
+        } else {
+            println!("HTTP {}", answer.status);
+            for (name, value) in &answer.headers {
+                println!("{name}: {value}");
+            }
+        }
+    } else if global.json {
         print_json(&decision)?;
     } else if decision.allowed {
         println!(
