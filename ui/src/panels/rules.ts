@@ -10,8 +10,12 @@ import { describeRule, draftFromForm, formFromRule, nameProblem, PARAM_SPECS, ty
 import type { FieldError } from "../logic/workload";
 import { emit, on, state } from "../store";
 
-/** The algorithms the engine takes as rules; tsc fails here when the engine gains one. */
-const RULE_KINDS = { token_bucket: true, sliding_window_log: true, fixed_window: true } satisfies Record<AlgorithmKind, true>;
+/**
+ * The algorithms the rule form offers: the engine's AlgorithmKind values (typed, so a name the
+ * engine does not know fails tsc). GCRA and the sliding window counter join when the engine's
+ * bindings have them; their parameters are already in ../logic/algorithms.ts.
+ */
+const RULE_KINDS: readonly AlgorithmKind[] = ["token_bucket", "sliding_window_log", "fixed_window"];
 
 /** Input ids kept from the first version (the E2E test and muscle memory use them). */
 const INPUT_ID: Record<string, string> = { capacity: "rule-capacity", refill_per_sec: "rule-refill", limit: "rule-limit", window_ms: "rule-window", burst: "rule-burst" };
@@ -143,7 +147,7 @@ async function reset(key: string | undefined) {
 }
 
 export async function initRules() {
-  algorithmSelect().replaceChildren(...Object.keys(RULE_KINDS).map((k) => new Option(algorithmLabel(k), k)));
+  algorithmSelect().replaceChildren(...RULE_KINDS.map((k) => new Option(algorithmLabel(k), k)));
   nameInput().addEventListener("input", () => {
     nameTouched = true;
     validateSoon();
