@@ -377,6 +377,17 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await click('[data-measure="bin"]');
   });
 
+  it("opens a chart point's decision in the inspector", async () => {
+    await click('[data-measure="bin"]');
+    await click('#run-charts .run-panel[data-rule="compare-fixed-window"] .u-over');
+    const http = await until(async () => {
+      const t = await text("#inspector .http-response");
+      return t.startsWith("HTTP") ? t : false;
+    }, 10_000, "the inspector shows the clicked bin's decision");
+    assert.match(await text("#inspector"), /compare-fixed-window/);
+    assert.match(http, /^HTTP\/1\.1 (200 OK|429 Too Many Requests)/);
+  });
+
   it("lays two kept runs over each other on one chart", async () => {
     const runs = await browser.execute(() => [...document.querySelectorAll("#run-list .run-item")].map((li) => li.dataset.run));
     assert.ok(runs.length >= 2, `kept runs: ${runs}`);

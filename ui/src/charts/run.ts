@@ -139,7 +139,7 @@ export class RunChart {
         [view.x, ...plot.lines.map((l) => l.values)] as uPlot.AlignedData,
         el,
       );
-      u.over.addEventListener("click", () => this.pick(u, plot.lines, plot.target));
+      u.over.addEventListener("click", (e) => this.pick(u, plot.lines, plot.target, e));
       this.plots.push(u);
       return panel;
     });
@@ -155,13 +155,14 @@ export class RunChart {
     this.syncing = false;
   }
 
-  private pick(u: uPlot, lines: Line[], target: number) {
-    const idx = u.cursor.idx;
-    if (idx === null || idx === undefined || !this.view) return;
+  private pick(u: uPlot, lines: Line[], target: number, e: MouseEvent) {
+    // From the click's own position: the cursor may not have seen a move before a click.
+    const idx = u.posToIdx(e.offsetX);
+    if (idx === null || idx === undefined || idx < 0 || !this.view) return;
     // In the overlaid chart, the line nearest the pointer says which run and rule.
     let line = lines.find((l) => l.kind === "allowed" && (target < 0 || l.target === target)) ?? lines[0];
-    if (target < 0 && u.cursor.top !== undefined) {
-      const y = u.posToVal(u.cursor.top, "y");
+    if (target < 0) {
+      const y = u.posToVal(e.offsetY, "y");
       let best = Infinity;
       for (const l of lines) {
         if (l.kind !== "allowed") continue;

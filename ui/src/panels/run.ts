@@ -132,12 +132,18 @@ function renderSummary(run: RunInfo | undefined) {
   el.replaceChildren(caption, h("table", { className: "summary" }, thead, body), latency);
 }
 
-/** The clicked bin's decision for the inspector: its first denial, else its last decision. */
+/**
+ * The clicked bin's decision for the inspector: its first denial, else its last decision; in
+ * an empty bin (a quiet stretch), the decision nearest to it.
+ */
 async function onPick(p: Pick) {
   const rec = await records(p.run);
-  const inBin = recordIndices(rec, p.target).filter((i) => rec.t_ms[i] >= p.fromMs && rec.t_ms[i] < p.toMs);
-  if (inBin.length === 0) return;
-  const i = inBin.find((j) => rec.outcome[j] === OUTCOME.denied) ?? inBin[inBin.length - 1];
+  const all = recordIndices(rec, p.target);
+  if (all.length === 0) return;
+  const inBin = all.filter((i) => rec.t_ms[i] >= p.fromMs && rec.t_ms[i] < p.toMs);
+  const mid = (p.fromMs + p.toMs) / 2;
+  const nearest = () => all.reduce((a, b) => (Math.abs(rec.t_ms[b] - mid) < Math.abs(rec.t_ms[a] - mid) ? b : a));
+  const i = inBin.length ? (inBin.find((j) => rec.outcome[j] === OUTCOME.denied) ?? inBin[inBin.length - 1]) : nearest();
   void inspect(rec, i);
 }
 
