@@ -474,3 +474,34 @@ fn check_headers_prints_the_http_answer_of_the_decision() {
         "{denied}"
     );
 }
+
+#[test]
+fn simulate_preview_prints_the_schedules_shape_without_redis() {
+    // No Redis at all: a preview runs nothing.
+    let preview = json(&ratelockr(&[
+        "--redis",
+        "redis://127.0.0.1:1",
+        "simulate",
+        "--algorithm",
+        "fixed-window",
+        "--pattern",
+        "burst",
+        "--burst-size",
+        "20",
+        "--burst-every-ms",
+        "500",
+        "--duration-secs",
+        "2",
+        "--preview",
+        "--json",
+    ]));
+    assert_eq!(preview["bin_ms"], 10);
+    let bins: Vec<u64> = preview["offered"]
+        .as_array()
+        .expect("bins")
+        .iter()
+        .filter_map(serde_json::Value::as_u64)
+        .collect();
+    assert_eq!(bins.iter().sum::<u64>(), 80);
+    assert_eq!(bins.iter().filter(|&&n| n == 20).count(), 4, "{bins:?}");
+}

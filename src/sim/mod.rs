@@ -5,14 +5,17 @@
 //! - [`workload`] patterns, lengths, servers and key distributions
 //! - [`naive`]    the deliberately broken limiter of the race demo
 //! - [`report`]   summaries and per-second series
+//! - [`preview`]  a workload's offered traffic per bin, before it runs
 //!
 //! Records stream out as they complete (to a [`RecordSink`] such as the CSV writer, and to a
 //! [`SimObserver`] for live charts and progress bars), so memory stays bounded on long runs.
 
 pub mod naive;
+pub mod preview;
 pub mod report;
 pub mod workload;
 
+pub use preview::Preview;
 pub use report::{Report, Series, SeriesPoint, TargetSummary};
 pub use workload::{KeyDistribution, Length, Pattern, Retry, Workload};
 

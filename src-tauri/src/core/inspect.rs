@@ -5,7 +5,7 @@ use super::error::AppError;
 use super::sim::SimRequest;
 use super::AppCore;
 use ratelockr::headers::{http_answer, HttpAnswer};
-use ratelockr::sim::Length;
+use ratelockr::sim::Preview;
 use ratelockr::{Decision, ResetError, Rule};
 use serde::Serialize;
 use ts_rs::TS;
@@ -44,9 +44,6 @@ pub struct WorkloadPreview {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
-
-/// The most bins a preview returns, whatever the run's length.
-const MAX_PREVIEW_BINS: u64 = 2_000;
 
 impl AppCore {
     /// Deletes `rule`'s limiter state: one client key's, or with `None` every key's.
@@ -87,7 +84,12 @@ pub fn workload_preview(request: &SimRequest) -> Result<WorkloadPreview, AppErro
     let workload = request.to_workload()?;
     let description = workload.describe();
     let planned = workload.planned_requests();
-    if workload.rps == 0.0 {
+    let Some(Preview {
+        bin_ms,
+        offered,
+        duration_ms,
+    }) = Preview::of(&workload)
+    else {
         return Ok(WorkloadPreview {
             bin_ms: ratelockr::export::style::bin_ms(0),
             offered: Vec::new(),
@@ -98,22 +100,7 @@ pub fn workload_preview(request: &SimRequest) -> Result<WorkloadPreview, AppErro
                 "as fast as possible: each server sends its next request when the last one is answered, so the shape depends on Redis".into(),
             ),
         });
-    }
-    let offsets: Vec<u64> = workload.schedule().map(|us| us / 1000).collect();
-    let last = offsets.last().copied().unwrap_or(0);
-    let duration_ms = match (workload.length, &workload.pattern) {
-        (Length::DurationMs(ms), _) => ms,
-        (_, ratelockr::sim::Pattern::Burst { every_ms, .. }) => last + every_ms,
-        _ => last + (1000.0 / workload.rps).ceil() as u64,
     };
-    let bin_ms =
-        ratelockr::export::style::bin_ms(duration_ms).max(duration_ms.div_ceil(MAX_PREVIEW_BINS));
-    let bins = duration_ms.div_ceil(bin_ms).max(1) as usize;
-    let mut offered = vec![0u32; bins];
-    for t in offsets {
-        let i = ((t / bin_ms) as usize).min(bins - 1);
-        offered[i] = offered[i].saturating_add(1);
-    }
     Ok(WorkloadPreview {
         bin_ms,
         offered,

@@ -84,6 +84,10 @@ pub struct SimulateArgs {
     /// left (default: the run gets its own key namespace and every limiter starts full).
     #[arg(long)]
     pub continue_state: bool,
+    /// Print the offered traffic per bin (from the schedule) and exit without running, as
+    /// the app's workload preview shows it; with --json, `{"bin_ms", "offered", "duration_ms"}`.
+    #[arg(long)]
+    pub preview: bool,
     /// Simulated app instances, each with its own Redis connection, sending at once.
     #[arg(long, default_value_t = 4)]
     pub servers: u32,
@@ -286,6 +290,10 @@ impl SimObserver for Watch {
 
 pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     let spec = args.spec()?;
+    if args.preview {
+        print_preview(&spec, global.json)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     // Unwritable export paths fail now, not after the run.
     let mut csv = args.csv.as_deref().map(CsvSink::create).transpose()?;
     if let Some(chart) = &args.chart {
@@ -353,6 +361,26 @@ pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCod
         return Ok(ExitCode::from(130));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The workload's shape, without running it.
+fn print_preview(spec: &SimSpec, json: bool) -> anyhow::Result<()> {
+    let Some(preview) = sim::Preview::of(&spec.workload) else {
+        return Err(anyhow!(
+            "--preview needs a schedule: with --rps 0 the servers pace themselves on Redis's replies"
+        ));
+    };
+    if json {
+        return print_json(&preview);
+    }
+    println!("{}", spec.workload.describe());
+    println!("offered requests per {} ms:", preview.bin_ms);
+    let peak = preview.offered.iter().copied().max().unwrap_or(0).max(1);
+    for (i, n) in preview.offered.iter().enumerate() {
+        let bar = "#".repeat((u64::from(*n) * 50).div_ceil(u64::from(peak)) as usize);
+        println!("{:>9} ms {n:>7} {bar}", i as u64 * preview.bin_ms);
+    }
+    Ok(())
 }
 
 #[derive(Serialize)]
