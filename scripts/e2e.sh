@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the end-to-end test of the desktop app: Xvfb, tauri-driver (with WebKitWebDriver) and
 # the webdriverio test in ui/e2e/. Expects the app built (target/debug/ratelockr-app) and
-# `npm ci` done in ui/. Cleans up everything it started.
+# `npm ci` done in ui/. Cleans up everything it started. E2E_ONLY=<regex> runs the matching
+# tests alone (while working on one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,12 +19,17 @@ run_inside_x() {
   RATELOCKR_DATA_DIR=$(mktemp -d)
   RATELOCKR_EXPORT_DIR=$(mktemp -d)
   export RATELOCKR_DATA_DIR RATELOCKR_EXPORT_DIR
-  port=4444
-  tauri-driver --port "$port" --native-driver "$WEBKIT_DRIVER" >"$log" 2>&1 &
+  # Free loopback ports for tauri-driver and the WebKitWebDriver behind it (4444/4445 by
+  # default, which another test on the machine may hold).
+  read -r port native < <(node -e '
+    const net = require("net");
+    const one = () => new Promise((ok) => { const s = net.createServer(); s.listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => ok(p)); }); });
+    Promise.all([one(), one()]).then(([a, b]) => console.log(a, b));')
+  tauri-driver --port "$port" --native-port "$native" --native-driver "$WEBKIT_DRIVER" >"$log" 2>&1 &
   DRIVER_PID=$!
   trap 'kill "$DRIVER_PID" 2>/dev/null || true; wait "$DRIVER_PID" 2>/dev/null || true; rm -rf "$RATELOCKR_DATA_DIR" "$RATELOCKR_EXPORT_DIR"' EXIT
   local status=0
-  (cd ui && TAURI_DRIVER_URL="http://127.0.0.1:$port" node --test --test-reporter=spec e2e/app.e2e.test.mjs) || status=$?
+  (cd ui && TAURI_DRIVER_URL="http://127.0.0.1:$port" node --test --test-reporter=spec ${E2E_ONLY:+--test-name-pattern="$E2E_ONLY"} e2e/app.e2e.test.mjs) || status=$?
   if [[ $status -ne 0 ]]; then
     echo "--- tauri-driver log ---" >&2
     tail -n 50 "$log" >&2

@@ -281,7 +281,7 @@ pub enum RuleError {
         parameter: &'static str,
         reason: String,
     },
-    #[error("invalid rule name {0:?}: use 1 to 64 letters, digits, '_', '-' or '.'")]
+    #[error("invalid rule name {0:?}: use 1 to 64 ASCII letters, digits, '_', '-' or '.'")]
     InvalidName(String),
     #[error("unknown algorithm {0:?}: use token-bucket, gcra, sliding-window-log, sliding-window-counter or fixed-window")]
     UnknownAlgorithm(String),

@@ -1,8 +1,15 @@
-/** The live chart: one uPlot per rule, side by side, allowed/denied/fail-open per second. */
+/**
+ * The live chart: one uPlot per rule, side by side, allowed/denied/fail-open per completed
+ * second over the last 30 s. Its totals count every decision for the rule in that window
+ * (every run and caller), and say so.
+ */
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
-import type { RuleStats } from "./bindings/RuleStats";
-import { algorithmLabel, chartColumns, fmtInt, totals } from "./model";
+import type { RuleStats } from "../bindings/RuleStats";
+import { algorithmLabel } from "../logic/algorithms";
+import { fmtInt } from "../logic/format";
+import { liveColumns, totals } from "../logic/live";
+import { yAxis } from "./axes";
 
 export const COLORS = {
   allowed: "#16a34a",
@@ -30,7 +37,8 @@ export class ChartGrid {
     private container: HTMLElement,
     private algorithmOf: (rule: string) => string | undefined,
   ) {
-    this.observer = new ResizeObserver(() => this.resize());
+    // Resized just after the callback: resizing inside it re-triggers it in the same frame.
+    this.observer = new ResizeObserver(() => setTimeout(() => this.resize()));
     this.observer.observe(container);
   }
 
@@ -64,12 +72,13 @@ export class ChartGrid {
     for (const s of stats) {
       const panel = this.panels.get(s.rule);
       if (!panel) continue;
-      panel.plot.setData(chartColumns(s.points));
+      panel.plot.setData(liveColumns(s.points));
       const t = totals(s.points);
       panel.totals.innerHTML =
         `<span class="allowed"><b>${fmtInt(t.allowed)}</b> allowed</span>` +
         `<span class="denied"><b>${fmtInt(t.denied)}</b> denied</span>` +
         `<span class="failopen"><b>${fmtInt(t.fail_open)}</b> fail-open</span>`;
+      panel.totals.title = "Every decision for this rule in the last 30 seconds, from every run and caller. A run's own totals are in its summary.";
       panel.root.dataset.allowed = String(t.allowed);
       panel.root.dataset.denied = String(t.denied);
       panel.root.dataset.failOpen = String(t.fail_open);
@@ -136,7 +145,7 @@ export class ChartGrid {
             return splits.map((s) => (s === last ? "now" : `${Math.round(s - last)} s`));
           },
         },
-        { stroke: "#64748b", grid: { stroke: "#e2e8f0", width: 1 }, ticks: { stroke: "#e2e8f0" }, font: "11px system-ui", size: 44 },
+        yAxis(),
       ],
       series: [
         {},
@@ -146,7 +155,7 @@ export class ChartGrid {
       ],
     };
     const now = Math.floor(Date.now() / 1000);
-    const seconds = Array.from({ length: 30 }, (_, i) => now - 29 + i);
+    const seconds = Array.from({ length: 29 }, (_, i) => now - 29 + i);
     const zeros = seconds.map(() => 0);
     const plot = new uPlot(opts, [seconds, zeros, zeros, zeros], plotEl);
     const panel = { root, plot, totals: totalsEl, error };

@@ -1,0 +1,180 @@
+/**
+ * The run chart: a run's own timeline from its first request to its last, which stays after
+ * the run ends. One panel per target on one shared y-scale, or one overlaid chart; runs from
+ * the history laid over; zoom and pan on x, kept in step across panels; a click picks the
+ * decision under the cursor for the inspector.
+ */
+import uPlot from "uplot";
+import { h } from "../dom";
+import { algorithmLabel } from "../logic/algorithms";
+import { peak } from "../logic/records";
+import type { Line, Measure, RunView } from "../logic/runview";
+import { secondsAxis, wheelZoomPlugin, yAxis } from "./axes";
+
+export interface Pick {
+  run: string;
+  target: number;
+  /** The clicked bin, ms from the run's start. */
+  fromMs: number;
+  toMs: number;
+}
+
+/** A legend swatch that shows the line's dash, so equal lines are told apart here too. */
+function swatch(line: Line): HTMLElement {
+  const canvas = h("canvas", { className: "swatch", width: 28, height: 8 });
+  const ctx = canvas.getContext("2d");
+  if (ctx) {
+    ctx.strokeStyle = line.color;
+    ctx.lineWidth = 2;
+    ctx.setLineDash(line.dash);
+    ctx.beginPath();
+    ctx.moveTo(0, 4);
+    ctx.lineTo(28, 4);
+    ctx.stroke();
+  }
+  return canvas;
+}
+
+export class RunChart {
+  private plots: uPlot[] = [];
+  private syncing = false;
+  private observer: ResizeObserver;
+  private view: RunView | undefined;
+
+  constructor(
+    private root: HTMLElement,
+    private legend: HTMLElement,
+    private onPick: (pick: Pick) => void,
+  ) {
+    // Resized just after the callback: resizing inside it re-triggers it in the same frame.
+    this.observer = new ResizeObserver(() => setTimeout(() => this.resize()));
+    this.observer.observe(root);
+  }
+
+  clear(message: string) {
+    this.destroy();
+    this.root.dataset.runs = "0";
+    this.view = undefined;
+    this.legend.replaceChildren();
+    this.root.replaceChildren(h("div", { className: "empty", text: message }));
+  }
+
+  private destroy() {
+    for (const p of this.plots) p.destroy();
+    this.plots = [];
+  }
+
+  private columns(): number {
+    const n = this.view?.plots.length ?? 1;
+    if (n <= 1) return 1;
+    // Side by side is the point of the view: down to ~200 px a panel, then fewer per row.
+    const fit = Math.max(1, Math.floor(this.root.clientWidth / 210));
+    return Math.min(n === 4 ? 2 : n, fit);
+  }
+
+  private size(): { width: number; height: number } {
+    const cols = this.columns();
+    const gap = 12;
+    const width = Math.max(180, Math.floor((this.root.clientWidth - gap * (cols - 1)) / cols) - 22);
+    return { width, height: cols === 1 ? 280 : 210 };
+  }
+
+  private resize() {
+    if (!this.view) return;
+    this.root.style.setProperty("--cols", String(this.columns()));
+    const size = this.size();
+    for (const p of this.plots) p.setSize(size);
+  }
+
+  show(view: RunView, measure: Measure) {
+    this.destroy();
+    this.view = view;
+    this.root.style.setProperty("--cols", String(this.columns()));
+    // How many runs are drawn, for the E2E test of overlays.
+    this.root.dataset.runs = String(new Set(view.plots.flatMap((p) => p.lines.map((l) => l.run))).size);
+    // The legend: every line once, with its dash.
+    const seen = new Set<string>();
+    this.legend.replaceChildren(
+      ...view.plots.flatMap((p) => p.lines).filter((l) => {
+        const k = `${l.label}|${l.color}|${l.dash.join(",")}`;
+        if (seen.has(k) || (view.plots.length > 1 && l.kind !== "allowed" && seen.has(l.label))) return false;
+        seen.add(k);
+        seen.add(l.label);
+        return true;
+      }).map((l) => h("span", { className: "legend-item" }, swatch(l), l.label)),
+    );
+    const size = this.size();
+    const panels = view.plots.map((plot) => {
+      const panel = h("div", { className: "run-panel", data: { rule: plot.rule ?? "overlay", algorithm: plot.algorithm ?? "" } });
+      const allowed = plot.lines.find((l) => l.kind === "allowed" && l.run === plot.lines[0]?.run);
+      if (allowed && measure === "bin") panel.dataset.peakAllowed = String(peak(allowed.values.map((v) => v ?? 0)).value);
+      const head = h("div", { className: "chart-head" }, h("span", { className: "rule-name", text: plot.title, title: plot.title }));
+      // "compare-fixed-window" already says its algorithm; the badge would only crowd it out.
+      if (plot.algorithm && !plot.title.endsWith(plot.algorithm.replace(/_/g, "-"))) head.append(h("span", { className: `badge ${plot.algorithm}`, text: algorithmLabel(plot.algorithm) }));
+      const el = h("div");
+      panel.append(head, el);
+      const u = new uPlot(
+        {
+          ...size,
+          legend: { show: false },
+          cursor: { sync: { key: "run-chart" }, drag: { x: true, y: false } },
+          scales: { x: { time: false }, y: { range: () => [0, Math.ceil(view.yMax * 1.08)] } },
+          axes: [secondsAxis(), yAxis({ label: measure === "bin" ? `per ${view.binMs} ms` : "so far", labelSize: 16, labelFont: "11px system-ui" })],
+          series: [
+            {},
+            ...plot.lines.map((l) => ({
+              label: l.label,
+              stroke: l.color,
+              dash: l.dash,
+              width: l.width,
+              points: { show: false },
+              paths: measure === "bin" && l.kind !== "envelope" ? uPlot.paths.stepped!({ align: 1 }) : undefined,
+            })),
+          ],
+          plugins: [wheelZoomPlugin()],
+          hooks: {
+            setScale: [(self, key) => key === "x" && this.syncX(self)],
+          },
+        },
+        [view.x, ...plot.lines.map((l) => l.values)] as uPlot.AlignedData,
+        el,
+      );
+      u.over.addEventListener("click", (e) => this.pick(u, plot.lines, plot.target, e));
+      this.plots.push(u);
+      return panel;
+    });
+    this.root.replaceChildren(...panels);
+  }
+
+  /** Keeps every panel on the same x range as the one zoomed or panned. */
+  private syncX(from: uPlot) {
+    if (this.syncing) return;
+    this.syncing = true;
+    const { min, max } = from.scales.x;
+    for (const p of this.plots) if (p !== from && min !== undefined && max !== undefined) p.setScale("x", { min, max });
+    this.syncing = false;
+  }
+
+  private pick(u: uPlot, lines: Line[], target: number, e: MouseEvent) {
+    // From the click's own position: the cursor may not have seen a move before a click.
+    const idx = u.posToIdx(e.offsetX);
+    if (idx === null || idx === undefined || idx < 0 || !this.view) return;
+    // In the overlaid chart, the line nearest the pointer says which run and rule.
+    let line = lines.find((l) => l.kind === "allowed" && (target < 0 || l.target === target)) ?? lines[0];
+    if (target < 0) {
+      const y = u.posToVal(e.offsetY, "y");
+      let best = Infinity;
+      for (const l of lines) {
+        if (l.kind !== "allowed") continue;
+        const d = Math.abs((l.values[idx] ?? 0) - y);
+        if (d < best) {
+          best = d;
+          line = l;
+        }
+      }
+    }
+    if (!line) return;
+    const fromMs = idx * this.view.binMs;
+    this.onPick({ run: line.run, target: line.target, fromMs, toMs: fromMs + this.view.binMs });
+  }
+}

@@ -1,0 +1,38 @@
+import { describe, expect, it } from "vitest";
+import { axisWidth, focusAfterRuleClick, liveColumns, liveRules, totals } from "./live";
+
+const point = (second: number, allowed: number, denied: number, fail_open = 0) => ({ second, allowed, denied, fail_open });
+
+describe("live chart", () => {
+  const points = [point(100, 3, 1), point(101, 2, 0, 4), point(102, 0, 5)];
+
+  it("leaves the current, partial second out of the lines (it dipped at “now”)", () => {
+    expect(liveColumns(points)).toEqual([
+      [100, 101],
+      [3, 2],
+      [1, 0],
+      [0, 4],
+    ]);
+  });
+
+  it("totals every decision in the window, the current second included", () => {
+    expect(totals(points)).toEqual({ allowed: 5, denied: 6, fail_open: 4 });
+  });
+
+  it("stays on the run when a rule is clicked during it (the chart switched away at its end)", () => {
+    expect(focusAfterRuleClick(true, "run")).toBe("run");
+    expect(focusAfterRuleClick(false, "run")).toBe("rules");
+    const run = { runRules: ["compare-fixed-window"], userRules: ["a", "b", "c", "d", "e"] };
+    expect(liveRules({ ...run, running: false, focus: focusAfterRuleClick(true, "run") })).toEqual(["compare-fixed-window"]);
+    expect(liveRules({ ...run, running: false, focus: "rules" })).toEqual(["a", "b", "c", "d"]);
+    expect(liveRules({ ...run, running: true, focus: "rules" })).toEqual(["compare-fixed-window"]);
+    expect(liveRules({ runRules: [], userRules: ["a"], running: false, focus: "run" })).toEqual(["a"]);
+  });
+
+  it("sizes the y axis to its widest label (4,000 was clipped to ,000)", () => {
+    const measure = (t: string) => t.length * 6;
+    expect(axisWidth(["0", "2,000", "4,000"], measure, 10)).toBe(40);
+    expect(axisWidth(["0", "1,000,000"], measure, 10)).toBe(64);
+    expect(axisWidth([], measure, 10)).toBe(10);
+  });
+});

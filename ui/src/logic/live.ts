@@ -1,0 +1,53 @@
+/**
+ * The live 30-second chart's data: what it draws, what its totals count, which rules it shows.
+ * The chart itself (and its 750 ms throttle) is unchanged; these fix what it said.
+ */
+import type { StatsPoint } from "../bindings/StatsPoint";
+
+/**
+ * Chart columns for uPlot: x (unix seconds), allowed, denied, fail-open, the current second
+ * left out. The series ends with the second in progress (design.md, Telemetry); drawn as a
+ * full one, every line dipped at "now".
+ */
+export function liveColumns(points: StatsPoint[]): [number[], number[], number[], number[]] {
+  const done = points.slice(0, -1);
+  return [done.map((p) => p.second), done.map((p) => p.allowed), done.map((p) => p.denied), done.map((p) => p.fail_open)];
+}
+
+/**
+ * Sums over the whole window, the current second included: every decision for the rule in the
+ * last 30 s, from every run and caller. The chart labels them so; a run's own totals are in
+ * its summary.
+ */
+export function totals(points: StatsPoint[]) {
+  return points.reduce(
+    (acc, p) => ({ allowed: acc.allowed + p.allowed, denied: acc.denied + p.denied, fail_open: acc.fail_open + p.fail_open }),
+    { allowed: 0, denied: 0, fail_open: 0 },
+  );
+}
+
+export type ChartFocus = "run" | "rules";
+
+/**
+ * What the live chart follows after the user opens a rule in the editor: during a run it
+ * stays on the run (the run's chart used to switch away when it ended); otherwise the rules.
+ */
+export function focusAfterRuleClick(running: boolean, current: ChartFocus): ChartFocus {
+  return running ? current : "rules";
+}
+
+/** The rules on the live chart: the current (or last) run's, else the user's first four. */
+export function liveRules(s: { running: boolean; focus: ChartFocus; runRules: string[]; userRules: string[] }): string[] {
+  if (s.runRules.length > 0 && (s.running || s.focus === "run")) return s.runRules;
+  return s.userRules.slice(0, 4);
+}
+
+/**
+ * The width a y axis needs for its labels: the widest label plus tick and gap. A fixed 44 px
+ * clipped "4,000" to ",000".
+ */
+export function axisWidth(labels: string[], measure: (text: string) => number, extra: number): number {
+  let widest = 0;
+  for (const l of labels) widest = Math.max(widest, measure(l));
+  return Math.ceil(widest + extra);
+}

@@ -1,0 +1,72 @@
+/** The rule editor's logic: form text to a draft, problems with a name, a rule in a few words. */
+import type { Rule } from "../bindings/Rule";
+import type { RuleDraft } from "../bindings/RuleDraft";
+import { algorithmInfo } from "./algorithms";
+import { fmtDuration, fmtInt, fmtRate } from "./format";
+import { parseField, type NumberSpec } from "./numbers";
+import type { FieldError } from "./workload";
+
+/** Every rule parameter's input: its label and what text it takes. */
+export const PARAM_SPECS: Record<string, NumberSpec & { input: string; unit?: string }> = {
+  capacity: { field: "capacity", label: "capacity", whole: true, min: 0, input: "Capacity" },
+  refill_per_sec: { field: "refill_per_sec", label: "refill rate", whole: false, min: 0, input: "Refill / s" },
+  limit: { field: "limit", label: "limit", whole: true, min: 0, input: "Limit" },
+  window_ms: { field: "window_ms", label: "window", whole: true, min: 0, input: "Window (ms)" },
+  burst: { field: "burst", label: "burst", whole: true, min: 0, input: "Burst" },
+};
+
+export type RuleForm = { name: string; algorithm: string } & Record<string, string>;
+
+/**
+ * The editor's fields to a draft for the engine, or the fields whose text is not a number at
+ * all (named here, with the text as typed). Only the chosen algorithm's parameters are sent;
+ * ranges (capacity ≥ 1 …) are the engine's to check and name.
+ */
+export function draftFromForm(form: RuleForm): { ok: true; draft: RuleDraft } | { ok: false; errors: FieldError[] } {
+  const draft: Record<string, unknown> = { name: form.name.trim(), algorithm: form.algorithm };
+  const errors: FieldError[] = [];
+  for (const param of algorithmInfo(form.algorithm).params) {
+    const spec = PARAM_SPECS[param];
+    if (!spec) continue;
+    const p = parseField(form[param] ?? "", { ...spec, optional: true });
+    if (p.ok) {
+      if (p.value !== undefined) draft[param] = p.value;
+    } else errors.push({ field: p.field, message: p.message });
+  }
+  return errors.length ? { ok: false, errors } : { ok: true, draft: draft as RuleDraft };
+}
+
+/** The editor's fields for an existing rule. */
+export function formFromRule(rule: Rule): RuleForm {
+  const form: RuleForm = { name: rule.name, algorithm: rule.algorithm };
+  const params = rule as unknown as Record<string, unknown>;
+  for (const param of algorithmInfo(rule.algorithm).params) {
+    if (params[param] !== undefined) form[param] = String(params[param]);
+  }
+  return form;
+}
+
+/**
+ * What is wrong with a name before the engine is asked: empty, or taken by another rule.
+ * Shown while typing (they used to surface only on Save). `editing` is the rule being edited,
+ * whose own name is not a clash.
+ */
+export function nameProblem(name: string, rules: { name: string }[], editing: string | null): string | null {
+  const n = name.trim();
+  if (n === "") return "name is required";
+  if (n !== editing && rules.some((r) => r.name === n)) return `a rule named “${n}” already exists`;
+  return null;
+}
+
+/** "10 per 1 s", "capacity 20, refills 5/s": a rule in a few words. */
+export function describeRule(rule: { algorithm: string } & Record<string, unknown>): string {
+  const p = rule as Record<string, number | undefined>;
+  if (p.capacity !== undefined && p.refill_per_sec !== undefined) {
+    return `capacity ${fmtInt(p.capacity)}, refills ${fmtRate(p.refill_per_sec)}/s`;
+  }
+  if (p.limit !== undefined && p.window_ms !== undefined) {
+    const burst = p.burst !== undefined && p.burst !== p.limit ? `, burst ${fmtInt(p.burst)}` : "";
+    return `${fmtInt(p.limit)} per ${fmtDuration(p.window_ms)}${burst}`;
+  }
+  return algorithmInfo(rule.algorithm).label;
+}

@@ -1,0 +1,80 @@
+import { describe, expect, it } from "vitest";
+import type { Records } from "./records";
+import { run } from "./testdata";
+import { buildRunView, matchTarget, RUN_COLORS } from "./runview";
+
+/**
+ * A boundary burst in miniature: the fixed window admits 4 in the bin after its boundary, the
+ * sliding log 2; both see the same 4 offered.
+ */
+function boundary(): Records {
+  const rows: [number, number, number, number, number][] = [];
+  for (let i = 0; i < 4; i++) {
+    rows.push([1000 + i, 0, 0, i < 2 ? 0 : 1, 0]);
+    rows.push([1000 + i, 1, 0, 0, 0]);
+  }
+  rows.push([0, 0, 0, 0, 1], [0, 1, 0, 0, 1]);
+  return run(rows, {
+    targets: [
+      { rule: { name: "compare-sliding-window-log", algorithm: "sliding_window_log", limit: 4, window_ms: 2000 }, naive: false },
+      { rule: { name: "compare-fixed-window", algorithm: "fixed_window", limit: 4, window_ms: 1000 }, naive: false },
+    ],
+  });
+}
+
+describe("run view", () => {
+  it("draws one panel per target on one shared y-scale", () => {
+    const v = buildRunView([{ id: "a", name: "A", records: boundary() }], { measure: "bin", layout: "panels", envelope: true });
+    expect(v.plots.map((p) => p.rule)).toEqual(["compare-sliding-window-log", "compare-fixed-window"]);
+    expect(v.plots[0].lines.map((l) => l.kind)).toEqual(["offered", "allowed", "denied", "fail_open"]);
+    expect(v.binMs).toBe(100);
+    expect(v.x).toHaveLength(11);
+    const allowed = (p: number) => Math.max(...(v.plots[p].lines[1].values as number[]));
+    expect(allowed(1)).toBeGreaterThan(allowed(0));
+    // The shared scale is the highest of all: the fixed window's 4 (and the 4 offered).
+    expect(v.yMax).toBe(4);
+  });
+
+  it("adds the envelope in the cumulative view only", () => {
+    const bins = buildRunView([{ id: "a", name: "A", records: boundary() }], { measure: "bin", layout: "panels", envelope: true });
+    expect(bins.plots[1].lines.some((l) => l.kind === "envelope")).toBe(false);
+    const cum = buildRunView([{ id: "a", name: "A", records: boundary() }], { measure: "cumulative", layout: "panels", envelope: true });
+    const fw = cum.plots[1];
+    expect(fw.lines.map((l) => l.kind)).toEqual(["allowed", "fail_open", "envelope"]);
+    const env = fw.lines.find((l) => l.kind === "envelope")!;
+    const allowed = fw.lines.find((l) => l.kind === "allowed")!;
+    // Cumulative admissions never cross a correct limiter's envelope.
+    allowed.values.forEach((a, i) => expect(a!).toBeLessThanOrEqual(env.values[i]!));
+    expect(allowed.values.at(-1)).toBe(5);
+  });
+
+  it("overlays algorithms in one chart with distinct dashes, so equal lines stay visible", () => {
+    const v = buildRunView([{ id: "a", name: "A", records: boundary() }], { measure: "bin", layout: "overlay", envelope: false });
+    expect(v.plots).toHaveLength(1);
+    const allowed = v.plots[0].lines.filter((l) => l.kind === "allowed");
+    expect(allowed).toHaveLength(2);
+    expect(allowed[0].dash).not.toEqual(allowed[1].dash);
+    expect(allowed[0].color).not.toEqual(allowed[1].color);
+  });
+
+  it("lays other runs over the selected one, each in its own colour, on the coarsest bins", () => {
+    const a = { id: "a", name: "cap 10", records: boundary() };
+    const b = { id: "b", name: "cap 20", records: { ...boundary(), bin_ms: 200 } };
+    const over = buildRunView([a, b], { measure: "bin", layout: "overlay", envelope: false });
+    expect(over.binMs).toBe(200);
+    const allowed = over.plots[0].lines.filter((l) => l.kind === "allowed");
+    expect(allowed.map((l) => l.run)).toEqual(["a", "a", "b", "b"]);
+    expect(allowed[0].color).toBe(RUN_COLORS[0]);
+    expect(allowed[2].color).toBe(RUN_COLORS[1]);
+    expect(allowed[2].label).toContain("cap 20");
+    const panels = buildRunView([a, b], { measure: "bin", layout: "panels", envelope: false });
+    expect(panels.plots[1].lines.filter((l) => l.kind === "allowed").map((l) => l.run)).toEqual(["a", "b"]);
+  });
+
+  it("matches a target across runs by algorithm", () => {
+    const r = boundary();
+    const swapped = { ...r, targets: [...r.targets].reverse() };
+    expect(matchTarget(r, 0, swapped)).toBe(1);
+    expect(buildRunView([], { measure: "bin", layout: "panels", envelope: false }).plots).toEqual([]);
+  });
+});

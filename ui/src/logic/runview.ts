@@ -1,0 +1,137 @@
+/**
+ * What the run chart draws, as data: one plot per target with a shared y-scale, or one
+ * overlaid plot; the runs picked from the history laid over the selected one.
+ */
+import { CHART_STYLE } from "../bindings/chartStyle";
+import { algorithmInfo } from "./algorithms";
+import { binCount, binTarget, cumulative, envelope, spanMs, type Records } from "./records";
+
+const LABELS = { offered: "offered", allowed: "allowed", denied: "denied", fail_open: "fail-open", envelope: "rule's envelope" } as const;
+
+export type LineKind = keyof typeof LABELS;
+
+/** The engine's outcome colours and dashes (CHART_STYLE, from src/export/style.rs), as the files have them. */
+export const OUTCOME_STYLE = Object.fromEntries(
+  (Object.keys(LABELS) as LineKind[]).map((k) => [k, { label: LABELS[k], color: CHART_STYLE.outcomes[k]?.colour ?? "#7f7f7f", dash: [...(CHART_STYLE.outcomes[k]?.dash ?? [])] }]),
+) as Record<LineKind, { label: string; color: string; dash: number[] }>;
+
+/** Colours that tell runs apart when the same algorithm is drawn more than once. */
+export const RUN_COLORS = ["#4f46e5", "#db2777", "#0891b2", "#65a30d", "#b45309", "#7c3aed"];
+
+
+export interface Line {
+  label: string;
+  kind: LineKind;
+  color: string;
+  dash: number[];
+  width: number;
+  values: (number | null)[];
+  run: string;
+  target: number;
+}
+
+export interface Plot {
+  title: string;
+  /** The primary run's target this plot is about (overlay: -1). */
+  target: number;
+  rule?: string;
+  algorithm?: string;
+  lines: Line[];
+}
+
+export interface RunView {
+  binMs: number;
+  /** Bin starts, seconds from each run's first request. */
+  x: number[];
+  plots: Plot[];
+  /** One y maximum for every plot: the algorithms compared on the same scale. */
+  yMax: number;
+}
+
+export interface RunData {
+  id: string;
+  name: string;
+  records: Records;
+}
+
+export type Measure = "bin" | "cumulative";
+export type Layout = "panels" | "overlay";
+
+export interface ViewOptions {
+  measure: Measure;
+  layout: Layout;
+  /** The envelope is a bound on admissions so far: drawn in the cumulative view. */
+  envelope: boolean;
+}
+
+function targetLabel(rec: Records, t: number): string {
+  const target = rec.targets[t];
+  return target.naive ? algorithmInfo("naive_get_set").label : algorithmInfo(target.rule.algorithm).label;
+}
+
+/** The other run's target that matches this one: same algorithm and naivety, else same rule. */
+export function matchTarget(from: Records, t: number, to: Records): number {
+  const a = from.targets[t];
+  const same = to.targets.findIndex((b) => b.rule.algorithm === a.rule.algorithm && b.naive === a.naive);
+  return same >= 0 ? same : to.targets.findIndex((b) => b.rule.name === a.rule.name);
+}
+
+export function buildRunView(runs: RunData[], opts: ViewOptions): RunView {
+  if (runs.length === 0) return { binMs: 100, x: [], plots: [], yMax: 1 };
+  // One bin width for every run laid over: the coarsest (the longest run's).
+  const binMs = Math.max(...runs.map((r) => r.records.bin_ms));
+  const bins = Math.max(...runs.map((r) => binCount(spanMs(r.records) + 1, binMs)));
+  const x = Array.from({ length: bins }, (_, i) => (i * binMs) / 1000);
+  const shape = (v: number[]) => (opts.measure === "cumulative" ? cumulative(v) : v);
+  const many = runs.length > 1;
+  const primary = runs[0].records;
+
+  const outcomeLines = (run: RunData, t: number, kinds: LineKind[]): Line[] => {
+    const s = binTarget(run.records, t, binMs, undefined, bins);
+    const values: Record<string, number[]> = { offered: s.offered, allowed: s.allowed, denied: s.denied, fail_open: s.failOpen };
+    const lines: Line[] = kinds
+      .filter((k) => k !== "envelope")
+      .map((k) => ({ ...OUTCOME_STYLE[k], dash: [...OUTCOME_STYLE[k].dash], kind: k, width: k === "allowed" ? 2 : 1.5, values: shape(values[k]), run: run.id, target: t }));
+    if (opts.envelope && opts.measure === "cumulative" && kinds.includes("envelope")) {
+      lines.push({ ...OUTCOME_STYLE.envelope, dash: [...OUTCOME_STYLE.envelope.dash], kind: "envelope", width: 1.5, values: envelope(run.records, t, binMs, bins), run: run.id, target: t });
+    }
+    return lines;
+  };
+
+  let plots: Plot[];
+  if (opts.layout === "panels") {
+    plots = primary.targets.map((target, t) => {
+      // Cumulative: admissions against the envelope; offered and denied would dwarf both.
+      const kinds: LineKind[] = opts.measure === "cumulative" ? ["allowed", "fail_open", "envelope"] : ["offered", "allowed", "denied", "fail_open"];
+      const lines = outcomeLines(runs[0], t, kinds);
+      if (many) for (const l of lines) l.label = `${l.label} · ${runs[0].name}`;
+      runs.slice(1).forEach((run, i) => {
+        const m = matchTarget(primary, t, run.records);
+        if (m < 0) return;
+        const [allowed] = outcomeLines(run, m, ["allowed"]);
+        lines.push({ ...allowed, label: `allowed · ${run.name}`, color: RUN_COLORS[(i + 1) % RUN_COLORS.length], dash: [6, 3], width: 2 });
+      });
+      return { title: target.rule.name, target: t, rule: target.rule.name, algorithm: target.naive ? "naive_get_set" : target.rule.algorithm, lines };
+    });
+  } else {
+    const lines: Line[] = [];
+    const [offered] = opts.measure === "bin" ? outcomeLines(runs[0], 0, ["offered"]) : [];
+    if (offered) lines.push({ ...offered, label: many ? `offered · ${runs[0].name}` : "offered" });
+    runs.forEach((run, r) => {
+      run.records.targets.forEach((_target, t) => {
+        const info = algorithmInfo(run.records.targets[t].naive ? "naive_get_set" : run.records.targets[t].rule.algorithm);
+        const [allowed, env] = outcomeLines(run, t, ["allowed", "envelope"]);
+        // One run: colour by algorithm. Several: colour by run, dash by algorithm, so three
+        // token-bucket runs are three colours and two algorithms of one run two dashes.
+        const color = many ? RUN_COLORS[r % RUN_COLORS.length] : info.color;
+        const label = `${targetLabel(run.records, t)} allowed${many ? ` · ${run.name}` : ""}`;
+        lines.push({ ...allowed, label, color, dash: [...info.dash], width: 2 });
+        if (env) lines.push({ ...env, label: `envelope · ${targetLabel(run.records, t)}${many ? ` · ${run.name}` : ""}`, color, dash: [2, 4], width: 1 });
+      });
+    });
+    plots = [{ title: many ? "Runs overlaid" : "Algorithms overlaid", target: -1, lines }];
+  }
+  let yMax = 1;
+  for (const p of plots) for (const l of p.lines) for (const v of l.values) if (v !== null && v > yMax) yMax = v;
+  return { binMs, x, plots, yMax };
+}

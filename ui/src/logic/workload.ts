@@ -1,0 +1,245 @@
+/**
+ * The workload editor's form, as plain values: defaults, presets, and the request it sends.
+ *
+ * Every workload parameter the CLI has is here (`ratelockr simulate --help`): the pattern and
+ * its own parameters, requests or a duration, rate, servers, keys with an optional Zipf
+ * exponent, cost, seed, and the app's own retry storm and fresh-or-continued state.
+ */
+import type { SimPattern } from "../bindings/SimPattern";
+import type { SimRequest } from "../bindings/SimRequest";
+import { parseField, U32_MAX, type NumberSpec } from "./numbers";
+
+export const COMPARE = "__compare";
+
+export type PatternKind = "constant" | "poisson" | "burst" | "ramp" | "spike";
+
+/** The form's values as the inputs hold them (text, so nothing typed is lost). */
+export interface WorkloadForm {
+  target: string;
+  limit: string;
+  window_ms: string;
+  pattern: PatternKind;
+  burst_size: string;
+  burst_every_ms: string;
+  to_rps: string;
+  spike_multiplier: string;
+  spike_start_ms: string;
+  spike_length_ms: string;
+  length: "requests" | "duration";
+  requests: string;
+  duration_s: string;
+  rps: string;
+  servers: string;
+  keys: string;
+  zipf: boolean;
+  zipf_exponent: string;
+  cost: string;
+  seed: string;
+  naive: boolean;
+  retries: string;
+  continue_state: boolean;
+}
+
+export const DEFAULT_FORM: WorkloadForm = {
+  target: COMPARE,
+  limit: "20",
+  window_ms: "1000",
+  pattern: "constant",
+  burst_size: "20",
+  burst_every_ms: "500",
+  to_rps: "300",
+  spike_multiplier: "5",
+  spike_start_ms: "2000",
+  spike_length_ms: "1000",
+  length: "requests",
+  requests: "1000",
+  duration_s: "5",
+  rps: "100",
+  servers: "4",
+  keys: "1",
+  zipf: false,
+  zipf_exponent: "1.2",
+  cost: "1",
+  seed: "",
+  naive: false,
+  retries: "0",
+  continue_state: false,
+};
+
+/** Which parameters each pattern uses (the others are hidden, not sent). */
+export const PATTERN_PARAMS: Record<PatternKind, (keyof WorkloadForm)[]> = {
+  constant: ["rps"],
+  poisson: ["rps"],
+  burst: ["burst_size", "burst_every_ms"],
+  ramp: ["rps", "to_rps"],
+  spike: ["rps", "spike_multiplier", "spike_start_ms", "spike_length_ms"],
+};
+
+export interface Preset {
+  id: string;
+  label: string;
+  /** What it shows, in a sentence, under the preset buttons. */
+  about: string;
+  /** The fields it sets; the rest go back to their defaults. */
+  form: Partial<WorkloadForm>;
+}
+
+export const PRESETS: Preset[] = [
+  {
+    id: "boundary",
+    label: "Boundary burst",
+    about:
+      "The README's compare demo, sharpened: 40 per 2 s at 10 req/s, then ×40 from 4 s for 2 s. The fixed window admits what was left of one window and a whole new one at once; the sliding log never passes 40 in any 2 s.",
+    form: {
+      target: COMPARE,
+      limit: "40",
+      window_ms: "2000",
+      pattern: "spike",
+      rps: "10",
+      spike_multiplier: "40",
+      spike_start_ms: "4000",
+      spike_length_ms: "2000",
+      length: "duration",
+      duration_s: "16",
+      servers: "4",
+      keys: "1",
+    },
+  },
+  {
+    id: "race",
+    label: "Race (naive)",
+    about:
+      "32 app instances as fast as they can against 100 per second: the atomic scripts hold the limit, the naive GET/SET limiter beside them over-admits.",
+    form: { target: COMPARE, limit: "100", window_ms: "1000", pattern: "constant", rps: "0", length: "duration", duration_s: "3", servers: "32", keys: "1", naive: true },
+  },
+  {
+    id: "hotkey",
+    label: "Hot key (Zipf)",
+    about: "200 clients, Zipf-skewed: client-0 sends most of the traffic and is the one denied. Open the per-key view.",
+    form: { target: COMPARE, limit: "20", window_ms: "1000", pattern: "poisson", rps: "400", length: "requests", requests: "4000", servers: "4", keys: "200", zipf: true, zipf_exponent: "1.2" },
+  },
+  {
+    id: "retry",
+    label: "Retry storm",
+    about: "Denied clients retry after Retry-After, up to 3 times: the offered load grows past what was planned.",
+    form: { target: COMPARE, limit: "50", window_ms: "1000", pattern: "constant", rps: "200", length: "duration", duration_s: "6", servers: "4", keys: "20", retries: "3" },
+  },
+];
+
+export function applyPreset(preset: Preset, target?: string): WorkloadForm {
+  return { ...DEFAULT_FORM, ...preset.form, target: preset.form.target ?? target ?? DEFAULT_FORM.target };
+}
+
+type Pattern = SimPattern;
+
+/** The request `sim_start` and `workload_preview` take. */
+export type WorkloadRequest = SimRequest;
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+const whole = (field: string, label: string, min: number, max?: number): NumberSpec => ({ field, label, whole: true, min, max });
+const decimal = (field: string, label: string, min: number): NumberSpec => ({ field, label, whole: false, min });
+
+const SPECS: Partial<Record<keyof WorkloadForm, NumberSpec>> = {
+  limit: whole("limit", "limit", 1),
+  window_ms: whole("window_ms", "window", 1),
+  burst_size: whole("burst_size", "burst size", 1, U32_MAX),
+  burst_every_ms: whole("burst_every_ms", "burst interval", 1),
+  to_rps: decimal("to_rps", "target rate", 0),
+  spike_multiplier: decimal("spike_multiplier", "spike multiplier", 0),
+  spike_start_ms: whole("spike_start_ms", "spike start", 0),
+  spike_length_ms: whole("spike_length_ms", "spike length", 0),
+  requests: whole("requests", "requests", 1),
+  duration_s: decimal("duration_s", "duration", 0),
+  rps: decimal("rps", "rate", 0),
+  servers: whole("servers", "servers", 1, U32_MAX),
+  keys: whole("keys", "keys", 1, U32_MAX),
+  zipf_exponent: decimal("zipf_exponent", "Zipf exponent", 0),
+  cost: whole("cost", "cost", 0),
+  seed: { ...whole("seed", "seed", 0), optional: true },
+  retries: whole("retries", "retries", 0, 10),
+};
+
+/** The fields this form sends, given its choices. */
+export function activeFields(form: WorkloadForm): (keyof WorkloadForm)[] {
+  const fields: (keyof WorkloadForm)[] = [];
+  if (form.target === COMPARE) fields.push("limit", "window_ms");
+  fields.push(...PATTERN_PARAMS[form.pattern]);
+  fields.push(form.length === "requests" ? "requests" : "duration_s", "servers", "keys", "cost", "seed", "retries");
+  if (form.zipf) fields.push("zipf_exponent");
+  return fields;
+}
+
+/**
+ * The form to a request, or every field that is not a number the backend could receive (each
+ * in its own slot). Ranges are the engine's to check: it names the field too.
+ */
+export function requestFromForm(form: WorkloadForm, name?: string): { ok: true; request: WorkloadRequest } | { ok: false; errors: FieldError[] } {
+  const values: Partial<Record<keyof WorkloadForm, number>> = {};
+  const errors: FieldError[] = [];
+  for (const field of activeFields(form)) {
+    const spec = SPECS[field];
+    if (!spec) continue;
+    const p = parseField(String(form[field]), spec);
+    if (p.ok) values[field] = p.value;
+    else errors.push({ field: p.field, message: p.message });
+  }
+  if (errors.length) return { ok: false, errors };
+  const v = (f: keyof WorkloadForm) => values[f] as number;
+  const pattern: Pattern =
+    form.pattern === "burst"
+      ? { kind: "burst", size: v("burst_size"), every_ms: v("burst_every_ms") }
+      : form.pattern === "ramp"
+        ? { kind: "ramp", to_rps: v("to_rps") }
+        : form.pattern === "spike"
+          ? { kind: "spike", multiplier: v("spike_multiplier"), start_ms: v("spike_start_ms"), length_ms: v("spike_length_ms") }
+          : { kind: form.pattern };
+  const request: WorkloadRequest = {
+    target: form.target === COMPARE ? { kind: "compare", limit: v("limit"), window_ms: v("window_ms") } : { kind: "rule", name: form.target },
+    pattern,
+    // Burst ignores the rate (its schedule is size every interval), but the engine takes 0
+    // ("as fast as possible") with the constant pattern only: send a neutral 1.
+    rps: form.pattern === "burst" ? 1 : v("rps"),
+    servers: v("servers"),
+    keys: v("keys"),
+    zipf: form.zipf,
+    cost: v("cost"),
+    naive: form.naive,
+    continue_state: form.continue_state,
+  };
+  if (form.length === "requests") request.requests = v("requests");
+  else request.duration_ms = Math.round(v("duration_s") * 1000);
+  if (form.zipf) request.zipf_exponent = v("zipf_exponent");
+  if (values.seed !== undefined) request.seed = values.seed;
+  if (v("retries") > 0) request.retry = { max_attempts: v("retries") };
+  if (name && name.trim()) request.name = name.trim();
+  return { ok: true, request };
+}
+
+/**
+ * Where a backend error about `field` belongs in this form. The compare target builds its
+ * rules from limit and window, so the engine's "capacity" or "refill" is the form's "limit"
+ * or "window" (defect: it landed in the form-wide slot); `duration_ms` is typed in seconds.
+ */
+export function formSlot(field: string | undefined, form: Pick<WorkloadForm, "target">): string {
+  if (!field) return "_form";
+  if (form.target === COMPARE) {
+    if (field === "capacity" || field === "limit" || field === "burst") return "limit";
+    if (field === "refill_per_sec" || field === "window_ms") return "window_ms";
+  }
+  const map: Record<string, string> = {
+    duration_ms: "duration_s",
+    size: "burst_size",
+    every_ms: "burst_every_ms",
+    multiplier: "spike_multiplier",
+    start_ms: "spike_start_ms",
+    length_ms: "spike_length_ms",
+    "retry.max_attempts": "retries",
+    retry_attempts: "retries",
+    pattern: "_form",
+  };
+  return map[field] ?? field;
+}

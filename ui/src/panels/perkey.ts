@@ -1,0 +1,178 @@
+//! The per-key view: a table of the selected run's client keys for one rule (requests,
+//! allowed, denied, % denied, first denial, longest denied streak), sortable, top offenders
+//! first; a key opens its state over time and its decisions, each one inspectable.
+import type uPlot from "uplot";
+import { toAppError } from "../api";
+import { stateChart } from "../charts/state";
+import { $, h } from "../dom";
+import { algorithmLabel } from "../logic/algorithms";
+import { fmtInt, fmtOffset } from "../logic/format";
+import { keyDecisions, perKey, sortKeys, type KeyColumn, type KeyRow } from "../logic/perkey";
+import { keyState, OUTCOME, stateCeiling, type Records } from "../logic/records";
+import { emit, on, state } from "../store";
+import { inspect } from "./inspector";
+import { records } from "./run";
+
+/** Rows shown at first (the top offenders), and at most after "Show all". */
+const FIRST_ROWS = 15;
+const MAX_ROWS = 500;
+let showAll = false;
+const MAX_DECISIONS = 400;
+
+const COLUMNS: { key: KeyColumn; label: string; num: boolean }[] = [
+  { key: "name", label: "Key", num: false },
+  { key: "requests", label: "Requests", num: true },
+  { key: "allowed", label: "Allowed", num: true },
+  { key: "denied", label: "Denied", num: true },
+  { key: "deniedShare", label: "% denied", num: true },
+  { key: "firstDeniedMs", label: "First denial", num: true },
+  { key: "longestDeniedStreak", label: "Longest streak", num: true },
+];
+
+let sort: { column: KeyColumn; dir: "asc" | "desc" } = { column: "denied", dir: "desc" };
+let rows: KeyRow[] = [];
+let rec: Records | null = null;
+let plot: uPlot | undefined;
+let seq = 0;
+
+function renderTargets() {
+  const select = $<HTMLSelectElement>("perkey-target");
+  const targets = rec?.targets ?? [];
+  select.replaceChildren(...targets.map((t, i) => new Option(`${t.rule.name} (${t.naive ? "naive" : algorithmLabel(t.rule.algorithm)})`, String(i))));
+  select.value = String(state.selectedTarget);
+}
+
+function renderTable() {
+  const table = $("perkey-table");
+  const sorted = sortKeys(rows, sort.column, sort.dir);
+  const head = h(
+    "tr",
+    {},
+    ...COLUMNS.map((c) => {
+      const arrow = sort.column === c.key ? (sort.dir === "desc" ? " ▼" : " ▲") : "";
+      const th = h("th", { className: (c.num ? "num " : "") + "sortable", text: c.label + arrow, data: { column: c.key } });
+      th.addEventListener("click", () => {
+        sort = { column: c.key, dir: sort.column === c.key && sort.dir === "desc" ? "asc" : c.key === "name" ? "asc" : "desc" };
+        renderTable();
+      });
+      return th;
+    }),
+  );
+  const shown = showAll ? MAX_ROWS : FIRST_ROWS;
+  const body = sorted.slice(0, shown).map((r) => {
+    const tr = h(
+      "tr",
+      { className: "key-row" + (state.selectedKey === r.key ? " selected" : ""), tabIndex: 0, data: { key: r.name } },
+      h("td", { className: "mono", text: r.name }),
+      h("td", { className: "num", text: fmtInt(r.requests) }),
+      h("td", { className: "num", text: fmtInt(r.allowed) }),
+      h("td", { className: "num" + (r.denied > 0 ? " bad-soft" : ""), text: fmtInt(r.denied) }),
+      h("td", { className: "num", text: `${(r.deniedShare * 100).toFixed(1)} %` }),
+      h("td", { className: "num", text: r.firstDeniedMs === undefined ? "—" : fmtOffset(r.firstDeniedMs) }),
+      h("td", { className: "num", text: fmtInt(r.longestDeniedStreak) }),
+    );
+    const open = () => {
+      state.selectedKey = r.key;
+      renderTable();
+      renderDetail();
+    };
+    tr.addEventListener("click", open);
+    tr.addEventListener("keydown", (e) => e.key === "Enter" && open());
+    return tr;
+  });
+  const more: HTMLElement[] = [];
+  if (sorted.length > shown) {
+    const td = h("td", { colSpan: COLUMNS.length, className: "hint" }, `${fmtInt(sorted.length - shown)} more keys. `);
+    if (!showAll) {
+      const all = h("button", { type: "button", className: "ghost small", text: sorted.length <= MAX_ROWS ? `Show all ${fmtInt(sorted.length)}` : `Show ${fmtInt(MAX_ROWS)}` });
+      all.addEventListener("click", () => {
+        showAll = true;
+        renderTable();
+      });
+      td.append(all);
+    } else td.append("Sort by another column to see others.");
+    more.push(h("tr", {}, td));
+  }
+  table.replaceChildren(h("thead", {}, head), h("tbody", {}, ...body, ...more));
+}
+
+function renderDetail() {
+  const detail = $("perkey-detail");
+  plot?.destroy();
+  plot = undefined;
+  if (!rec || state.selectedKey === null) {
+    detail.replaceChildren(h("div", { className: "empty", text: rows.length ? "Click a key to see its limiter state over time and its decisions." : "No keys for this rule." }));
+    return;
+  }
+  const r = rec;
+  const t = state.selectedTarget;
+  const k = state.selectedKey;
+  const target = r.targets[t];
+  const s = keyState(r, t, k);
+  const label = target.rule.capacity !== undefined ? "tokens left" : "remaining";
+  const chartEl = h("div", { className: "state-chart" });
+  const decisions = keyDecisions(r, t, k);
+  const list = h(
+    "ol",
+    { className: "decisions", data: { testid: "key-decisions" } },
+    ...decisions.slice(0, MAX_DECISIONS).map((d) => {
+      const verdict = d.outcome === OUTCOME.allowed ? "allowed" : d.outcome === OUTCOME.denied ? "denied" : "fail-open";
+      const li = h(
+        "li",
+        { className: `decision ${verdict}`, tabIndex: 0, ariaLabel: "Show in the decision inspector" },
+        h("span", { className: "mono", text: fmtOffset(d.t_ms) }),
+        h("span", { className: "verdict", text: verdict + (d.attempt > 0 ? ` (retry ${d.attempt})` : "") }),
+        h("span", { className: "mono hint", text: d.outcome === OUTCOME.denied ? `retry after ${fmtInt(d.retry_after_ms)} ms` : `${fmtInt(d.remaining)} left` }),
+      );
+      li.addEventListener("click", () => void inspect(r, d.index));
+      li.addEventListener("keydown", (e) => e.key === "Enter" && void inspect(r, d.index));
+      return li;
+    }),
+  );
+  const more = decisions.length > MAX_DECISIONS ? h("div", { className: "hint", text: `First ${MAX_DECISIONS} of ${fmtInt(decisions.length)} decisions.` }) : "";
+  detail.replaceChildren(
+    h("h3", { text: `${r.keys[k]} on ${target.rule.name}`, data: { testid: "key-title" } }),
+    h("div", { className: "hint", text: `${label} after each decision (the dashed line: the most it can hold)` }),
+    chartEl,
+    h("h3", { text: "Decisions" }),
+    list,
+    more,
+  );
+  plot = stateChart(chartEl, s.x, s.remaining, stateCeiling(target.rule), label);
+}
+
+async function load() {
+  const mine = ++seq;
+  const id = state.selectedRun;
+  if (!id) {
+    rec = null;
+    rows = [];
+  } else {
+    try {
+      const r = await records(id);
+      if (mine !== seq) return;
+      rec = r;
+      if (state.selectedTarget >= r.targets.length) state.selectedTarget = 0;
+      if (r !== rec) showAll = false;
+      rows = r.targets.length ? perKey(r, state.selectedTarget) : [];
+    } catch (err) {
+      if (mine !== seq) return;
+      rec = null;
+      rows = [];
+      $("perkey-detail").replaceChildren(h("div", { className: "error", text: toAppError(err).message }));
+    }
+  }
+  renderTargets();
+  renderTable();
+  renderDetail();
+}
+
+export function initPerKey() {
+  $("perkey-target").addEventListener("change", () => {
+    state.selectedTarget = Number($<HTMLSelectElement>("perkey-target").value);
+    state.selectedKey = null;
+    emit("key");
+  });
+  on("key", () => void load());
+  on("selection", () => void load());
+}

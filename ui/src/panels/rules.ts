@@ -1,0 +1,205 @@
+//! The rules card: the list, the editor (its fields follow the algorithm), validation while
+//! typing, save, delete, and resetting a rule's (or one client key's) limiter state.
+import { api, toAppError } from "../api";
+import type { AlgorithmKind } from "../bindings/AlgorithmKind";
+import type { Rule } from "../bindings/Rule";
+import { $, h, showFieldErrors } from "../dom";
+import { algorithmInfo, algorithmLabel } from "../logic/algorithms";
+import { focusAfterRuleClick } from "../logic/live";
+import { describeRule, draftFromForm, formFromRule, nameProblem, PARAM_SPECS, type RuleForm } from "../logic/rules";
+import type { FieldError } from "../logic/workload";
+import { emit, on, state } from "../store";
+
+/**
+ * The algorithms the rule form offers: the engine's AlgorithmKind values (typed, so a name the
+ * engine does not know fails tsc); their parameters are in ../logic/algorithms.ts.
+ */
+const RULE_KINDS: readonly AlgorithmKind[] = [
+  "token_bucket",
+  "gcra",
+  "sliding_window_log",
+  "sliding_window_counter",
+  "fixed_window",
+];
+
+/** Input ids kept from the first version (the E2E test and muscle memory use them). */
+const INPUT_ID: Record<string, string> = { capacity: "rule-capacity", refill_per_sec: "rule-refill", limit: "rule-limit", window_ms: "rule-window", burst: "rule-burst" };
+const DEFAULTS: Record<string, string> = { capacity: "10", refill_per_sec: "5", limit: "10", window_ms: "1000", burst: "10" };
+
+let editing: string | null = null;
+/** Parameter text per field, kept when the algorithm changes. */
+const values: Record<string, string> = { ...DEFAULTS };
+/** The name field has been typed in: only then is an empty name worth saying. */
+let nameTouched = false;
+
+const algorithmSelect = () => $<HTMLSelectElement>("rule-algorithm");
+const nameInput = () => $<HTMLInputElement>("rule-name");
+
+function renderParams() {
+  const box = $("rule-params");
+  for (const input of box.querySelectorAll("input")) values[input.dataset.field!] = input.value;
+  box.replaceChildren(
+    ...algorithmInfo(algorithmSelect().value).params.map((param) => {
+      const spec = PARAM_SPECS[param];
+      const input = h("input", { id: INPUT_ID[param] ?? `rule-${param}`, value: values[param] ?? "", data: { field: param } });
+      input.inputMode = spec?.whole ? "numeric" : "decimal";
+      input.addEventListener("input", validateSoon);
+      return h(
+        "div",
+        {},
+        h("label", { htmlFor: input.id, text: spec?.input ?? param }),
+        input,
+        h("div", { className: "field-error", data: { errorFor: param } }),
+      );
+    }),
+  );
+}
+
+function readForm(): RuleForm {
+  const form: RuleForm = { name: nameInput().value, algorithm: algorithmSelect().value };
+  for (const input of $("rule-params").querySelectorAll("input")) form[input.dataset.field!] = input.value;
+  return form;
+}
+
+function showErrors(errors: FieldError[]) {
+  showFieldErrors($("rule-form"), "error-for", errors);
+}
+
+/** Client-side problems first (names, text that is no number), then the engine's verdict. */
+async function validate(): Promise<boolean> {
+  const form = readForm();
+  const errors: FieldError[] = [];
+  const name = nameProblem(form.name, state.rules, editing);
+  if (name && (nameTouched || form.name.trim() !== "")) errors.push({ field: "name", message: name });
+  const parsed = draftFromForm(form);
+  if (!parsed.ok) errors.push(...parsed.errors);
+  if (errors.length === 0 && parsed.ok && !name) {
+    try {
+      await api.ruleValidate(parsed.draft);
+    } catch (err) {
+      const e = toAppError(err);
+      errors.push({ field: e.field ?? "_form", message: e.message });
+    }
+  }
+  showErrors(errors);
+  return errors.length === 0 && !name;
+}
+
+let timer: ReturnType<typeof setTimeout> | undefined;
+function validateSoon() {
+  clearTimeout(timer);
+  timer = setTimeout(() => void validate(), 200);
+}
+
+function edit(rule: Rule | null, fromClick = true) {
+  editing = rule?.name ?? null;
+  nameTouched = false;
+  if (fromClick && rule) {
+    state.liveFocus = focusAfterRuleClick(state.sim?.running ?? false, state.liveFocus);
+    emit("selection");
+  }
+  $("rule-form-title").textContent = rule ? `Edit “${rule.name}”` : "New rule";
+  $("rule-delete").classList.toggle("hidden", !rule);
+  $("rule-reset-box").classList.toggle("hidden", !rule);
+  $("reset-note").textContent = "";
+  if (rule) {
+    const f = formFromRule(rule);
+    nameInput().value = f.name;
+    algorithmSelect().value = f.algorithm;
+    for (const [k, v] of Object.entries(f)) if (k !== "name" && k !== "algorithm") values[k] = v;
+  } else {
+    nameInput().value = "";
+  }
+  renderParams();
+  showErrors([]);
+  renderList();
+}
+
+function renderList() {
+  const list = $("rule-list");
+  if (state.rules.length === 0) {
+    list.replaceChildren(h("li", { className: "empty", text: "No rules yet. Create one below." }));
+    return;
+  }
+  list.replaceChildren(
+    ...state.rules.map((rule) => {
+      const li = h(
+        "li",
+        { className: "rule-item" + (editing === rule.name ? " selected" : ""), tabIndex: 0, data: { rule: rule.name } },
+        h("span", { className: "rule-name", text: rule.name }),
+        h("span", { className: `badge ${rule.algorithm}`, text: algorithmLabel(rule.algorithm) }),
+        h("span", { className: "rule-desc", text: describeRule(rule) }),
+      );
+      li.addEventListener("click", () => edit(rule));
+      li.addEventListener("keydown", (e) => e.key === "Enter" && edit(rule));
+      return li;
+    }),
+  );
+}
+
+async function reset(key: string | undefined) {
+  const note = $("reset-note");
+  if (!editing) return;
+  note.classList.remove("error");
+  note.textContent = "Resetting…";
+  try {
+    const r = await api.limiterReset(editing, key);
+    note.textContent = `${r.key ? `Key “${r.key}”` : "Every key"} of “${r.rule}” starts full again (${r.deleted} Redis key${r.deleted === 1 ? "" : "s"} deleted).`;
+  } catch (err) {
+    note.classList.add("error");
+    note.textContent = toAppError(err).message;
+  }
+}
+
+export async function initRules() {
+  algorithmSelect().replaceChildren(...RULE_KINDS.map((k) => new Option(algorithmLabel(k), k)));
+  nameInput().addEventListener("input", () => {
+    nameTouched = true;
+    validateSoon();
+  });
+  algorithmSelect().addEventListener("change", () => {
+    renderParams();
+    validateSoon();
+  });
+  $("rule-new").addEventListener("click", () => edit(null));
+  $("rule-form").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    nameTouched = true;
+    clearTimeout(timer);
+    if (!(await validate())) return;
+    const parsed = draftFromForm(readForm());
+    if (!parsed.ok) return;
+    try {
+      state.rules = await api.ruleSave(editing, parsed.draft);
+      edit(state.rules.find((r) => r.name === parsed.draft.name) ?? null, false);
+      emit("rules");
+    } catch (err) {
+      const x = toAppError(err);
+      showErrors([{ field: x.field ?? "_form", message: x.message }]);
+    }
+  });
+  $("rule-delete").addEventListener("click", async () => {
+    if (!editing) return;
+    try {
+      state.rules = await api.ruleDelete(editing);
+      edit(null, false);
+      emit("rules");
+    } catch (err) {
+      const x = toAppError(err);
+      showErrors([{ field: "_form", message: x.message }]);
+    }
+  });
+  $("rule-reset").addEventListener("click", () => void reset(undefined));
+  $("rule-reset-key").addEventListener("click", () => {
+    const key = $<HTMLInputElement>("reset-key").value.trim();
+    if (key === "") {
+      $("reset-note").textContent = "Type a client key to reset (e.g. client-0).";
+      return;
+    }
+    void reset(key);
+  });
+  on("rules", renderList);
+  state.rules = await api.rulesList().catch(() => []);
+  edit(null, false);
+  emit("rules");
+}

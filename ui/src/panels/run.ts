@@ -1,0 +1,183 @@
+//! The run card: the selected run's chart (with overlays), its summary with latency labelled
+//! for what it measures, and its exports.
+import { api, toAppError } from "../api";
+import type { RunInfo } from "../bindings/RunInfo";
+import type { RunRecords } from "../bindings/RunRecords";
+import { RunChart, type Pick } from "../charts/run";
+import { $, h } from "../dom";
+import { algorithmLabel } from "../logic/algorithms";
+import { fmtInt, fmtMicros, fmtPercent } from "../logic/format";
+import { recordIndices, OUTCOME } from "../logic/records";
+import { runStatusText } from "../logic/runs";
+import { buildRunView, type Layout, type Measure, type RunData } from "../logic/runview";
+import { on, state } from "../store";
+import { runInfo, selectedRunInfo } from "./history";
+import { inspect } from "./inspector";
+
+const view = { measure: "bin" as Measure, layout: "panels" as Layout };
+
+/** Records of recently shown runs: a run's records do not change once it ended. */
+const cache = new Map<string, RunRecords>();
+export async function records(id: string): Promise<RunRecords> {
+  const hit = cache.get(id);
+  if (hit) return hit;
+  const rec = await api.runRecords(id);
+  if (runInfo(id)?.status !== "running") {
+    cache.set(id, rec);
+    while (cache.size > 6) cache.delete(cache.keys().next().value!);
+  }
+  return rec;
+}
+
+let chart: RunChart;
+let drawSeq = 0;
+
+async function draw() {
+  const seq = ++drawSeq;
+  const run = selectedRunInfo();
+  renderHead(run);
+  renderSummary(run);
+  if (!run) {
+    chart.clear("Run a simulation: its own timeline appears here and stays.");
+    return;
+  }
+  try {
+    const ids = [run.id, ...state.overlays];
+    const data: RunData[] = [];
+    for (const id of ids) data.push({ id, name: runInfo(id)?.name ?? id, records: await records(id) });
+    if (seq !== drawSeq) return;
+    if (data[0].records.t_ms.length === 0) {
+      chart.clear(run.status === "running" ? "Running… the chart appears when the run ends." : "This run has no decisions to chart.");
+      return;
+    }
+    const v = buildRunView(data, { ...view, envelope: true });
+    $("run-bin").textContent = `bins of ${v.binMs} ms`;
+    chart.show(v, view.measure);
+  } catch (err) {
+    if (seq === drawSeq) chart.clear(`The run could not be charted: ${toAppError(err).message}`);
+  }
+}
+
+function renderHead(run: RunInfo | undefined) {
+  $("run-title").textContent = run ? run.name : "";
+  $("run-title").title = run ? run.name : "";
+  for (const id of ["export-csv", "export-png", "export-svg"]) $<HTMLButtonElement>(id).disabled = !run || run.status === "running";
+  for (const b of document.querySelectorAll<HTMLElement>("[data-measure]")) b.classList.toggle("active", b.dataset.measure === view.measure);
+  for (const b of document.querySelectorAll<HTMLElement>("[data-layout]")) b.classList.toggle("active", b.dataset.layout === view.layout);
+}
+
+function renderSummary(run: RunInfo | undefined) {
+  const el = $("summary");
+  const s = run?.summary;
+  if (!run || !s) {
+    el.replaceChildren(run?.error ? h("div", { className: "error", text: run.error.message }) : h("div", { className: "empty", text: run ? "No summary yet." : "No run yet." }));
+    return;
+  }
+  // Retries (a retry storm's) only when there were any: the columns stay where the E2E reads them.
+  const retries = s.rows.some((r) => r.retries > 0);
+  const head = ["Rule", "Algorithm", "Requests", "Allowed", "Denied", "Fail-open", "Over-admitted", "p50", "p99", ...(retries ? ["Retries"] : [])];
+  const thead = h(
+    "thead",
+    {},
+    h(
+      "tr",
+      {},
+      ...head.map((t, i) =>
+        h("th", {
+          className: i >= 2 ? "num" : "",
+          text: i === 7 || i === 8 ? `${t} round trip` : t,
+          title: i === 7 || i === 8 ? "Client-observed time per decision, send to reply: includes queueing in the simulated servers and the connection, not only Redis." : "",
+        }),
+      ),
+    ),
+  );
+  const body = h(
+    "tbody",
+    {},
+    ...s.rows.map((r) => {
+      const pct = (n: number) => h("small", { text: fmtPercent(n, r.requests) });
+      const tr = h(
+        "tr",
+        { data: { rule: r.rule } },
+        h("td", { text: r.rule }),
+        h("td", { text: r.naive ? `${algorithmLabel("naive_get_set")}` : algorithmLabel(r.algorithm) }),
+        h("td", { className: "num", text: fmtInt(r.requests) }),
+        h("td", { className: "num" }, fmtInt(r.allowed), " ", pct(r.allowed)),
+        h("td", { className: "num" }, fmtInt(r.denied), " ", pct(r.denied)),
+        h("td", { className: "num" + (r.fail_open > 0 ? " warn" : ""), text: fmtInt(r.fail_open) }),
+        h("td", { className: "num" + (r.over_admitted > 0 ? " bad" : ""), text: fmtInt(r.over_admitted) }),
+        h("td", { className: "num", text: fmtMicros(r.latency_p50_us) }),
+        h("td", { className: "num", text: fmtMicros(r.latency_p99_us) }),
+        ...(retries ? [h("td", { className: "num", text: fmtInt(r.retries) })] : []),
+      );
+      return tr;
+    }),
+  );
+  const status = runStatusText(s);
+  const caption = h("div", {
+    className: "summary-caption",
+    text: `${status} · ${s.workload} — ${fmtInt(s.requests_sent)} requests in ${(s.duration_ms / 1000).toFixed(1)} s (${fmtInt(s.achieved_rps)} req/s)`,
+    data: { status: status.toLowerCase() },
+  });
+  const cost = s.redis_cost;
+  const latency = h("div", {
+    className: "hint latency-note",
+    text:
+      "p50/p99: the round trip each simulated server saw per decision (queueing, connection and Redis). " +
+      (cost
+        ? `Redis-side: ${fmtMicros(cost.usec_per_call)} per script call over ${fmtInt(cost.calls)} calls (INFO commandstats, evalsha; the whole server, other clients included).`
+        : "Redis-side script time was not measured for this run."),
+    data: { testid: "latency-note" },
+  });
+  el.replaceChildren(caption, h("table", { className: "summary" }, thead, body), latency);
+}
+
+/**
+ * The clicked bin's decision for the inspector: its first denial, else its last decision; in
+ * an empty bin (a quiet stretch), the decision nearest to it.
+ */
+async function onPick(p: Pick) {
+  const rec = await records(p.run);
+  const all = recordIndices(rec, p.target);
+  if (all.length === 0) return;
+  const inBin = all.filter((i) => rec.t_ms[i] >= p.fromMs && rec.t_ms[i] < p.toMs);
+  const mid = (p.fromMs + p.toMs) / 2;
+  const nearest = () => all.reduce((a, b) => (Math.abs(rec.t_ms[b] - mid) < Math.abs(rec.t_ms[a] - mid) ? b : a));
+  const i = inBin.length ? (inBin.find((j) => rec.outcome[j] === OUTCOME.denied) ?? inBin[inBin.length - 1]) : nearest();
+  void inspect(rec, i);
+}
+
+async function runExport(what: (id: string) => Promise<{ path: string }>) {
+  const note = $("export-note");
+  const run = state.selectedRun;
+  if (!run) return;
+  note.classList.remove("error");
+  note.textContent = "Exporting…";
+  try {
+    note.textContent = `Saved ${(await what(run)).path}`;
+  } catch (err) {
+    const e = toAppError(err);
+    note.textContent = e.code === "cancelled" ? "" : `Export failed: ${e.message}`;
+    note.classList.toggle("error", e.code !== "cancelled");
+  }
+}
+
+export function initRun() {
+  chart = new RunChart($("run-charts"), $("run-legend"), (p) => void onPick(p));
+  for (const b of document.querySelectorAll<HTMLElement>("[data-measure]")) {
+    b.addEventListener("click", () => {
+      view.measure = b.dataset.measure as Measure;
+      void draw();
+    });
+  }
+  for (const b of document.querySelectorAll<HTMLElement>("[data-layout]")) {
+    b.addEventListener("click", () => {
+      view.layout = b.dataset.layout as Layout;
+      void draw();
+    });
+  }
+  $("export-csv").addEventListener("click", () => runExport((id) => api.exportCsv(id)));
+  $("export-png").addEventListener("click", () => runExport((id) => api.exportChart("png", id)));
+  $("export-svg").addEventListener("click", () => runExport((id) => api.exportChart("svg", id)));
+  on("selection", () => void draw());
+}

@@ -1,0 +1,210 @@
+//! The workload editor: target, pattern and its parameters, length, rate, servers, keys,
+//! Zipf, cost, seed, retries, fresh or continued state; presets that fill it; a preview of the
+//! offered traffic; run, cancel and progress.
+import { api, events, toAppError } from "../api";
+import type { SimProgress } from "../bindings/SimProgress";
+import type { SimStatus } from "../bindings/SimStatus";
+import { PreviewChart } from "../charts/preview";
+import { $, h, showFieldErrors } from "../dom";
+import { algorithmLabel } from "../logic/algorithms";
+import { fmtInt } from "../logic/format";
+import { runStatusText } from "../logic/runs";
+import { describeRule } from "../logic/rules";
+import {
+  activeFields,
+  applyPreset,
+  COMPARE,
+  DEFAULT_FORM,
+  formSlot,
+  PATTERN_PARAMS,
+  PRESETS,
+  requestFromForm,
+  type FieldError,
+  type WorkloadForm,
+} from "../logic/workload";
+import { emit, on, state } from "../store";
+
+const form = () => $<HTMLFormElement>("sim-form");
+const inputs = () => [...form().querySelectorAll<HTMLInputElement | HTMLSelectElement>("[data-wf]")];
+
+export function readForm(): WorkloadForm {
+  const values: Record<string, string | boolean> = { ...DEFAULT_FORM };
+  for (const el of inputs()) {
+    values[el.dataset.wf!] = el instanceof HTMLInputElement && el.type === "checkbox" ? el.checked : el.value;
+  }
+  return values as unknown as WorkloadForm;
+}
+
+function writeForm(values: WorkloadForm) {
+  for (const el of inputs()) {
+    const v = values[el.dataset.wf as keyof WorkloadForm];
+    if (el instanceof HTMLInputElement && el.type === "checkbox") el.checked = Boolean(v);
+    else if (el.dataset.wf === "target") {
+      if ([...(el as HTMLSelectElement).options].some((o) => o.value === v)) el.value = String(v);
+    } else el.value = String(v);
+  }
+  sync();
+}
+
+/** Shows the fields the current choices use; hides (and so does not send) the others. */
+function sync() {
+  const f = readForm();
+  const used = new Set(activeFields(f));
+  for (const el of form().querySelectorAll<HTMLElement>("[data-param]")) {
+    const param = el.dataset.param as keyof WorkloadForm;
+    el.classList.toggle("hidden", !PATTERN_PARAMS[f.pattern].includes(param));
+  }
+  form().querySelectorAll<HTMLElement>(".compare-only").forEach((el) => el.classList.toggle("hidden", f.target !== COMPARE));
+  form().querySelectorAll<HTMLElement>(".length-requests").forEach((el) => el.classList.toggle("hidden", f.length !== "requests"));
+  form().querySelectorAll<HTMLElement>(".length-duration").forEach((el) => el.classList.toggle("hidden", f.length !== "duration"));
+  $<HTMLInputElement>("sim-zipf-exponent").disabled = !used.has("zipf_exponent");
+}
+
+function showErrors(errors: FieldError[]) {
+  const f = readForm();
+  // A message for a field the current choices hide goes to the form-wide slot: never unseen.
+  const visible = (field: string) => {
+    const slot = form().querySelector(`[data-sim-error-for="${field}"]`);
+    return slot !== null && slot.closest(".hidden") === null;
+  };
+  showFieldErrors(
+    form(),
+    "sim-error-for",
+    errors.map((e) => {
+      const field = formSlot(e.field, f);
+      return { ...e, field: visible(field) ? field : "_form" };
+    }),
+  );
+}
+
+function renderTargets() {
+  const select = $<HTMLSelectElement>("sim-target");
+  const current = select.value || COMPARE;
+  select.replaceChildren(
+    new Option("All algorithms side by side (compare)", COMPARE),
+    ...state.rules.map((r) => new Option(`${r.name} — ${algorithmLabel(r.algorithm)}, ${describeRule(r)}`, r.name)),
+  );
+  select.value = [...select.options].some((o) => o.value === current) ? current : COMPARE;
+  sync();
+}
+
+function renderPresets() {
+  $("presets").replaceChildren(
+    ...PRESETS.map((p) => {
+      const b = h("button", { type: "button", className: "secondary small", text: p.label, data: { preset: p.id } });
+      b.addEventListener("click", () => {
+        writeForm(applyPreset(p, $<HTMLSelectElement>("sim-target").value));
+        $("preset-about").textContent = `${p.label}: ${p.about}`;
+        showErrors([]);
+        previewSoon();
+      });
+      return b;
+    }),
+  );
+}
+
+// --- preview ------------------------------------------------------------------------------
+
+let preview: PreviewChart | undefined;
+let previewTimer: ReturnType<typeof setTimeout> | undefined;
+let previewSeq = 0;
+function previewSoon() {
+  clearTimeout(previewTimer);
+  previewTimer = setTimeout(async () => {
+    const seq = ++previewSeq;
+    const parsed = requestFromForm(readForm());
+    if (!parsed.ok) {
+      showErrors(parsed.errors);
+      return;
+    }
+    try {
+      const p = await api.workloadPreview(parsed.request);
+      if (seq !== previewSeq) return;
+      showErrors([]);
+      preview ??= new PreviewChart($("preview-chart"));
+      preview.show(p.offered, p.bin_ms);
+      const planned = p.planned !== undefined ? `${fmtInt(p.planned)} requests` : "as many requests as the servers can send";
+      const note = p.note ? ` — ${p.note}` : "";
+      $("preview-text").textContent =
+        (p.offered.length === 0 ? `${p.description}: as fast as possible, no schedule to draw` : `${p.description}: ${planned} over ${(p.duration_ms / 1000).toFixed(1)} s, per ${p.bin_ms} ms`) + note;
+    } catch (err) {
+      if (seq !== previewSeq) return;
+      const e = toAppError(err);
+      showErrors([{ field: e.field ?? "_form", message: e.message }]);
+    }
+  }, 250);
+}
+
+// --- run ----------------------------------------------------------------------------------
+
+function renderProgress(p: SimProgress | undefined, running: boolean) {
+  const bar = $("sim-bar");
+  const fraction = p && p.planned ? Math.min(1, p.completed / p.planned) : 0;
+  bar.style.width = `${Math.round(fraction * 100)}%`;
+  bar.classList.toggle("running", running);
+  const progress = $("sim-progress");
+  if (!p) {
+    progress.textContent = running ? "Starting…" : "Idle";
+    return;
+  }
+  const planned = p.planned !== undefined ? ` / ${fmtInt(p.planned)}` : "";
+  const failOpen = p.fail_open > 0 ? ` · ${fmtInt(p.fail_open)} fail-open` : "";
+  // The backend's status of the last run: a cancelled run says so, not "Done".
+  const status = running ? "Running" : runStatusText(state.sim?.last);
+  progress.textContent = `${status} · ${fmtInt(p.completed)}${planned} requests · ${(p.elapsed_ms / 1000).toFixed(1)} s${failOpen}`;
+}
+
+export function renderSim(status: SimStatus) {
+  state.sim = status;
+  $<HTMLButtonElement>("sim-run").disabled = status.running;
+  $<HTMLButtonElement>("sim-cancel").disabled = !status.running;
+  renderProgress(status.progress, status.running);
+  if (status.error) showErrors([{ field: status.error.field ?? "_form", message: status.error.message }]);
+  emit("sim");
+}
+
+export async function initWorkload() {
+  writeForm(DEFAULT_FORM);
+  renderPresets();
+  for (const el of inputs()) {
+    el.addEventListener("input", () => {
+      sync();
+      previewSoon();
+    });
+    el.addEventListener("change", () => {
+      sync();
+      previewSoon();
+    });
+  }
+  form().addEventListener("submit", async (e) => {
+    e.preventDefault();
+    showErrors([]);
+    $("export-note").textContent = "";
+    const parsed = requestFromForm(readForm(), $<HTMLInputElement>("sim-name").value);
+    if (!parsed.ok) {
+      showErrors(parsed.errors);
+      return;
+    }
+    try {
+      state.liveFocus = "run";
+      renderSim(await api.simStart(parsed.request));
+      $<HTMLInputElement>("sim-name").value = "";
+    } catch (err) {
+      const x = toAppError(err);
+      showErrors([{ field: x.field ?? "_form", message: x.message }]);
+    }
+  });
+  $("sim-cancel").addEventListener("click", async () => {
+    try {
+      renderSim(await api.simCancel());
+    } catch (err) {
+      showErrors([{ field: "_form", message: toAppError(err).message }]);
+    }
+  });
+  on("rules", renderTargets);
+  renderTargets();
+  // A progress cue that lands after the run ended must not turn "Cancelled" back into "Running".
+  void events.onSimProgress((p) => state.sim?.running !== false && renderProgress(p, true));
+  renderSim(await api.simStatus());
+  previewSoon();
+}

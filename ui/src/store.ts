@@ -1,0 +1,38 @@
+/**
+ * The dashboard's shared state and a tiny publish/subscribe: panels read the state and say
+ * what changed; the others redraw. No framework: a handful of topics is all there is.
+ */
+import type { ConnectionStatus } from "./bindings/ConnectionStatus";
+import type { Rule } from "./bindings/Rule";
+import type { SimStatus } from "./bindings/SimStatus";
+import type { ChartFocus } from "./logic/live";
+
+export type Topic = "rules" | "sim" | "connection" | "history" | "selection" | "key";
+
+export const state = {
+  rules: [] as Rule[],
+  sim: null as SimStatus | null,
+  conn: null as ConnectionStatus | null,
+  /** What the live chart follows: the current or last run, or the user's rules. */
+  liveFocus: "run" as ChartFocus,
+  /** The run the run chart, summary and per-key view show (a history id). */
+  selectedRun: null as string | null,
+  /** Other runs laid over the selected one. */
+  overlays: [] as string[],
+  /** The selected run's target (rule) the per-key view is about. */
+  selectedTarget: 0,
+  /** The client key opened in the per-key view (an index into the run's keys). */
+  selectedKey: null as number | null,
+};
+
+const listeners = new Map<Topic, Set<() => void>>();
+
+export function on(topic: Topic, fn: () => void) {
+  let set = listeners.get(topic);
+  if (!set) listeners.set(topic, (set = new Set()));
+  set.add(fn);
+}
+
+export function emit(topic: Topic) {
+  for (const fn of listeners.get(topic) ?? []) fn();
+}
