@@ -4,6 +4,8 @@
 //! - [`decision`]  a decision is a value: allowed, remaining, retry/reset waits, fail-open
 //! - [`scripts`]   the three Lua scripts (`lua/`), hashed once, replies parsed into decisions
 //! - [`limiter`]   EVALSHA over one shared connection, deadlines, fail-open, failure kinds
+//! - [`deny_cache`] opt-in: what Redis just denied is denied in process until Redis's time
+//! - [`local_limiter`] degraded mode: the rule's per-instance share, decided in process
 //! - [`keys`]      the key layout under a prefix, rule names hash-tagged for Redis Cluster
 //! - [`telemetry`] per-second counters written by the scripts, read as 60 GETs in one pipeline
 //! - [`target`]    Redis URLs that never show their password
@@ -18,11 +20,13 @@
 pub mod backend;
 pub mod bench;
 pub mod decision;
+pub mod deny_cache;
 pub mod embedded;
 pub mod error;
 pub mod export;
 pub mod keys;
 pub mod limiter;
+pub mod local_limiter;
 pub mod metrics;
 pub mod rule;
 pub mod scripts;
@@ -32,6 +36,7 @@ pub mod telemetry;
 
 pub use backend::{Backend, BackendError, BackendKind};
 pub use decision::{Decision, Outcome};
+pub use deny_cache::DenyCacheOptions;
 pub use embedded::{EmbeddedError, EmbeddedRedis};
 pub use error::{FailureKind, RedisFailure};
 pub use keys::KeySpace;

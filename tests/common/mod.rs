@@ -9,6 +9,7 @@ use ratelockr::{
     At, Decision, EmbeddedRedis, FailureKind, KeySpace, Limiter, LimiterOptions, RedisTarget, Rule,
 };
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -151,4 +152,22 @@ pub fn unpack_bucket(state: &[u8]) -> (f64, f64) {
     assert_eq!(state.len(), 16, "a bucket is 16 bytes: {state:?}");
     let double = |b: &[u8]| f64::from_le_bytes(b.try_into().expect("8 bytes"));
     (double(&state[..8]), double(&state[8..]))
+}
+
+/// Sends SIGCONT when dropped, so a failing test never leaves a frozen redis-server behind.
+pub struct Thaw(pub u32);
+
+impl Drop for Thaw {
+    fn drop(&mut self) {
+        signal("CONT", self.0);
+    }
+}
+
+pub fn signal(name: &str, pid: u32) {
+    let status = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -{name} {pid}");
 }
