@@ -19,6 +19,14 @@ const COMMANDS: &[&str] = &[
     "export_chart",
     "metrics_status",
     "metrics_configure",
+    "runs_list",
+    "run_rename",
+    "run_delete",
+    "run_records",
+    "history_configure",
+    "limiter_reset",
+    "decision_headers",
+    "workload_preview",
 ];
 
 fn main() {

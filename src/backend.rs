@@ -91,3 +91,30 @@ pub fn answers(target: &RedisTarget, timeout: Duration) -> bool {
     let _ = conn.set_read_timeout(Some(timeout));
     redis::cmd("PING").query::<String>(&mut conn).is_ok()
 }
+
+/// PINGs `target` on a fresh connection of its own, within `deadline`: the round trip, or
+/// why not, classified from the first error (a refused port is `unavailable: … refused`, not a
+/// timeout). Unlike the limiter's reconnecting connection, nothing retries here, so what the
+/// user tests is what they get.
+pub async fn probe(
+    target: &RedisTarget,
+    deadline: Duration,
+) -> Result<Duration, crate::RedisFailure> {
+    let started = std::time::Instant::now();
+    let attempt = async {
+        let mut conn = target.client().get_multiplexed_async_connection().await?;
+        redis::cmd("PING").query_async::<String>(&mut conn).await
+    };
+    match tokio::time::timeout(deadline, attempt).await {
+        Ok(Ok(pong)) if pong == "PONG" => Ok(started.elapsed()),
+        Ok(Ok(other)) => Err(crate::RedisFailure::new(
+            crate::FailureKind::Reply,
+            format!("PING answered {other:?}"),
+        )),
+        Ok(Err(err)) => Err(err.into()),
+        Err(_) => Err(crate::RedisFailure::new(
+            crate::FailureKind::Timeout,
+            format!("no answer within {} ms", deadline.as_millis()),
+        )),
+    }
+}

@@ -1,10 +1,10 @@
 //! A decision is a value, not an error: denied requests and fail-open answers are both normal.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The answer to "may this request pass now?".
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Decision {
     pub allowed: bool,
     /// Whole requests still admissible now; `-1` means Redis could not be asked.

@@ -5,12 +5,15 @@
 //! <prefix>:sw:{<rule>}:<client key>              sliding window log sorted set
 //! <prefix>:fw:{<rule>}:<client key>              fixed window counter
 //! <prefix>:naive:{<rule>}:<client key>           the naive race demo's counter
+//! <prefix>:tb:{<rule>}:<run scope>:<client key>  a simulation run's own, fresh namespace
 //! <prefix>:stats:{<rule>}:<unix second>:allowed  telemetry counters, 120 s TTL
 //! <prefix>:stats:{<rule>}:<unix second>:denied
 //! ```
 //!
 //! The rule name is always wrapped in a hash tag, so a rule's limiters and its counters share one
-//! Redis Cluster slot and a script's KEYS never cross slots.
+//! Redis Cluster slot and a script's KEYS never cross slots. A simulation run that starts
+//! from fresh state decides its clients as `<run scope>:<client key>`, so its keys stay under
+//! the rule's tag (one slot, one reset) and its telemetry still counts under the rule.
 
 use crate::rule::{AlgorithmKind, Rule};
 use crate::Outcome;
@@ -55,6 +58,17 @@ impl KeySpace {
         format!("{}:naive:{{{rule}}}:{client_key}", self.prefix)
     }
 
+    /// The SCAN pattern of every limiter key of `rule` under the key tag `tag` (`tb`, `sw`,
+    /// `fw`, `naive`...): every client and every run scope. Glob characters in the prefix are
+    /// escaped, so a prefix like `a*` matches only itself.
+    pub fn rule_pattern(&self, tag: &str, rule: &str) -> String {
+        format!(
+            "{}:{tag}:{{{}}}:*",
+            escape_glob(&self.prefix),
+            escape_glob(rule)
+        )
+    }
+
     /// A telemetry counter: decisions of `outcome` (allowed or denied) for `rule` in `second`.
     pub fn stats(&self, rule: &str, unix_second: u64, outcome: Outcome) -> String {
         format!(
@@ -63,6 +77,18 @@ impl KeySpace {
             outcome.as_str()
         )
     }
+}
+
+/// Escapes the characters SCAN's MATCH treats as a pattern.
+fn escape_glob(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -81,6 +107,11 @@ mod tests {
         assert_eq!(
             KeySpace::new("t1").limiter_for(AlgorithmKind::FixedWindow, "r", "k"),
             "t1:fw:{r}:k"
+        );
+        assert_eq!(keys.rule_pattern("tb", "api"), "ratelockr:tb:{api}:*");
+        assert_eq!(
+            KeySpace::new("a*b?[c]").rule_pattern("fw", "r"),
+            r"a\*b\?\[c\]:fw:{r}:*"
         );
     }
 }

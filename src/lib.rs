@@ -1,12 +1,15 @@
 //! RateLockr: distributed rate limits on Redis, one atomic Lua script per decision.
 //!
 //! - [`rule`]      rules: a name and an algorithm with validated parameters
+//! - [`commandstats`] Redis's own time per script call (`INFO commandstats`), around a run
 //! - [`decision`]  a decision is a value: allowed, remaining, retry/reset waits, fail-open
 //! - [`scripts`]   the three Lua scripts (`lua/`), hashed once, replies parsed into decisions
 //! - [`limiter`]   EVALSHA over one shared connection, deadlines, fail-open, failure kinds
 //! - [`deny_cache`] opt-in: what Redis just denied is denied in process until Redis's time
 //! - [`local_limiter`] degraded mode: the rule's per-instance share, decided in process
+//! - [`headers`]   the HTTP status and RateLimit headers a decision implies
 //! - [`keys`]      the key layout under a prefix, rule names hash-tagged for Redis Cluster
+//! - [`reset`]     deleting a rule's (or one client's) limiter state: a maintenance SCAN
 //! - [`telemetry`] per-second counters written by the scripts, read as 60 GETs in one pipeline
 //! - [`target`]    Redis URLs that never show their password
 //! - [`embedded`]  a managed private redis-server on a free loopback port
@@ -19,15 +22,18 @@
 
 pub mod backend;
 pub mod bench;
+pub mod commandstats;
 pub mod decision;
 pub mod deny_cache;
 pub mod embedded;
 pub mod error;
 pub mod export;
+pub mod headers;
 pub mod keys;
 pub mod limiter;
 pub mod local_limiter;
 pub mod metrics;
+pub mod reset;
 pub mod rule;
 pub mod scripts;
 pub mod sim;
@@ -42,6 +48,7 @@ pub use error::{FailureKind, RedisFailure};
 pub use keys::KeySpace;
 pub use limiter::{CheckError, DecisionObserver, FailureMode, Limiter, LimiterOptions};
 pub use metrics::Metrics;
+pub use reset::ResetError;
 pub use rule::{Algorithm, AlgorithmKind, Rule, RuleError};
 pub use scripts::At;
 pub use target::{RedisTarget, TargetError, DEFAULT_REDIS_URL};

@@ -218,7 +218,7 @@ impl TryFrom<RawRule> for Rule {
 impl Rule {
     pub fn new(name: impl Into<String>, algorithm: Algorithm) -> Result<Self, RuleError> {
         let name = name.into();
-        validate_name(&name)?;
+        validate_rule_name(&name)?;
         algorithm.validate()?;
         Ok(Rule { name, algorithm })
     }
@@ -279,7 +279,8 @@ impl Rule {
     }
 }
 
-fn validate_name(name: &str) -> Result<(), RuleError> {
+/// Checks a rule name: 1 to 64 ASCII letters, digits, `_`, `-` or `.` (it lives in Redis keys).
+pub fn validate_rule_name(name: &str) -> Result<(), RuleError> {
     let ok = !name.is_empty()
         && name.len() <= MAX_RULE_NAME_LEN
         && name

@@ -111,6 +111,14 @@ impl FailureLedger {
         self.fail_open_total.load(Ordering::Relaxed)
     }
 
+    /// Fail-open decisions of every rule from `second` on (within the kept 120 seconds).
+    pub fn fail_open_since(&self, second: u64) -> u64 {
+        let map = self.per_second.lock().unwrap_or_else(|p| p.into_inner());
+        map.values()
+            .map(|seconds| seconds.range(second..).map(|(_, n)| n).sum::<u64>())
+            .sum()
+    }
+
     /// Adds this process's fail-open counts to a series read from Redis.
     pub fn fill(&self, rule: &str, points: &mut [StatsPoint]) {
         let map = self.per_second.lock().unwrap_or_else(|p| p.into_inner());

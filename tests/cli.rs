@@ -339,3 +339,92 @@ fn embedded_starts_a_private_redis() {
     ]));
     assert_eq!(rows.as_array().map(Vec::len), Some(30));
 }
+
+#[test]
+fn reset_deletes_a_keys_or_a_rules_state_and_says_how_many() {
+    let server = common::redis();
+    let prefix = common::unique("cli-reset");
+    let url = server.url();
+    let check = |key: &str| {
+        json(&ratelockr(&[
+            "check",
+            "--redis",
+            &url,
+            "--prefix",
+            &prefix,
+            "--algorithm",
+            "fixed-window",
+            "--limit",
+            "1",
+            "--window-ms",
+            "600000",
+            "--rule",
+            "r",
+            "--key",
+            key,
+            "--json",
+        ]))
+    };
+    assert_eq!(check("a")["allowed"], true);
+    assert_eq!(check("a")["allowed"], false, "the window is used up");
+    check("b");
+    let one = json(&ratelockr(&[
+        "reset", "--redis", &url, "--prefix", &prefix, "--rule", "r", "--key", "a", "--json",
+    ]));
+    assert_eq!(
+        one,
+        serde_json::json!({"rule": "r", "key": "a", "deleted": 1})
+    );
+    assert_eq!(check("a")["allowed"], true, "a starts over after its reset");
+    let out = ratelockr(&["reset", "--redis", &url, "--prefix", &prefix, "--rule", "r"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "reset rule \"r\": 2 keys deleted");
+    let bad = ratelockr(&["reset", "--redis", &url, "--rule", "no good"]);
+    assert!(!bad.status.success());
+    assert!(
+        text(&bad.stderr).contains("--rule"),
+        "{}",
+        text(&bad.stderr)
+    );
+}
+
+#[test]
+fn simulate_refuses_a_flag_its_pattern_ignores_and_says_what_it_uses() {
+    // Refused before any Redis is needed: no server.
+    let out = ratelockr(&[
+        "simulate",
+        "--algorithm",
+        "fixed-window",
+        "--pattern",
+        "burst",
+        "--rps",
+        "500",
+    ]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("--rps does not apply to --pattern burst")
+            && err.contains("--burst-size and --burst-every-ms"),
+        "{err}"
+    );
+    let out = ratelockr(&[
+        "simulate",
+        "--algorithm",
+        "fixed-window",
+        "--burst-size",
+        "5",
+    ]);
+    assert!(text(&out.stderr).contains("--burst-size does not apply to --pattern constant"));
+    let out = ratelockr(&[
+        "simulate",
+        "--algorithm",
+        "fixed-window",
+        "--retry-attempts",
+        "11",
+    ]);
+    assert!(
+        text(&out.stderr).contains("--retry-attempts"),
+        "{}",
+        text(&out.stderr)
+    );
+}

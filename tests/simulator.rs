@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{dead_url, limiter, limiter_with, options, redis};
+use common::{dead_url, limiter, limiter_with, options, redis, tempdir};
 use ratelockr::export::{self, read_records, CsvSink, ExportError};
 use ratelockr::sim::{
     self, Length, NoObserver, Pattern, Record, Report, SimObserver, SimSpec, Workload,
@@ -140,8 +140,9 @@ async fn compare_mode_runs_all_three_on_identical_traffic_and_the_csv_reads_back
     }
 
     let header = std::fs::read_to_string(&path).expect("readable");
+    // design.md's columns in its order, then the ones added after them.
     assert!(header.starts_with(
-        "seq,sent_at_ms,server,rule,algorithm,key,allowed,remaining,retry_after_ms,latency_us,fail_open\n"
+        "seq,sent_at_ms,server,rule,algorithm,key,allowed,remaining,retry_after_ms,latency_us,fail_open,reset_after_ms,attempt\n"
     ));
     let read = read_records(&path).expect("parses with the csv crate");
     let seen = recorder.0.into_inner().expect("not poisoned");
@@ -395,13 +396,7 @@ fn the_cli_prints_a_json_summary_per_algorithm_and_writes_both_exports() {
         }
     }
     assert_eq!(read_records(&csv).expect("parses").len(), 480);
-    assert!(std::fs::read_to_string(&chart)
-        .expect("written")
-        .contains("fixed window"));
-}
-
-fn tempdir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(common::unique(name));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+    // The run chart: each rule's admissions under its envelope.
+    let svg = std::fs::read_to_string(&chart).expect("written");
+    assert!(svg.contains("fixed-window admitted") && svg.contains("envelope"));
 }

@@ -3,13 +3,18 @@
 
 use crate::core::connection::{ConnectionStatus, ConnectionTest};
 use crate::core::error::AppError;
+use crate::core::export_path::confirmed_format;
+use crate::core::history::{HistorySettings, RunHistory, RunInfo};
+use crate::core::inspect::{self, ResetResult, WorkloadPreview};
+use crate::core::records::RunRecords;
 use crate::core::rules::RuleDraft;
-use crate::core::settings::MetricsSettings;
+use crate::core::settings::MetricsDraft;
 use crate::core::sim::{SimRequest, SimStatus};
 use crate::core::{AppCore, AppInfo, ChartFormat, Exported, MetricsStatus, RuleStats};
 use crate::events::WindowEvents;
 use crate::save_dialog::choose_path;
-use ratelockr::Rule;
+use ratelockr::headers::HttpAnswer;
+use ratelockr::{Decision, Rule};
 use std::sync::Arc;
 use tauri::{AppHandle, Runtime, State};
 
@@ -87,26 +92,79 @@ pub fn sim_status(core: Core<'_>) -> SimStatus {
     core.sim_status()
 }
 
+/// Exports a kept run's records (`id` None: the last run).
 #[tauri::command]
 pub async fn export_csv<R: Runtime>(
     app: AppHandle<R>,
     core: Core<'_>,
+    id: Option<String>,
 ) -> Result<Exported, AppError> {
-    core.export_csv(&choose_path(&app, "ratelockr-run.csv", "CSV", "csv")?)
+    let dest = choose_path(&app, "ratelockr-run.csv", "CSV", "csv")?;
+    core.export_csv(&dest, id.as_deref())
 }
 
+/// Exports a kept run's chart (`id` None: the last run) to exactly the path the user
+/// confirmed, in the format that name asks for.
 #[tauri::command]
 pub async fn export_chart<R: Runtime>(
     app: AppHandle<R>,
     core: Core<'_>,
     format: ChartFormat,
+    id: Option<String>,
 ) -> Result<Exported, AppError> {
     let name = format!("ratelockr-chart.{}", format.extension());
     let kind = format.extension().to_uppercase();
-    core.export_chart(
-        &choose_path(&app, &name, &kind, format.extension())?,
-        format,
-    )
+    let dest = choose_path(&app, &name, &kind, format.extension())?;
+    let format = confirmed_format(&dest)?;
+    core.export_chart(&dest, format, id.as_deref())
+}
+
+#[tauri::command]
+pub fn runs_list(core: Core<'_>) -> RunHistory {
+    core.runs_list()
+}
+
+#[tauri::command]
+pub fn run_rename(core: Core<'_>, id: String, name: String) -> Result<RunInfo, AppError> {
+    core.run_rename(&id, &name)
+}
+
+#[tauri::command]
+pub fn run_delete(core: Core<'_>, id: String) -> Result<RunHistory, AppError> {
+    core.run_delete(&id)
+}
+
+/// Async so that reading a long run's records does not hold up the main thread.
+#[tauri::command]
+pub async fn run_records(core: Core<'_>, id: String) -> Result<RunRecords, AppError> {
+    core.run_records(&id)
+}
+
+#[tauri::command]
+pub fn history_configure(
+    core: Core<'_>,
+    settings: HistorySettings,
+) -> Result<RunHistory, AppError> {
+    core.history_configure(settings)
+}
+
+#[tauri::command]
+pub async fn limiter_reset(
+    core: Core<'_>,
+    rule: String,
+    key: Option<String>,
+) -> Result<ResetResult, AppError> {
+    core.limiter_reset(&rule, key.as_deref()).await
+}
+
+#[tauri::command]
+pub fn decision_headers(rule: Rule, decision: Decision) -> HttpAnswer {
+    inspect::decision_headers(&rule, &decision)
+}
+
+#[tauri::command]
+pub fn workload_preview(request: SimRequest) -> Result<WorkloadPreview, AppError> {
+    inspect::workload_preview(&request)
 }
 
 #[tauri::command]
@@ -117,7 +175,7 @@ pub fn metrics_status(core: Core<'_>) -> MetricsStatus {
 #[tauri::command]
 pub async fn metrics_configure(
     core: Core<'_>,
-    settings: MetricsSettings,
+    settings: MetricsDraft,
 ) -> Result<MetricsStatus, AppError> {
     core.metrics_configure(settings).await
 }

@@ -5,6 +5,7 @@
 //! - [`events`]      simulator events to the window
 //! - [`store`]       settings persisted with tauri-plugin-store
 //! - [`save_dialog`] where exports go (native dialog, or a directory for tests)
+//! - [`window_fit`]  the window shrunk to fit a small screen
 //! - [`bindings`]    the TypeScript types in `ui/src/bindings/`, generated from Rust
 
 pub mod bindings;
@@ -13,6 +14,7 @@ pub mod core;
 pub mod events;
 pub mod save_dialog;
 pub mod store;
+pub mod window_fit;
 
 use crate::core::AppCore;
 use std::path::PathBuf;
@@ -43,6 +45,14 @@ macro_rules! handler {
             $crate::commands::export_chart,
             $crate::commands::metrics_status,
             $crate::commands::metrics_configure,
+            $crate::commands::runs_list,
+            $crate::commands::run_rename,
+            $crate::commands::run_delete,
+            $crate::commands::run_records,
+            $crate::commands::history_configure,
+            $crate::commands::limiter_reset,
+            $crate::commands::decision_headers,
+            $crate::commands::workload_preview,
         ]
     };
 }
@@ -115,7 +125,10 @@ pub fn run() {
         )
         .try_init();
     let app = match app(Builder::default())
-        .setup(|app| install(app.handle(), None))
+        .setup(|app| {
+            window_fit::fit_main_window(app.handle());
+            install(app.handle(), None)
+        })
         .build(context())
     {
         Ok(app) => app,

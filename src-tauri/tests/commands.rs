@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tauri::ipc::{CallbackFn, InvokeBody};
 use tauri::test::{get_ipc_response, mock_builder, MockRuntime, INVOKE_KEY};
 use tauri::webview::InvokeRequest;
-use tauri::{App, Listener, WebviewWindow, WebviewWindowBuilder};
+use tauri::{App, Listener, Manager, WebviewWindow, WebviewWindowBuilder};
 
 struct Ui {
     app: App<MockRuntime>,
@@ -274,7 +274,7 @@ fn a_simulation_runs_streams_stats_and_exports() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("seq,sent_at_ms,server,rule,algorithm,key,allowed,remaining,retry_after_ms,latency_us,fail_open")
+        Some("seq,sent_at_ms,server,rule,algorithm,key,allowed,remaining,retry_after_ms,latency_us,fail_open,reset_after_ms,attempt")
     );
     assert_eq!(lines.count(), 4 * 300);
     let chart = ui.ok("export_chart", json!({ "format": "svg" }));
@@ -375,4 +375,353 @@ fn wait_for_run(ui: &Ui) -> Value {
         assert!(Instant::now() < deadline, "the run did not end: {status}");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// A single-rule run of `requests` on one key, as fast as possible.
+fn run_request(rule: &str, requests: u64, extra: Value) -> Value {
+    let mut request = json!({
+        "target": { "kind": "rule", "name": rule },
+        "pattern": { "kind": "constant" }, "rps": 0.0, "requests": requests,
+        "servers": 2, "keys": 1, "zipf": false, "naive": false });
+    if let (Some(r), Some(e)) = (request.as_object_mut(), extra.as_object()) {
+        r.extend(e.clone());
+    }
+    json!({ "request": request })
+}
+
+/// Starts a run, waits for it and returns its summary row's `allowed`, and the summary.
+fn run_allowed(ui: &Ui, request: Value) -> (u64, Value) {
+    ui.ok("sim_start", request);
+    let status = wait_for_run(ui);
+    let last = status["last"].clone();
+    (last["rows"][0]["allowed"].as_u64().expect("allowed"), last)
+}
+
+#[test]
+fn runs_start_full_by_default_and_reset_empties_a_shared_state() {
+    let server = redis();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ui = Ui::open(dir.path(), Some(&server.url()));
+    // A window far longer than the test, so nothing refills on its own.
+    let gate =
+        json!({ "name": "gate", "algorithm": "fixed_window", "limit": 5, "window_ms": 600000 });
+    ui.ok("rule_save", json!({ "original": null, "draft": gate }));
+    // Two default runs back to back: each has its own namespace and starts full.
+    for _ in 0..2 {
+        assert_eq!(run_allowed(&ui, run_request("gate", 20, json!({}))).0, 5);
+    }
+    // "Continue from the current state": the second such run finds the window used up.
+    let shared = json!({ "continue_state": true });
+    assert_eq!(
+        run_allowed(&ui, run_request("gate", 20, shared.clone())).0,
+        5
+    );
+    assert_eq!(
+        run_allowed(&ui, run_request("gate", 20, shared.clone())).0,
+        0
+    );
+    // Reset one key, then the whole rule (every run's namespace included).
+    let one = ui.ok(
+        "limiter_reset",
+        json!({ "rule": "gate", "key": "client-0" }),
+    );
+    assert_eq!(one["deleted"], 1, "{one}");
+    assert_eq!(
+        run_allowed(&ui, run_request("gate", 20, shared.clone())).0,
+        5
+    );
+    let all = ui.ok("limiter_reset", json!({ "rule": "gate" }));
+    assert_eq!(
+        all["deleted"], 3,
+        "two fresh runs' keys and the shared one: {all}"
+    );
+    assert_eq!(
+        run_allowed(&ui, run_request("gate", 20, shared)).0,
+        5,
+        "after a reset the next run starts full"
+    );
+    let err = ui
+        .call("limiter_reset", json!({ "rule": "not a name" }))
+        .expect_err("bad name");
+    assert_eq!(err["field"], "rule", "{err}");
+}
+
+#[test]
+fn the_history_keeps_runs_bounded_restores_them_and_exports_an_older_one() {
+    let server = redis();
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("settings.json"),
+        json!({ "redis_url": server.url(), "history": { "max_runs": 2, "max_bytes": 1_000_000_000u64 } })
+            .to_string(),
+    )
+    .expect("seed settings");
+    let (first_id, second_id, third_id);
+    {
+        let ui = Ui::open(dir.path(), None);
+        ui.ok(
+            "rule_save",
+            json!({ "original": null, "draft": draft("h", 3) }),
+        );
+        let finished = Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+        let f = finished.clone();
+        ui.app.listen_any("sim-finished", move |event| {
+            let payload: Value = serde_json::from_str(event.payload()).expect("json");
+            f.lock().expect("lock").push(payload);
+        });
+        let (_, first) = run_allowed(
+            &ui,
+            run_request("h", 10, json!({ "name": "first", "seed": 7 })),
+        );
+        first_id = first["id"].as_str().expect("id").to_string();
+        let (_, second) = run_allowed(&ui, run_request("h", 12, json!({})));
+        second_id = second["id"].as_str().expect("id").to_string();
+        let renamed = ui.ok(
+            "run_rename",
+            json!({ "id": second_id, "name": "  second  " }),
+        );
+        assert_eq!(renamed["name"], "second");
+        let err = ui
+            .call("run_rename", json!({ "id": second_id, "name": " " }))
+            .expect_err("empty");
+        assert_eq!(
+            (err["code"].as_str(), err["field"].as_str()),
+            (Some("invalid_run_name"), Some("name"))
+        );
+
+        let history = ui.ok("runs_list", json!({}));
+        let runs = history["runs"].as_array().expect("runs");
+        assert_eq!(runs.len(), 2);
+        assert_eq!(runs[0]["id"], second_id.as_str(), "newest first");
+        assert_eq!(runs[1]["name"], "first");
+        assert_eq!(runs[1]["status"], "finished");
+        assert_eq!(runs[1]["request"]["seed"], 7, "the seed used is kept");
+        assert_eq!(runs[1]["targets"][0]["rule"]["name"], "h");
+        assert_eq!(runs[1]["fresh_state"], true);
+        assert_eq!(runs[1]["summary"]["rows"][0]["requests"], 10);
+        assert!(runs[1]["bytes"].as_u64().is_some_and(|b| b > 0));
+
+        // A third run: the oldest is dropped, and the user is told, in the event and the list.
+        let (_, third) = run_allowed(&ui, run_request("h", 14, json!({})));
+        third_id = third["id"].as_str().expect("id").to_string();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while finished.lock().expect("lock").len() < 3 {
+            assert!(Instant::now() < deadline, "three sim-finished events");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let last_event = finished.lock().expect("lock")[2].clone();
+        let warning = last_event["warnings"][0].as_str().unwrap_or_default();
+        assert!(
+            warning.contains("\"first\"") && warning.contains("2 runs"),
+            "{last_event}"
+        );
+        let history = ui.ok("runs_list", json!({}));
+        let ids: Vec<&str> = history["runs"]
+            .as_array()
+            .expect("runs")
+            .iter()
+            .filter_map(|r| r["id"].as_str())
+            .collect();
+        assert_eq!(ids, [third_id.as_str(), second_id.as_str()]);
+        assert!(
+            history["warnings"].to_string().contains("dropped"),
+            "{history}"
+        );
+        assert!(
+            !dir.path().join("runs").join(&first_id).exists(),
+            "its files went too"
+        );
+        let err = ui
+            .call("run_records", json!({ "id": first_id }))
+            .expect_err("dropped");
+        assert_eq!(err["code"], "run_not_found");
+    }
+    // After a restart: the same runs, the last one restored as the simulator's last run.
+    let ui = Ui::open(dir.path(), None);
+    let status = ui.ok("sim_status", json!({}));
+    assert_eq!(status["last"]["id"], third_id.as_str(), "{status}");
+    assert_eq!(status["last"]["status"], "finished");
+    assert_eq!(status["rules"], json!(["h"]));
+    let history = ui.ok("runs_list", json!({}));
+    assert_eq!(history["runs"].as_array().map(Vec::len), Some(2));
+    assert_eq!(history["runs"][1]["name"], "second", "the rename survived");
+
+    // The older run's records, in columns, and its exports (through the core the commands
+    // call: the export directory variable belongs to the other export test).
+    let records = ui.ok("run_records", json!({ "id": second_id }));
+    assert_eq!(records["t_ms"].as_array().map(Vec::len), Some(12));
+    assert_eq!(records["keys"], json!(["client-0"]));
+    let outcomes = records["outcome"].as_array().expect("outcomes");
+    let allowed = outcomes.iter().filter(|o| o.as_u64() == Some(0)).count();
+    assert_eq!(allowed, 3);
+    assert_eq!(records["targets"][0]["rule"]["name"], "h");
+    assert!(records["bin_ms"].as_u64().is_some_and(|b| b <= 100));
+    let core = ui.app.state::<Arc<ratelockr_app::core::AppCore>>();
+    let out = tempfile::tempdir().expect("tempdir");
+    let csv = out.path().join("second.csv");
+    core.export_csv(&csv, Some(&second_id)).expect("csv export");
+    assert_eq!(
+        std::fs::read_to_string(&csv).expect("csv").lines().count(),
+        13
+    );
+    let svg = out.path().join("second.svg");
+    core.export_chart(
+        &svg,
+        ratelockr_app::core::ChartFormat::Svg,
+        Some(&second_id),
+    )
+    .expect("chart export");
+    assert!(std::fs::read_to_string(&svg).expect("svg").contains("<svg"));
+    // Never a path other than the one confirmed: a .png name for an SVG is refused, unwritten.
+    let wrong = out.path().join("precious.png");
+    std::fs::write(&wrong, b"precious").expect("write");
+    assert!(core
+        .export_chart(
+            &wrong,
+            ratelockr_app::core::ChartFormat::Svg,
+            Some(&second_id)
+        )
+        .is_err());
+    assert_eq!(std::fs::read(&wrong).expect("read"), b"precious");
+
+    ui.ok("run_delete", json!({ "id": second_id }));
+    assert_eq!(
+        ui.ok("runs_list", json!({}))["runs"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+}
+
+#[test]
+fn a_corrupt_history_entry_is_set_aside_and_reported_not_deleted() {
+    let server = redis();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broken = dir.path().join("runs").join("0000000000001");
+    std::fs::create_dir_all(&broken).expect("mkdir");
+    std::fs::write(broken.join("run.json"), b"{ not json").expect("write");
+    std::fs::write(broken.join("records.csv"), b"seq\n1\n").expect("write");
+    let ui = Ui::open(dir.path(), Some(&server.url()));
+    let history = ui.ok("runs_list", json!({}));
+    assert_eq!(history["runs"], json!([]));
+    let warnings = history["warnings"].to_string();
+    assert!(
+        warnings.contains("could not be read") && warnings.contains("runs-aside"),
+        "{warnings}"
+    );
+    let aside: Vec<_> = std::fs::read_dir(dir.path().join("runs-aside"))
+        .expect("aside dir")
+        .filter_map(Result::ok)
+        .collect();
+    assert_eq!(aside.len(), 1);
+    assert_eq!(
+        std::fs::read(aside[0].path().join("run.json")).expect("kept"),
+        b"{ not json"
+    );
+}
+
+#[test]
+fn headers_preview_and_the_workload_form_reach_the_engine() {
+    let server = redis();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ui = Ui::open(dir.path(), Some(&server.url()));
+    let rule = json!({ "name": "api", "algorithm": "token_bucket", "capacity": 20, "refill_per_sec": 10.0 });
+    let denied = ui.ok(
+        "decision_headers",
+        json!({ "rule": rule, "decision": { "allowed": false, "remaining": 0, "retry_after_ms": 1001, "reset_after_ms": 2000, "fail_open": false } }),
+    );
+    assert_eq!(denied["status"], 429);
+    assert!(
+        denied["headers"]
+            .to_string()
+            .contains("[\"Retry-After\",\"2\"]"),
+        "{denied}"
+    );
+    let open = ui.ok(
+        "decision_headers",
+        json!({ "rule": rule, "decision": { "allowed": true, "remaining": -1, "retry_after_ms": 0, "reset_after_ms": 0, "fail_open": true } }),
+    );
+    assert_eq!(open, json!({ "status": 200, "headers": [] }));
+
+    // Bursts of 20 every 500 ms for 2 s: the preview shows four bursts, not a flat line.
+    let burst = json!({ "request": {
+        "target": { "kind": "compare", "limit": 10, "window_ms": 1000 },
+        "pattern": { "kind": "burst", "size": 20, "every_ms": 500 }, "rps": 40.0,
+        "duration_ms": 2000, "servers": 1, "keys": 1, "zipf": false, "naive": false } });
+    let preview = ui.ok("workload_preview", burst);
+    let bins: Vec<u64> = preview["offered"]
+        .as_array()
+        .expect("bins")
+        .iter()
+        .filter_map(Value::as_u64)
+        .collect();
+    assert!(
+        preview["bin_ms"].as_u64().is_some_and(|b| b <= 100),
+        "{preview}"
+    );
+    assert_eq!(bins.iter().sum::<u64>(), 80);
+    assert_eq!(bins.iter().filter(|&&n| n == 20).count(), 4, "{bins:?}");
+    assert_eq!(preview["planned"], 80);
+
+    let both = json!({ "request": {
+        "target": { "kind": "compare", "limit": 10, "window_ms": 1000 },
+        "pattern": { "kind": "constant" }, "rps": 10.0, "requests": 5, "duration_ms": 100,
+        "servers": 1, "keys": 1, "zipf": false, "naive": false } });
+    let err = ui.call("workload_preview", both).expect_err("both lengths");
+    assert_eq!(err["field"], "requests");
+    let zipf = json!({ "request": {
+        "target": { "kind": "compare", "limit": 10, "window_ms": 1000 },
+        "pattern": { "kind": "constant" }, "rps": 10.0, "requests": 5,
+        "servers": 1, "keys": 10, "zipf": true, "zipf_exponent": -1.0, "naive": false } });
+    let err = ui.call("sim_start", zipf).expect_err("bad exponent");
+    assert_eq!(err["field"], "zipf_exponent");
+}
+
+#[test]
+fn refetch_cues_are_coalesced_and_one_follows_the_last_decision() {
+    let server = redis();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ui = Ui::open(dir.path(), Some(&server.url()));
+    ui.ok(
+        "rule_save",
+        json!({ "original": null, "draft": draft("cue", 5) }),
+    );
+    // Every event in arrival order: "r" for a cue, "f" for the end of the run.
+    let order = Arc::new(std::sync::Mutex::new(String::new()));
+    let (o1, o2) = (order.clone(), order.clone());
+    ui.app
+        .listen_any("refetch-stats", move |_| o1.lock().expect("lock").push('r'));
+    ui.app
+        .listen_any("sim-finished", move |_| o2.lock().expect("lock").push('f'));
+    let requests = 5_000;
+    ui.ok(
+        "sim_start",
+        run_request("cue", requests, json!({ "servers": 4 })),
+    );
+    let status = wait_for_run(&ui);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !order.lock().expect("lock").contains('f') {
+        assert!(Instant::now() < deadline, "sim-finished arrives");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let order = order.lock().expect("lock").clone();
+    let cues = order.matches('r').count() as u64;
+    let duration_ms = status["last"]["duration_ms"].as_u64().expect("duration");
+    assert!(
+        cues >= 2,
+        "the first decision and the last are cued: {order}"
+    );
+    // At most one per 16 ms frame, plus the first and the last.
+    assert!(
+        cues <= duration_ms / 16 + 2,
+        "{cues} cues in {duration_ms} ms"
+    );
+    assert!(
+        cues < requests,
+        "coalesced: {cues} cues for {requests} decisions"
+    );
+    assert!(
+        order.ends_with("rf"),
+        "a cue follows the last decision, before the end: {order}"
+    );
 }

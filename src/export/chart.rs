@@ -49,7 +49,7 @@ impl ChartFormat {
     }
 }
 
-fn register_font() {
+pub(crate) fn register_font() {
     REGISTER_FONT.call_once(|| {
         // Registering a valid embedded font cannot fail; if it did, text would be missing, not
         // the chart.

@@ -6,8 +6,8 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
-/// The header row, in design.md's order.
-pub const COLUMNS: [&str; 11] = [
+/// The header row: design.md's columns in its order, then the ones added since.
+pub const COLUMNS: [&str; 13] = [
     "seq",
     "sent_at_ms",
     "server",
@@ -19,6 +19,8 @@ pub const COLUMNS: [&str; 11] = [
     "retry_after_ms",
     "latency_us",
     "fail_open",
+    "reset_after_ms",
+    "attempt",
 ];
 
 /// Streams records to a CSV file as they complete.
@@ -77,6 +79,22 @@ impl RecordSink for CsvSink {
             .flush()
             .map_err(|e| ExportError::io(&self.path, e))
     }
+}
+
+/// Streams the records of a CSV written by [`CsvSink`] to `each`, one at a time, so a long
+/// run's file never has to fit in memory as records. Returns how many there were.
+pub fn for_each_record(path: &Path, mut each: impl FnMut(Record)) -> Result<u64, ExportError> {
+    let csv_err = |source| ExportError::Csv {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut reader = csv::Reader::from_path(path).map_err(csv_err)?;
+    let mut count = 0;
+    for row in reader.deserialize() {
+        each(row.map_err(csv_err)?);
+        count += 1;
+    }
+    Ok(count)
 }
 
 /// Reads a CSV written by [`CsvSink`] back into records.

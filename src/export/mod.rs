@@ -2,12 +2,20 @@
 //!
 //! - [`csv`]   the CSV writer, streaming records as they complete
 //! - [`chart`] allowed and denied per second, one series per algorithm
+//! - [`run_chart`] a run's own timeline with the rule's envelope, PNG or SVG
+//! - [`timeline`] records binned per target at the width that fits the run
+//! - [`style`] the run chart's bins, colours, dashes and envelope, shared with the app
 
 pub mod chart;
 pub mod csv;
+pub mod run_chart;
+pub mod style;
+pub mod timeline;
 
 pub use self::chart::{render_chart, ChartFormat};
-pub use self::csv::{read_records, CsvSink};
+pub use self::csv::{for_each_record, read_records, CsvSink};
+pub use self::run_chart::{render_run_chart, timeline_from_csv};
+pub use self::timeline::{Timeline, TimelineBuilder};
 
 use std::path::{Path, PathBuf};
 

@@ -14,7 +14,7 @@ pub mod report;
 pub mod workload;
 
 pub use report::{Report, Series, SeriesPoint, TargetSummary};
-pub use workload::{KeyDistribution, Length, Pattern, Workload};
+pub use workload::{KeyDistribution, Length, Pattern, Retry, Workload};
 
 use crate::decision::Decision;
 use crate::limiter::Limiter;
@@ -72,6 +72,12 @@ pub struct SimSpec {
     pub targets: Vec<Target>,
     #[serde(default)]
     pub clock: SimClock,
+    /// The run's own key namespace: clients are decided as `<scope>:<client key>` under each
+    /// rule's tag, so the run starts from fresh limiter state whatever ran before, while its
+    /// telemetry still counts under the rule. None: the rules' shared keys, continuing from
+    /// whatever state they hold (what `check` and `serve` decide on).
+    #[serde(default)]
+    pub scope: Option<String>,
 }
 
 impl SimSpec {
@@ -93,6 +99,7 @@ impl SimSpec {
             workload,
             targets,
             clock: SimClock::default(),
+            scope: None,
         })
     }
 
@@ -134,6 +141,7 @@ impl SimSpec {
             workload,
             targets,
             clock: SimClock::default(),
+            scope: None,
         })
     }
 
@@ -149,7 +157,20 @@ impl SimSpec {
         for target in &self.targets {
             target.rule.check_cost(self.workload.cost)?;
         }
+        if let Some(scope) = &self.scope {
+            if scope.is_empty() || scope.len() > 64 || scope.contains(['{', '}']) {
+                return Err(SimError::InvalidWorkload {
+                    parameter: "scope",
+                    reason: format!("must be 1 to 64 characters without braces, got {scope:?}"),
+                });
+            }
+        }
         Ok(())
+    }
+
+    /// A fresh key namespace for one run, from its id: `run-<id>`.
+    pub fn fresh_scope(run_id: &str) -> String {
+        format!("run-{run_id}")
     }
 
     /// The title of charts and summaries.
@@ -181,6 +202,13 @@ pub struct Record {
     pub retry_after_ms: u64,
     pub latency_us: u64,
     pub fail_open: bool,
+    /// The wait until the limiter was back to its full allowance (the `RateLimit` header's
+    /// `t` when allowed). Columns after design.md's own; absent in older CSVs.
+    #[serde(default)]
+    pub reset_after_ms: u64,
+    /// 0 for a request's first try; n for its nth retry in a retry storm.
+    #[serde(default)]
+    pub attempt: u32,
 }
 
 /// Where records go as they complete (the CSV writer).
@@ -203,6 +231,9 @@ pub struct Progress {
 
 /// Sees a run as it happens: the live chart's `refetch-stats`, progress bars.
 pub trait SimObserver: Send + Sync {
+    /// Called once before the first request, with the run's start (ms since the epoch): the
+    /// origin of the report's series and of `Record::sent_at_ms` offsets.
+    fn on_start(&self, _started_at_ms: u64) {}
     /// Called for every record, in completion order.
     fn on_record(&self, _record: &Record) {}
     /// Called about every 100 ms, and once at the end.
@@ -243,12 +274,14 @@ pub async fn run(
     let workload = Arc::new(spec.workload.clone());
     let targets = Arc::new(spec.targets.clone());
     let planned = workload.planned_requests();
+    let evalsha_before = evalsha_stats(limiter).await;
     let started_at_ms = now_ms();
+    observer.on_start(started_at_ms);
     let start = Instant::now();
     // A child token: a sink failure stops the run without cancelling the caller's token.
     let stop = cancel.child_token();
     let sent = Arc::new(AtomicU64::new(0));
-    let (records_tx, mut records_rx) = mpsc::unbounded_channel::<Vec<Record>>();
+    let (records_tx, mut records_rx) = mpsc::unbounded_channel::<Vec<Vec<Record>>>();
 
     let servers: Vec<Server> = (0..workload.servers)
         .map(|index| Server {
@@ -259,6 +292,8 @@ pub async fn run(
             records: records_tx.clone(),
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT_PER_SERVER)),
             clock: spec.clock,
+            scope: spec.scope.clone().map(Arc::from),
+            stop: stop.clone(),
         })
         .collect();
     drop(records_tx);
@@ -286,17 +321,20 @@ pub async fn run(
     let mut sink_error = None;
     while let Some(batch) = records_rx.recv().await {
         completed += 1;
-        for (record, accumulator) in batch.iter().zip(accumulators.iter_mut()) {
-            if sink_error.is_none() {
-                if let Some(sink) = sink.as_deref_mut() {
-                    if let Err(err) = sink.write(record) {
-                        sink_error = Some(err);
-                        stop.cancel();
+        // batch[i] holds target i's records of one request: one, or more with retries.
+        for (records, accumulator) in batch.iter().zip(accumulators.iter_mut()) {
+            for record in records {
+                if sink_error.is_none() {
+                    if let Some(sink) = sink.as_deref_mut() {
+                        if let Err(err) = sink.write(record) {
+                            sink_error = Some(err);
+                            stop.cancel();
+                        }
                     }
                 }
+                observer.on_record(record);
+                accumulator.add(record, started_at_ms, workload.cost);
             }
-            observer.on_record(record);
-            accumulator.add(record, started_at_ms, workload.cost);
         }
         if last_progress.elapsed() >= PROGRESS_EVERY {
             last_progress = Instant::now();
@@ -326,6 +364,10 @@ pub async fn run(
         planned,
         elapsed_ms: duration_ms,
     });
+    let redis_cost = match (evalsha_before, evalsha_stats(limiter).await) {
+        (Some(before), Some(after)) => before.cost_until(&after),
+        _ => None,
+    };
     let (summaries, series) = accumulators
         .into_iter()
         .map(TargetAccumulator::finish)
@@ -345,7 +387,19 @@ pub async fn run(
         },
         targets: summaries,
         series,
+        redis_cost,
     })
+}
+
+/// EVALSHA's counters now, or None when Redis does not answer within the deadline (a run
+/// against a dead Redis still runs, failing open, just without this figure).
+async fn evalsha_stats(limiter: &Limiter) -> Option<crate::commandstats::EvalshaStats> {
+    let mut conn = limiter.connection();
+    let read = crate::commandstats::read_evalsha(&mut conn);
+    match tokio::time::timeout(limiter.options().deadline, read).await {
+        Ok(Ok(stats)) => Some(stats),
+        _ => None,
+    }
 }
 
 /// One simulated app instance.
@@ -355,9 +409,13 @@ struct Server {
     limiter: Limiter,
     targets: Arc<Vec<Target>>,
     workload: Arc<Workload>,
-    records: mpsc::UnboundedSender<Vec<Record>>,
+    records: mpsc::UnboundedSender<Vec<Vec<Record>>>,
     in_flight: Arc<Semaphore>,
     clock: SimClock,
+    /// The run's key namespace, if it has its own (see [`SimSpec::scope`]).
+    scope: Option<Arc<str>>,
+    /// Stops retries waiting for their turn when the run is cancelled.
+    stop: CancellationToken,
 }
 
 /// Offers the schedule: open-loop by the clock, or closed-loop per server for `rps = 0`.
@@ -448,7 +506,9 @@ async fn closed_loop(
 }
 
 impl Server {
-    /// One request, offered to every target at once; its records go out together.
+    /// One request, offered to every target at once; its records go out together. In a retry
+    /// storm a denied request is sent again to the target that denied it, after that denial's
+    /// `retry_after_ms`, up to the workload's retry limit.
     fn request(
         &self,
         seq: u64,
@@ -458,59 +518,86 @@ impl Server {
         let targets = self.targets.clone();
         let records = self.records.clone();
         let cost = self.workload.cost;
+        let retries = self.workload.retry.map_or(0, |r| r.max_attempts);
         let server = self.index;
         let clock = self.clock;
+        let stop = self.stop.clone();
+        // The limiter sees the scoped name; records keep the client's own key.
+        let decided_as = match &self.scope {
+            Some(scope) => format!("{scope}:{key}"),
+            None => key.clone(),
+        };
         async move {
-            let sent_at_ms = now_ms();
-            let at = match clock {
-                SimClock::Client => At::Millis(sent_at_ms),
-                SimClock::Server => At::ServerClock,
-            };
-            let decisions = futures::future::join_all(targets.iter().map(|target| {
-                let limiter = &limiter;
-                let key = &key;
+            // Every target sees the first try at the same time, so compare runs stay fair.
+            let first_sent_ms = now_ms();
+            let batch = futures::future::join_all(targets.iter().map(|target| {
+                let (limiter, key, decided_as, stop) = (&limiter, &key, &decided_as, &stop);
                 async move {
-                    let started = Instant::now();
-                    let decision = if target.naive {
-                        let mut conn = limiter.connection();
-                        naive::decide(
-                            &mut conn,
-                            limiter.keys(),
-                            &target.rule,
-                            key,
-                            cost,
-                            limiter.options().deadline,
-                        )
-                        .await
-                    } else {
-                        // Costs were checked against every rule before the run.
-                        limiter
-                            .check_at(&target.rule, key, cost, at)
-                            .await
-                            .unwrap_or(Decision::FAIL_OPEN)
-                    };
-                    (decision, started.elapsed())
+                    let mut out = Vec::with_capacity(1);
+                    for attempt in 0..=retries {
+                        let sent_at_ms = if attempt == 0 {
+                            first_sent_ms
+                        } else {
+                            now_ms()
+                        };
+                        let at = match clock {
+                            SimClock::Client => At::Millis(sent_at_ms),
+                            SimClock::Server => At::ServerClock,
+                        };
+                        let started = Instant::now();
+                        let decision = decide(limiter, target, decided_as, cost, at).await;
+                        out.push(Record {
+                            seq,
+                            sent_at_ms,
+                            server,
+                            rule: target.rule.name().to_string(),
+                            algorithm: target.label().to_string(),
+                            key: key.clone(),
+                            allowed: decision.allowed,
+                            remaining: decision.remaining,
+                            retry_after_ms: decision.retry_after_ms,
+                            latency_us: started.elapsed().as_micros() as u64,
+                            fail_open: decision.fail_open,
+                            reset_after_ms: decision.reset_after_ms,
+                            attempt,
+                        });
+                        if decision.allowed || attempt == retries {
+                            break;
+                        }
+                        // A wait of 0 (a fail-closed answer) would spin: wait at least 1 ms.
+                        let wait = Duration::from_millis(decision.retry_after_ms.max(1));
+                        tokio::select! {
+                            _ = stop.cancelled() => break,
+                            _ = tokio::time::sleep(wait) => {}
+                        }
+                    }
+                    out
                 }
             }))
             .await;
-            let batch = targets
-                .iter()
-                .zip(decisions)
-                .map(|(target, (decision, latency))| Record {
-                    seq,
-                    sent_at_ms,
-                    server,
-                    rule: target.rule.name().to_string(),
-                    algorithm: target.label().to_string(),
-                    key: key.clone(),
-                    allowed: decision.allowed,
-                    remaining: decision.remaining,
-                    retry_after_ms: decision.retry_after_ms,
-                    latency_us: latency.as_micros() as u64,
-                    fail_open: decision.fail_open,
-                })
-                .collect();
             let _ = records.send(batch);
         }
+    }
+}
+
+/// One decision by a target's script, or by the naive limiter.
+async fn decide(limiter: &Limiter, target: &Target, key: &str, cost: u64, at: At) -> Decision {
+    if target.naive {
+        let mut conn = limiter.connection();
+        naive::decide(
+            &mut conn,
+            limiter.keys(),
+            &target.rule,
+            key,
+            cost,
+            limiter.options().deadline,
+        )
+        .await
+    } else {
+        // Costs were checked against every rule before the run.
+        limiter
+            .check_at(&target.rule, key, cost, at)
+            .await
+            .unwrap_or(Decision::FAIL_OPEN)
     }
 }

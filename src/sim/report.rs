@@ -16,10 +16,17 @@ pub struct TargetSummary {
     pub allowed: u64,
     pub denied: u64,
     pub fail_open: u64,
+    /// Of `requests`, how many were retries of a denied request (a retry storm's extra load).
+    #[serde(default)]
+    pub retries: u64,
     /// Admissions beyond the most the rule could ever admit for a key over the span of that
     /// key's requests (token bucket: capacity + rate x span; windows: limit x (floor(span /
     /// window) + 1)), summed over keys. Zero for a correct limiter; the naive one shows its race.
     pub over_admitted: u64,
+    /// Latency percentiles of the client-observed round trip of one decision: from sending to
+    /// the reply, including waiting in the client's queue and on the connection (and, for the
+    /// first decisions, connecting and loading the script). Redis's own time per script call
+    /// is [`Report::redis_cost`].
     pub latency_p50_us: u64,
     pub latency_p95_us: u64,
     pub latency_p99_us: u64,
@@ -61,6 +68,10 @@ pub struct Report {
     pub achieved_rps: f64,
     pub targets: Vec<TargetSummary>,
     pub series: Vec<Series>,
+    /// Redis's own time in EVALSHA over the run (`INFO commandstats`, before and after); None
+    /// when Redis could not be read. Includes other clients of the same server.
+    #[serde(default)]
+    pub redis_cost: Option<crate::commandstats::RedisCost>,
 }
 
 /// Per-key bookkeeping for the over-admission bound.
@@ -81,6 +92,7 @@ pub(crate) struct TargetAccumulator {
     allowed: u64,
     denied: u64,
     fail_open: u64,
+    retries: u64,
     latency: Histogram<u64>,
     keys: HashMap<String, KeySpan>,
     points: Vec<SeriesPoint>,
@@ -102,6 +114,7 @@ impl TargetAccumulator {
             allowed: 0,
             denied: 0,
             fail_open: 0,
+            retries: 0,
             latency: Histogram::new_with_bounds(1, 60_000_000, 3).expect("static bounds are valid"),
             keys: HashMap::new(),
             points: Vec::new(),
@@ -110,6 +123,9 @@ impl TargetAccumulator {
 
     pub(crate) fn add(&mut self, record: &Record, started_at_ms: u64, cost: u64) {
         self.requests += 1;
+        if record.attempt > 0 {
+            self.retries += 1;
+        }
         let second = (record.sent_at_ms.saturating_sub(started_at_ms) / 1000) as usize;
         if self.points.len() <= second {
             let start = self.points.len() as u64;
@@ -191,6 +207,7 @@ impl TargetAccumulator {
             allowed: self.allowed,
             denied: self.denied,
             fail_open: self.fail_open,
+            retries: self.retries,
             over_admitted,
             latency_p50_us: q(0.5),
             latency_p95_us: q(0.95),

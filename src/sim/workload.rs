@@ -78,7 +78,20 @@ pub struct Workload {
     pub cost: u64,
     /// Seeds Poisson gaps and key choices, so a run can be repeated.
     pub seed: u64,
+    /// A retry storm: denied clients try again after the denial's `retry_after_ms`.
+    #[serde(default)]
+    pub retry: Option<Retry>,
 }
+
+/// How denied clients retry: after exactly the wait the limiter named (the synchronised
+/// retries that make a storm), at most `max_attempts` times per request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retry {
+    pub max_attempts: u32,
+}
+
+/// The most retries per request: beyond it a retry storm is just a longer run.
+pub const MAX_RETRY_ATTEMPTS: u32 = 10;
 
 impl Default for Workload {
     fn default() -> Self {
@@ -90,6 +103,7 @@ impl Default for Workload {
             keys: KeyDistribution::Uniform { keys: 1 },
             cost: 1,
             seed: 1,
+            retry: None,
         }
     }
 }
@@ -157,6 +171,17 @@ impl Workload {
                 return Err(invalid(
                     "zipf_exponent",
                     format!("must be more than 0 and at most 10, got {exponent}"),
+                ));
+            }
+        }
+        if let Some(retry) = self.retry {
+            if !(1..=MAX_RETRY_ATTEMPTS).contains(&retry.max_attempts) {
+                return Err(invalid(
+                    "retry_attempts",
+                    format!(
+                        "must be from 1 to {MAX_RETRY_ATTEMPTS} retries per request, got {}",
+                        retry.max_attempts
+                    ),
                 ));
             }
         }
@@ -239,7 +264,14 @@ impl Workload {
         } else {
             format!("{} servers", self.servers)
         };
-        format!("{pattern}, {length}, {servers}, {keys}")
+        let retries = match self.retry {
+            Some(Retry { max_attempts: 1 }) => ", denied clients retry once".to_string(),
+            Some(Retry { max_attempts }) => {
+                format!(", denied clients retry up to {max_attempts} times")
+            }
+            None => String::new(),
+        };
+        format!("{pattern}, {length}, {servers}, {keys}{retries}")
     }
 
     /// The arrival times of every request, as offsets from the start in microseconds.

@@ -171,3 +171,10 @@ pub fn signal(name: &str, pid: u32) {
         .expect("run kill");
     assert!(status.success(), "kill -{name} {pid}");
 }
+
+/// A fresh directory under the system's temp dir, unique to this test.
+pub fn tempdir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(unique(name));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}

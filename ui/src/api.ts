@@ -19,6 +19,14 @@ import type { SimFinished } from "./bindings/SimFinished";
 import type { SimProgress } from "./bindings/SimProgress";
 import type { SimRequest } from "./bindings/SimRequest";
 import type { SimStatus } from "./bindings/SimStatus";
+import type { Decision } from "./bindings/Decision";
+import type { HistorySettings } from "./bindings/HistorySettings";
+import type { HttpAnswer } from "./bindings/HttpAnswer";
+import type { ResetResult } from "./bindings/ResetResult";
+import type { RunHistory } from "./bindings/RunHistory";
+import type { RunInfo } from "./bindings/RunInfo";
+import type { RunRecords } from "./bindings/RunRecords";
+import type { WorkloadPreview } from "./bindings/WorkloadPreview";
 
 /** Narrows anything thrown by invoke() to an AppError. */
 export function toAppError(err: unknown): AppError {
@@ -50,8 +58,23 @@ export const api = {
   simStart: (request: SimRequest) => call<SimStatus>("sim_start", { request }),
   simCancel: () => call<SimStatus>("sim_cancel"),
   simStatus: () => call<SimStatus>("sim_status"),
-  exportCsv: () => call<Exported>("export_csv"),
-  exportChart: (format: ChartFormat) => call<Exported>("export_chart", { format }),
+  /** Exports a kept run's CSV; `id` omitted: the last run. */
+  exportCsv: (id?: string) => call<Exported>("export_csv", { id: id ?? null }),
+  /** Exports a kept run's chart; `id` omitted: the last run. */
+  exportChart: (format: ChartFormat, id?: string) =>
+    call<Exported>("export_chart", { format, id: id ?? null }),
+  runsList: () => call<RunHistory>("runs_list"),
+  runRename: (id: string, name: string) => call<RunInfo>("run_rename", { id, name }),
+  runDelete: (id: string) => call<RunHistory>("run_delete", { id }),
+  runRecords: (id: string) => call<RunRecords>("run_records", { id }),
+  historyConfigure: (settings: HistorySettings) =>
+    call<RunHistory>("history_configure", { settings }),
+  /** Clears a rule's limiter state: one client key's, or (key omitted) every key's. */
+  limiterReset: (rule: string, key?: string) =>
+    call<ResetResult>("limiter_reset", { rule, key: key ?? null }),
+  decisionHeaders: (rule: Rule, decision: Decision) =>
+    call<HttpAnswer>("decision_headers", { rule, decision }),
+  workloadPreview: (request: SimRequest) => call<WorkloadPreview>("workload_preview", { request }),
   metricsStatus: () => call<MetricsStatus>("metrics_status"),
   metricsConfigure: (settings: MetricsSettings) =>
     call<MetricsStatus>("metrics_configure", { settings }),

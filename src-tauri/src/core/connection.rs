@@ -38,7 +38,19 @@ pub struct ConnectionStatus {
     /// Decisions this app let through because Redis failed, since it started.
     #[ts(type = "number")]
     pub fail_open_total: u64,
+    /// Of those, the ones in the last `RECENT_SECS` (10) seconds: with `state`, everything
+    /// the fail-open banner needs, from one reading (after Redis recovers, `state` is
+    /// `connected` and this says how recently decisions still failed open).
+    #[ts(type = "number")]
+    pub fail_open_recent: u64,
+    /// Set by a switch to a Redis that does not answer: it was saved anyway, and this says so.
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
+
+/// The span of [`ConnectionStatus::fail_open_recent`].
+pub const RECENT_SECS: u64 = 10;
 
 /// The answer of the "Test" button: it never switches.
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
@@ -92,11 +104,20 @@ impl Connection {
             rtt_ms: ping.as_ref().ok().map(|d| d.as_secs_f64() * 1000.0),
             error: ping.err().map(|e| e.to_string()),
             fail_open_total: self.limiter.ledger().fail_open_total(),
+            fail_open_recent: self
+                .limiter
+                .ledger()
+                .fail_open_since(ratelockr::telemetry::now_ms() / 1000 + 1 - RECENT_SECS),
+            warning: None,
         }
     }
 }
 
-/// PINGs `url` with a throwaway limiter (the same deadline as decisions).
+/// How long the Test button waits: longer than a decision's deadline, since a person is
+/// waiting for a verdict rather than a request for its answer.
+pub const TEST_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// PINGs `url` on a connection of its own; never switches.
 pub async fn test(url: &str) -> Result<ConnectionTest, AppError> {
     let url = url.trim();
     if url.is_empty() {
@@ -106,9 +127,9 @@ pub async fn test(url: &str) -> Result<ConnectionTest, AppError> {
         );
     }
     let target = RedisTarget::parse(url)?;
-    let ping = Limiter::new(&target, LimiterOptions::default())
-        .ping()
-        .await;
+    // A connection of its own, without the limiter's reconnect-and-retry loop, so a refused
+    // port says "refused" instead of running out the deadline as a "timeout".
+    let ping = ratelockr::backend::probe(&target, TEST_DEADLINE).await;
     Ok(ConnectionTest {
         ok: ping.is_ok(),
         url: target.redacted().to_string(),

@@ -1,11 +1,11 @@
 //! The one error type that crosses the IPC boundary: a machine-readable code, a message for
 //! people, and (for validation) the field to show it beside.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 /// What kind of failure an [`AppError`] is; the UI switches on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     /// The Redis URL is not one we can use.
@@ -31,11 +31,19 @@ pub enum ErrorCode {
     Metrics,
     /// The user closed a save dialog.
     Cancelled,
+    /// No run with that id in the history.
+    RunNotFound,
+    /// A run name that cannot be used (empty, too long).
+    InvalidRunName,
+    /// The run history on disk could not be read or written.
+    History,
+    /// A setting was refused (the metrics port, say); `field` names it.
+    InvalidSettings,
     Internal,
 }
 
 /// An error as the UI receives it: `{ code, message, field? }`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, thiserror::Error)]
 #[error("{message}")]
 pub struct AppError {
     pub code: ErrorCode,
@@ -43,7 +51,7 @@ pub struct AppError {
     /// The input the message is about (`capacity`, `window_ms`, `name`, `rps`...), for inline
     /// validation messages.
     #[ts(optional)]
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
 }
 

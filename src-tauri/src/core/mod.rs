@@ -7,21 +7,34 @@
 //! - [`rules`]      rule drafts validated by the engine, the rule book
 //! - [`settings`]   what is persisted, and how a damaged file is set aside
 //! - [`sim`]        simulator requests, progress, summaries and events
+//! - [`history`]    the kept runs on disk: bounded, restored after a restart
+//! - [`runs`]       the commands over the history: list, rename, delete, records, export
+//! - [`records`]    a run's records in columns, for charting
+//! - [`inspect`]    reset, the HTTP headers of a decision, the workload preview
+//! - [`export_path`] chart exports go exactly where the user confirmed
+//! - [`coalesce`]   at most one `refetch-stats` per frame
 
+pub mod coalesce;
 pub mod connection;
 pub mod error;
+pub mod export_path;
+pub mod history;
+pub mod inspect;
+pub mod records;
 pub mod rules;
+pub mod runs;
 pub mod settings;
 pub mod sim;
 
 use connection::{Connection, ConnectionStatus, ConnectionTest};
 use error::{AppError, ErrorCode};
+use history::History;
 use ratelockr::telemetry::{now_ms, StatsPoint};
 use ratelockr::{Metrics, Rule};
 use rules::{RuleBook, RuleDraft};
 use serde::Serialize;
-use settings::{MetricsSettings, Persist, Settings};
-use sim::{Relay, RunSummary, SimEvents, SimFinished, SimProgress, SimRequest, SimStatus};
+use settings::{MetricsDraft, MetricsSettings, Persist, Settings};
+use sim::{Relay, SimEvents, SimFinished, SimProgress, SimRequest, SimStatus};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
@@ -62,6 +75,10 @@ pub struct MetricsStatus {
     #[ts(optional)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// The port actually served on (the system's pick when the settings say 0).
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
     #[ts(optional)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -90,7 +107,6 @@ struct SimSlot {
     cancel: Option<CancellationToken>,
     rules: Vec<String>,
     progress: Arc<Mutex<Option<SimProgress>>>,
-    last: Option<ratelockr::sim::Report>,
     error: Option<AppError>,
 }
 
@@ -100,6 +116,7 @@ struct MetricsSlot {
     applied: bool,
     shutdown: Option<CancellationToken>,
     url: Option<String>,
+    port: Option<u16>,
     error: Option<String>,
 }
 
@@ -112,6 +129,8 @@ pub struct AppCore {
     persist: Box<dyn Persist>,
     warnings: Mutex<Vec<String>>,
     sim: Mutex<SimSlot>,
+    /// The kept runs. Lock order: `sim` before `history`, never the other way.
+    history: Mutex<History>,
     metrics_slot: Mutex<MetricsSlot>,
     /// Serializes applying metrics settings (binding is async).
     metrics_apply: tokio::sync::Mutex<()>,
@@ -124,6 +143,25 @@ impl std::fmt::Debug for AppCore {
             .field("data_dir", &self.data_dir)
             .finish_non_exhaustive()
     }
+}
+
+/// Why the metrics endpoint did not start, in the app's terms (the engine's message names the
+/// CLI's `--addr`, which means nothing here).
+fn metrics_error(err: &ratelockr::metrics::ServeError, port: u16) -> String {
+    match err {
+        ratelockr::metrics::ServeError::AddrInUse { .. } => format!(
+            "port {port} is in use by another program; choose another port here, or 0 for any free one"
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// A run's name when the form gives none: what ran, on what traffic (cut to fit).
+fn default_run_name(spec: &ratelockr::sim::SimSpec) -> String {
+    spec.describe()
+        .chars()
+        .take(history::MAX_NAME_CHARS)
+        .collect()
 }
 
 /// No Redis answers and none can be started (redis-server is not installed): the app still
@@ -168,6 +206,17 @@ impl AppCore {
             Err(err) => without_redis(err, &metrics, &mut warnings)?,
         };
         metrics.set_active_rules(settings.rules.len());
+        let history = History::open(&data_dir, settings.history);
+        let rules = history
+            .latest()
+            .map(|run| {
+                run.spec
+                    .targets
+                    .iter()
+                    .map(|t| t.rule.name().to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
         Ok(AppCore {
             metrics,
             conn: RwLock::new(conn),
@@ -175,12 +224,17 @@ impl AppCore {
             rules: Mutex::new(RuleBook::new(settings.rules)),
             persist,
             warnings: Mutex::new(warnings),
-            sim: Mutex::default(),
+            sim: Mutex::new(SimSlot {
+                rules,
+                ..SimSlot::default()
+            }),
+            history: Mutex::new(history),
             metrics_slot: Mutex::new(MetricsSlot {
                 settings: settings.metrics,
                 applied: false,
                 shutdown: None,
                 url: None,
+                port: None,
                 error: None,
             }),
             metrics_apply: tokio::sync::Mutex::new(()),
@@ -201,6 +255,7 @@ impl AppCore {
             redis_url: lock(&self.redis_url).clone(),
             metrics: lock(&self.metrics_slot).settings,
             rules: lock(&self.rules).rules().to_vec(),
+            history: lock(&self.history).settings(),
         };
         self.persist
             .save(settings.entries())
@@ -241,7 +296,15 @@ impl AppCore {
         *self.conn.write().unwrap_or_else(|e| e.into_inner()) = conn;
         *lock(&self.redis_url) = url;
         self.save()?;
-        Ok(self.connection_status().await)
+        let mut status = self.connection_status().await;
+        if status.state == connection::LinkState::Unreachable {
+            status.warning = Some(format!(
+                "saved, but nothing answers at {} ({}); decisions fail open until it does",
+                status.url,
+                status.error.as_deref().unwrap_or("no reply")
+            ));
+        }
+        Ok(status)
     }
 
     // --- rules ------------------------------------------------------------------------------
@@ -314,17 +377,23 @@ impl AppCore {
     // --- simulator --------------------------------------------------------------------------
 
     /// Starts a run in the background (call it within a Tokio runtime); its events go to
-    /// `events`. Only one run at a time.
+    /// `events`. Only one run at a time. The run is kept in the history from its start.
     pub fn sim_start(
         self: &Arc<Self>,
         request: &SimRequest,
         events: Arc<dyn SimEvents>,
     ) -> Result<SimStatus, AppError> {
-        let spec = request.to_spec(|name| lock(&self.rules).get(name).cloned())?;
-        let csv_path = self.last_run_csv();
+        let mut request = request.clone();
+        // The seed actually used is kept, so the run can be repeated from the history.
+        request.seed.get_or_insert_with(now_ms);
+        let mut spec = request.to_spec(|name| lock(&self.rules).get(name).cloned())?;
+        let name = match &request.name {
+            Some(name) => history::valid_name(name)?,
+            None => default_run_name(&spec),
+        };
         let cancel = CancellationToken::new();
         let progress = Arc::new(Mutex::new(None));
-        {
+        let (id, csv_path) = {
             let mut slot = lock(&self.sim);
             if slot.cancel.is_some() {
                 return Err(AppError::new(
@@ -332,6 +401,12 @@ impl AppCore {
                     "a simulation is already running; cancel it first",
                 ));
             }
+            let mut history = lock(&self.history);
+            let id = history.next_id();
+            if !request.continue_state {
+                spec.scope = Some(ratelockr::sim::SimSpec::fresh_scope(&id));
+            }
+            let csv_path = history.begin(&id, name, request.clone(), spec.clone())?;
             slot.cancel = Some(cancel.clone());
             slot.rules = spec
                 .targets
@@ -340,37 +415,45 @@ impl AppCore {
                 .collect();
             slot.progress = progress.clone();
             slot.error = None;
-        }
+            (id, csv_path)
+        };
         let core = self.clone();
         let conn = self.connection();
         tokio::spawn(async move {
             let result = core
-                .run(&conn, &spec, &csv_path, events.as_ref(), &progress, cancel)
+                .run(&conn, &spec, &csv_path, events.clone(), &progress, cancel)
                 .await;
-            let finished = {
-                let mut slot = lock(&core.sim);
-                slot.cancel = None;
-                match result {
-                    Ok(report) => {
-                        let summary = RunSummary::from_report(&report);
-                        slot.last = Some(report);
-                        SimFinished {
-                            summary: Some(summary),
-                            error: None,
-                        }
-                    }
-                    Err(err) => {
-                        slot.error = Some(err.clone());
-                        SimFinished {
-                            summary: None,
-                            error: Some(err),
-                        }
-                    }
-                }
-            };
+            let finished = core.finish_run(&id, result);
             events.finished(&finished);
         });
         Ok(self.sim_status())
+    }
+
+    /// Keeps a run's ending in the history, then frees the simulator.
+    fn finish_run(
+        &self,
+        id: &str,
+        result: Result<ratelockr::sim::Report, AppError>,
+    ) -> SimFinished {
+        let error = result.as_ref().err().cloned();
+        let (kept, summary) = {
+            let mut history = lock(&self.history);
+            let kept = history.finish(id, result);
+            let summary = history.get(id).ok().and_then(|run| run.summary());
+            (kept, summary)
+        };
+        let (warnings, error) = match kept {
+            Ok(warnings) => (warnings, error),
+            Err(err) => (Vec::new(), error.or(Some(err))),
+        };
+        let mut slot = lock(&self.sim);
+        slot.cancel = None;
+        slot.error = error.clone();
+        SimFinished {
+            summary,
+            error,
+            warnings,
+        }
     }
 
     async fn run(
@@ -378,32 +461,29 @@ impl AppCore {
         conn: &Connection,
         spec: &ratelockr::sim::SimSpec,
         csv_path: &Path,
-        events: &dyn SimEvents,
+        events: Arc<dyn SimEvents>,
         progress: &Mutex<Option<SimProgress>>,
         cancel: CancellationToken,
     ) -> Result<ratelockr::sim::Report, AppError> {
-        std::fs::create_dir_all(&self.data_dir).map_err(|e| {
-            AppError::new(
-                ErrorCode::Export,
-                format!("cannot create {}: {e}", self.data_dir.display()),
-            )
-        })?;
         let mut sink = ratelockr::export::CsvSink::create(csv_path)
             .map_err(|e| AppError::new(ErrorCode::Export, e.to_string()))?;
-        let relay = Relay {
+        let relay = Relay::new(
             events,
-            first_rule: spec
-                .targets
+            spec.targets
                 .first()
                 .map(|t| t.rule.name().to_string())
                 .unwrap_or_default(),
-            fail_open: Default::default(),
-            latest: progress,
-        };
+            progress,
+        );
         // The backend stays alive (an embedded server, say) for the run even if the user
         // switches Redis meanwhile.
         let _backend = conn.backend.clone();
-        Ok(ratelockr::sim::run(&conn.limiter, spec, Some(&mut sink), &relay, cancel).await?)
+        let report =
+            ratelockr::sim::run(&conn.limiter, spec, Some(&mut sink), &relay, cancel).await;
+        // The last cue goes out after the last record and before `sim-finished`, so the live
+        // chart's final fetch sees the whole run.
+        relay.flush();
+        Ok(report?)
     }
 
     pub fn sim_cancel(&self) -> SimStatus {
@@ -416,61 +496,14 @@ impl AppCore {
     pub fn sim_status(&self) -> SimStatus {
         let slot = lock(&self.sim);
         let progress = *lock(&slot.progress);
+        let last = lock(&self.history).latest().and_then(|run| run.summary());
         SimStatus {
             running: slot.cancel.is_some(),
             rules: slot.rules.clone(),
             progress,
-            last: slot.last.as_ref().map(RunSummary::from_report),
+            last,
             error: slot.error.clone(),
         }
-    }
-
-    // --- export -----------------------------------------------------------------------------
-
-    fn last_run_csv(&self) -> PathBuf {
-        self.data_dir.join("last-run.csv")
-    }
-
-    fn finished_run(&self) -> Result<ratelockr::sim::Report, AppError> {
-        let slot = lock(&self.sim);
-        if slot.cancel.is_some() {
-            return Err(AppError::new(
-                ErrorCode::SimulationRunning,
-                "wait for the run to finish (or cancel it) before exporting",
-            ));
-        }
-        slot.last.clone().ok_or_else(|| {
-            AppError::new(
-                ErrorCode::NoRun,
-                "run a simulation first: there is nothing to export yet",
-            )
-        })
-    }
-
-    /// Copies the last run's CSV to `dest`. The run's own copy stays, so a failed export loses
-    /// nothing and can be retried.
-    pub fn export_csv(&self, dest: &Path) -> Result<Exported, AppError> {
-        self.finished_run()?;
-        std::fs::copy(self.last_run_csv(), dest).map_err(|e| {
-            AppError::new(
-                ErrorCode::Export,
-                format!("cannot write {}: {e}", dest.display()),
-            )
-        })?;
-        Ok(Exported {
-            path: dest.display().to_string(),
-        })
-    }
-
-    /// Draws the last run's per-second chart to `dest` (PNG or SVG by `format`).
-    pub fn export_chart(&self, dest: &Path, format: ChartFormat) -> Result<Exported, AppError> {
-        let report = self.finished_run()?;
-        let dest = dest.with_extension(format.extension());
-        ratelockr::export::render_chart(&report, &dest)
-            .map_err(|e| AppError::new(ErrorCode::Export, e.to_string()))?;
-        Ok(Exported {
-            path: dest.display().to_string(),
-        })
     }
 
     /// Stops what this app started: a running simulation, the metrics endpoint, and the
@@ -493,16 +526,15 @@ impl AppCore {
         MetricsStatus {
             settings: slot.settings,
             url: slot.url.clone(),
+            port: slot.port,
             error: slot.error.clone(),
         }
     }
 
     /// Applies (and remembers) the metrics settings: stops the endpoint, and starts it again on
     /// 127.0.0.1:`port` when enabled. A taken port is reported in the status, not fatal.
-    pub async fn metrics_configure(
-        &self,
-        settings: MetricsSettings,
-    ) -> Result<MetricsStatus, AppError> {
+    pub async fn metrics_configure(&self, draft: MetricsDraft) -> Result<MetricsStatus, AppError> {
+        let settings = draft.to_settings()?;
         let _applying = self.metrics_apply.lock().await;
         self.apply_metrics(settings).await
     }
@@ -511,7 +543,7 @@ impl AppCore {
         if let Some(old) = lock(&self.metrics_slot).shutdown.take() {
             old.cancel();
         }
-        let (url, error, shutdown) = if settings.enabled {
+        let (url, port, error, shutdown) = if settings.enabled {
             let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, settings.port));
             match ratelockr::metrics::MetricsServer::bind(self.metrics.clone(), addr).await {
                 Ok(server) => {
@@ -531,20 +563,22 @@ impl AppCore {
                             "http://127.0.0.1:{bound}{}",
                             ratelockr::metrics::METRICS_PATH
                         )),
+                        Some(bound),
                         None,
                         Some(token),
                     )
                 }
-                Err(err) => (None, Some(err.to_string()), None),
+                Err(err) => (None, None, Some(metrics_error(&err, settings.port)), None),
             }
         } else {
-            (None, None, None)
+            (None, None, None, None)
         };
         {
             let mut slot = lock(&self.metrics_slot);
             slot.settings = settings;
             slot.applied = true;
             slot.url = url;
+            slot.port = port;
             slot.error = error;
             slot.shutdown = shutdown;
         }

@@ -2,6 +2,7 @@
 //! under a new name and reported, never silently overwritten. The file may hold a Redis
 //! password, so it is readable by its owner only.
 
+use super::history::HistorySettings;
 use ratelockr::Rule;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -29,6 +30,33 @@ impl Default for MetricsSettings {
     }
 }
 
+/// The metrics form as the window sends it: the port as any number, so that 70000 or -1 get
+/// a message naming the field instead of a deserialization error.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, TS)]
+pub struct MetricsDraft {
+    pub enabled: bool,
+    pub port: f64,
+}
+
+impl MetricsDraft {
+    pub fn to_settings(self) -> Result<MetricsSettings, super::error::AppError> {
+        let port = self.port;
+        if !port.is_finite() || port.fract() != 0.0 || !(0.0..=65535.0).contains(&port) {
+            return Err(super::error::AppError::new(
+                super::error::ErrorCode::InvalidSettings,
+                format!(
+                    "invalid port: must be a whole number from 1 to 65535, or 0 for any free port; got {port}"
+                ),
+            )
+            .with_field("port"));
+        }
+        Ok(MetricsSettings {
+            enabled: self.enabled,
+            port: port as u16,
+        })
+    }
+}
+
 /// Everything persisted.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Settings {
@@ -36,12 +64,15 @@ pub struct Settings {
     pub redis_url: Option<String>,
     pub metrics: MetricsSettings,
     pub rules: Vec<Rule>,
+    /// How much run history is kept.
+    pub history: HistorySettings,
 }
 
 /// The store keys.
 pub const KEY_REDIS_URL: &str = "redis_url";
 pub const KEY_METRICS: &str = "metrics";
 pub const KEY_RULES: &str = "rules";
+pub const KEY_HISTORY: &str = "history";
 
 /// Where settings are written. The app implements it over tauri-plugin-store; tests may use
 /// anything.
@@ -68,6 +99,10 @@ impl Settings {
                 KEY_RULES,
                 serde_json::to_value(&self.rules).unwrap_or(Value::Array(vec![])),
             ),
+            (
+                KEY_HISTORY,
+                serde_json::to_value(self.history).unwrap_or(Value::Null),
+            ),
         ]
     }
 
@@ -90,11 +125,26 @@ impl Settings {
                 )),
             }
         }
+        if let Some(value) = get(KEY_HISTORY).filter(|v| !v.is_null()) {
+            match serde_json::from_value(value) {
+                Ok(history) => settings.history = history,
+                Err(err) => warnings.push(format!(
+                    "the saved run history limits are invalid ({err}); using the defaults"
+                )),
+            }
+        }
         match get(KEY_RULES) {
             None | Some(Value::Null) => {}
             Some(Value::Array(items)) => {
                 for (i, item) in items.into_iter().enumerate() {
                     match serde_json::from_value::<Rule>(item) {
+                        Ok(rule) if settings.rules.iter().any(|r| r.name() == rule.name()) => {
+                            warnings.push(format!(
+                                "saved rule #{} is a second rule named {:?}; the first one is kept and this one dropped",
+                                i + 1,
+                                rule.name()
+                            ))
+                        }
                         Ok(rule) => settings.rules.push(rule),
                         Err(err) => {
                             warnings.push(format!("saved rule #{} was refused: {err}", i + 1))
@@ -223,13 +273,40 @@ mod tests {
     }
 
     #[test]
+    fn a_metrics_port_out_of_range_names_the_field() {
+        for port in [70000.0, -1.0, 80.5, f64::NAN] {
+            let err = MetricsDraft {
+                enabled: true,
+                port,
+            }
+            .to_settings()
+            .expect_err("refused");
+            assert_eq!(err.field.as_deref(), Some("port"), "{port}");
+            assert!(err.message.contains("65535"), "{err:?}");
+            assert!(!err.message.contains("u16"), "no internals: {err:?}");
+        }
+        let ok = MetricsDraft {
+            enabled: false,
+            port: 0.0,
+        };
+        assert_eq!(
+            ok.to_settings().expect("valid"),
+            MetricsSettings {
+                enabled: false,
+                port: 0
+            }
+        );
+    }
+
+    #[test]
     fn invalid_entries_are_reported_and_valid_ones_kept() {
         let entries = json!({
             "redis_url": "redis://:pw@127.0.0.1:6390",
             "metrics": {"enabled": false, "port": 9999},
             "rules": [
                 {"name": "ok", "algorithm": "fixed_window", "limit": 5, "window_ms": 1000},
-                {"name": "bad", "algorithm": "fixed_window", "limit": 0, "window_ms": 1000}
+                {"name": "bad", "algorithm": "fixed_window", "limit": 0, "window_ms": 1000},
+                {"name": "ok", "algorithm": "fixed_window", "limit": 9, "window_ms": 1000}
             ]
         });
         let (settings, warnings) = Settings::from_entries(|k| entries.get(k).cloned());
@@ -241,8 +318,16 @@ mod tests {
                 port: 9999
             }
         );
-        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
         assert!(warnings[0].contains("limit"), "{warnings:?}");
+        assert!(
+            warnings[1].contains("second rule named \"ok\""),
+            "a duplicate is reported, not dropped silently: {warnings:?}"
+        );
+        assert_eq!(
+            settings.rules[0],
+            Rule::fixed_window("ok", 5, 1000).expect("valid")
+        );
         let round: Map<String, Value> = settings
             .entries()
             .into_iter()

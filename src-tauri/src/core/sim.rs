@@ -1,6 +1,7 @@
 //! The simulator panel's side: a request from the form, turned into the engine's `SimSpec`;
 //! the run's progress and result as the UI shows them.
 
+use super::coalesce::{Coalesce, FRAME};
 use super::error::{AppError, ErrorCode};
 use ratelockr::sim::{
     self, KeyDistribution, Length, Pattern, Record, SimObserver, SimSpec, Workload,
@@ -8,6 +9,9 @@ use ratelockr::sim::{
 use ratelockr::Rule;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use tokio_util::sync::CancellationToken;
 use ts_rs::TS;
 
 /// Rule names of "compare all three" start with this.
@@ -51,26 +55,70 @@ pub enum SimPattern {
     },
 }
 
-/// The simulator form.
+/// The simulator form: every parameter of the CLI's `simulate`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct SimRequest {
     pub target: SimTarget,
+    /// The arrival pattern with its own parameters. Burst sends `size` requests every
+    /// `every_ms` and does not use `rps`; the others use `rps` as their base rate.
     pub pattern: SimPattern,
-    /// Offered requests per second; 0 = as fast as possible.
+    /// Offered requests per second; 0 = as fast as possible (constant pattern only).
     pub rps: f64,
-    #[ts(type = "number")]
-    pub requests: u64,
+    /// How many requests to send. Give exactly one of `requests` and `duration_ms`.
+    #[ts(optional, type = "number")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+    /// How long to send instead, in milliseconds.
+    #[ts(optional, type = "number")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
     pub servers: u32,
     pub keys: u32,
-    /// Zipf-skewed keys (one hot client) instead of uniform.
+    /// Zipf-skewed keys (one hot client, `client-0`) instead of uniform.
     pub zipf: bool,
+    /// The Zipf exponent when `zipf` is on (default 1.2; more is more skewed).
+    #[ts(optional)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zipf_exponent: Option<f64>,
+    /// What each request costs (default 1).
+    #[ts(optional, type = "number")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<u64>,
+    /// Seeds Poisson gaps and key choices (default: from the clock). The same seed and form
+    /// give the same schedule and keys.
+    #[ts(optional, type = "number")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     /// Run the naive GET/SET limiter beside, to show the race the scripts remove.
     pub naive: bool,
+    /// Decide on the rules' shared keys, continuing from whatever state earlier runs left.
+    /// Default (false): the run gets its own key namespace and every limiter starts full.
+    #[ts(optional, as = "Option<bool>")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub continue_state: bool,
+    /// A retry storm: denied clients retry after `retry_after_ms`, up to `max_attempts`
+    /// times per request (1 to 10).
+    #[ts(optional)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<SimRetry>,
+    /// The run's name in the history (default: made from the workload).
+    #[ts(optional)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
+/// Retry-storm settings of a [`SimRequest`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct SimRetry {
+    pub max_attempts: u32,
+}
+
+/// The Zipf exponent when the form does not give one.
+pub const DEFAULT_ZIPF_EXPONENT: f64 = 1.2;
+
 impl SimRequest {
-    /// The engine's spec; `lookup` finds a user's rule by name.
-    pub fn to_spec(&self, lookup: impl Fn(&str) -> Option<Rule>) -> Result<SimSpec, AppError> {
+    /// The engine's workload, validated, with the field named on refusal.
+    pub fn to_workload(&self) -> Result<Workload, AppError> {
         let pattern = match self.pattern.clone() {
             SimPattern::Constant => Pattern::Constant,
             SimPattern::Poisson => Pattern::Poisson,
@@ -89,20 +137,47 @@ impl SimRequest {
         let keys = if self.zipf {
             KeyDistribution::Zipf {
                 keys: self.keys,
-                exponent: 1.2,
+                exponent: self.zipf_exponent.unwrap_or(DEFAULT_ZIPF_EXPONENT),
             }
         } else {
             KeyDistribution::Uniform { keys: self.keys }
         };
+        let length = match (self.requests, self.duration_ms) {
+            (Some(n), None) => Length::Requests(n),
+            (None, Some(ms)) => Length::DurationMs(ms),
+            (Some(_), Some(_)) => {
+                return Err(workload_error(
+                    "requests",
+                    "give a number of requests or a duration, not both",
+                ))
+            }
+            (None, None) => {
+                return Err(workload_error(
+                    "requests",
+                    "give a number of requests or a duration",
+                ))
+            }
+        };
         let workload = Workload {
             pattern,
             rps: self.rps,
-            length: Length::Requests(self.requests),
+            length,
             servers: self.servers,
             keys,
-            cost: 1,
-            seed: ratelockr::telemetry::now_ms(),
+            cost: self.cost.unwrap_or(1),
+            seed: self.seed.unwrap_or_else(ratelockr::telemetry::now_ms),
+            retry: self.retry.map(|r| sim::Retry {
+                max_attempts: r.max_attempts,
+            }),
         };
+        workload.validate()?;
+        Ok(workload)
+    }
+
+    /// The engine's spec; `lookup` finds a user's rule by name. The key namespace (fresh or
+    /// shared) is the caller's to set, since a fresh one is named after the run.
+    pub fn to_spec(&self, lookup: impl Fn(&str) -> Option<Rule>) -> Result<SimSpec, AppError> {
+        let workload = self.to_workload()?;
         let spec = match &self.target {
             SimTarget::Rule { name } => {
                 let rule = lookup(name).ok_or_else(|| {
@@ -118,6 +193,14 @@ impl SimRequest {
         spec.validate()?;
         Ok(spec)
     }
+}
+
+fn workload_error(field: &'static str, message: &str) -> AppError {
+    AppError::new(
+        ErrorCode::InvalidWorkload,
+        format!("invalid {field}: {message}"),
+    )
+    .with_field(field)
 }
 
 /// How far the current run is.
@@ -151,11 +234,19 @@ pub struct SummaryRow {
     pub denied: u64,
     #[ts(type = "number")]
     pub fail_open: u64,
+    /// Of `requests`, the retries of denied requests (a retry storm's extra load).
+    #[ts(type = "number")]
+    pub retries: u64,
     /// Admissions beyond what the rule could ever allow: 0 for a correct limiter.
     #[ts(type = "number")]
     pub over_admitted: u64,
+    /// The median round trip of one decision as the simulated client saw it: sending to
+    /// reply, including queueing in the client and on the connection (and, for the first
+    /// decisions, connecting and loading the script). Not Redis's own time: see
+    /// `RunSummary.redis_cost`.
     #[ts(type = "number")]
     pub latency_p50_us: u64,
+    /// The 99th percentile of the same client-observed round trip.
     #[ts(type = "number")]
     pub latency_p99_us: u64,
 }
@@ -163,6 +254,11 @@ pub struct SummaryRow {
 /// A finished (or cancelled) run.
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct RunSummary {
+    /// The run's id in the history.
+    pub id: String,
+    /// The run's name in the history.
+    pub name: String,
+    pub status: RunStatus,
     pub workload: String,
     #[ts(type = "number")]
     pub duration_ms: u64,
@@ -173,11 +269,19 @@ pub struct RunSummary {
     pub rows: Vec<SummaryRow>,
     /// The rules the run decided with, for the live chart.
     pub rules: Vec<String>,
+    /// Redis's own time in EVALSHA over the run (INFO commandstats before and after; counts
+    /// every client of that Redis). Absent when Redis could not be read.
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redis_cost: Option<ratelockr::commandstats::RedisCost>,
 }
 
 impl RunSummary {
-    pub fn from_report(report: &sim::Report) -> Self {
+    pub fn new(id: &str, name: &str, status: RunStatus, report: &sim::Report) -> Self {
         RunSummary {
+            id: id.to_string(),
+            name: name.to_string(),
+            status,
             workload: report.workload.clone(),
             duration_ms: report.duration_ms,
             cancelled: report.cancelled,
@@ -194,14 +298,29 @@ impl RunSummary {
                     allowed: t.allowed,
                     denied: t.denied,
                     fail_open: t.fail_open,
+                    retries: t.retries,
                     over_admitted: t.over_admitted,
                     latency_p50_us: t.latency_p50_us,
                     latency_p99_us: t.latency_p99_us,
                 })
                 .collect(),
             rules: report.targets.iter().map(|t| t.rule.clone()).collect(),
+            redis_cost: report.redis_cost,
         }
     }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Still going (or the app stopped during it: see `Failed`).
+    Running,
+    Finished,
+    /// Cancelled by the user: the records cover the requests sent until then.
+    Cancelled,
+    /// Stopped by an error (or by the app ending mid-run); the records so far are kept.
+    Failed,
 }
 
 /// The simulator's state as the panel shows it.
@@ -231,24 +350,81 @@ pub struct SimFinished {
     #[ts(optional)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<AppError>,
+    /// What keeping the run cost: older runs dropped from the history to stay in bounds.
+    pub warnings: Vec<String>,
 }
 
 /// Where a run's events go. The app emits them to the window; tests record them.
 pub trait SimEvents: Send + Sync + 'static {
-    /// Once per decided request: the live chart's cue (design.md, "The live chart's refetch").
+    /// The live chart's cue (design.md, "The live chart's refetch"): at once for the first
+    /// decision, then at most once per frame, and always once after the last decision.
     fn refetch_stats(&self);
     fn progress(&self, progress: &SimProgress);
     fn finished(&self, finished: &SimFinished);
 }
 
-/// Turns the engine's observer calls into [`SimEvents`], counting fail-open decisions.
+/// Turns the engine's observer calls into [`SimEvents`], counting fail-open decisions and
+/// coalescing the per-decision cue to one per frame ([`super::coalesce`]).
 pub(crate) struct Relay<'a> {
-    pub events: &'a dyn SimEvents,
-    /// Every request yields one record per target; the cue goes out once per request, on the
-    /// first target's record.
-    pub first_rule: String,
-    pub fail_open: AtomicU64,
-    pub latest: &'a std::sync::Mutex<Option<SimProgress>>,
+    events: Arc<dyn SimEvents>,
+    /// Every request yields one record per target; the cue counts the first target's.
+    first_rule: String,
+    fail_open: AtomicU64,
+    latest: &'a std::sync::Mutex<Option<SimProgress>>,
+    /// Emits happen under this lock, so a flush's cue is ordered after every earlier one.
+    cue: Arc<Mutex<Coalesce>>,
+    ticker: CancellationToken,
+}
+
+impl<'a> Relay<'a> {
+    /// A relay with its frame ticker running (call within a Tokio runtime).
+    pub fn new(
+        events: Arc<dyn SimEvents>,
+        first_rule: String,
+        latest: &'a std::sync::Mutex<Option<SimProgress>>,
+    ) -> Self {
+        let cue = Arc::new(Mutex::new(Coalesce::new(FRAME)));
+        let ticker = CancellationToken::new();
+        let (tick_cue, tick_events, stop) = (cue.clone(), events.clone(), ticker.clone());
+        tokio::spawn(async move {
+            let mut frames = tokio::time::interval(FRAME);
+            frames.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => break,
+                    _ = frames.tick() => {
+                        let mut cue = tick_cue.lock().unwrap_or_else(|e| e.into_inner());
+                        if cue.tick(Instant::now()) {
+                            tick_events.refetch_stats();
+                        }
+                    }
+                }
+            }
+        });
+        Relay {
+            events,
+            first_rule,
+            fail_open: AtomicU64::new(0),
+            latest,
+            cue,
+            ticker,
+        }
+    }
+
+    /// Sends the owed cue, if any, and stops the ticker: call after the last record.
+    pub fn flush(&self) {
+        self.ticker.cancel();
+        let mut cue = self.cue.lock().unwrap_or_else(|e| e.into_inner());
+        if cue.flush(Instant::now()) {
+            self.events.refetch_stats();
+        }
+    }
+}
+
+impl Drop for Relay<'_> {
+    fn drop(&mut self) {
+        self.ticker.cancel();
+    }
 }
 
 impl SimObserver for Relay<'_> {
@@ -257,7 +433,10 @@ impl SimObserver for Relay<'_> {
             self.fail_open.fetch_add(1, Ordering::Relaxed);
         }
         if record.rule == self.first_rule {
-            self.events.refetch_stats();
+            let mut cue = self.cue.lock().unwrap_or_else(|e| e.into_inner());
+            if cue.event(Instant::now()) {
+                self.events.refetch_stats();
+            }
         }
     }
 

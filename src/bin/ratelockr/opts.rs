@@ -73,6 +73,8 @@ pub enum Command {
     Check(crate::cmd::check::CheckArgs),
     /// Show the last 30 seconds of a rule's decisions.
     Stats(crate::cmd::stats::StatsArgs),
+    /// Delete a rule's limiter state (one client key, or all of them).
+    Reset(crate::cmd::reset::ResetArgs),
     /// Serve Prometheus metrics at /api/metrics (loopback by default).
     Serve(crate::cmd::serve::ServeArgs),
     /// Decisions per second and latency through the engine, beside Redis's own ceiling.

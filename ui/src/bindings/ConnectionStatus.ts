@@ -25,4 +25,14 @@ error?: string,
 /**
  * Decisions this app let through because Redis failed, since it started.
  */
-fail_open_total: number, };
+fail_open_total: number, 
+/**
+ * Of those, the ones in the last `RECENT_SECS` (10) seconds: with `state`, everything
+ * the fail-open banner needs, from one reading (after Redis recovers, `state` is
+ * `connected` and this says how recently decisions still failed open).
+ */
+fail_open_recent: number, 
+/**
+ * Set by a switch to a Redis that does not answer: it was saved anyway, and this says so.
+ */
+warning?: string, };

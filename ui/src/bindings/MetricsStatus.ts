@@ -8,4 +8,8 @@ export type MetricsStatus = { settings: MetricsSettings,
 /**
  * `http://127.0.0.1:<port>/api/metrics` while serving.
  */
-url?: string, error?: string, };
+url?: string, 
+/**
+ * The port actually served on (the system's pick when the settings say 0).
+ */
+port?: number, error?: string, };

@@ -5,4 +5,8 @@ import type { RunSummary } from "./RunSummary";
 /**
  * The end of a run, as the `sim-finished` event carries it.
  */
-export type SimFinished = { summary?: RunSummary, error?: AppError, };
+export type SimFinished = { summary?: RunSummary, error?: AppError, 
+/**
+ * What keeping the run cost: older runs dropped from the history to stay in bounds.
+ */
+warnings: Array<string>, };

@@ -5,6 +5,21 @@
  */
 export type SummaryRow = { rule: string, algorithm: string, naive: boolean, requests: number, allowed: number, denied: number, fail_open: number, 
 /**
+ * Of `requests`, the retries of denied requests (a retry storm's extra load).
+ */
+retries: number, 
+/**
  * Admissions beyond what the rule could ever allow: 0 for a correct limiter.
  */
-over_admitted: number, latency_p50_us: number, latency_p99_us: number, };
+over_admitted: number, 
+/**
+ * The median round trip of one decision as the simulated client saw it: sending to
+ * reply, including queueing in the client and on the connection (and, for the first
+ * decisions, connecting and loading the script). Not Redis's own time: see
+ * `RunSummary.redis_cost`.
+ */
+latency_p50_us: number, 
+/**
+ * The 99th percentile of the same client-observed round trip.
+ */
+latency_p99_us: number, };

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod check;
+pub mod reset;
 pub mod serve;
 pub mod simulate;
 pub mod stats;
@@ -13,6 +14,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Check(args) => check::run(&cli.global, args).await,
         Command::Stats(args) => stats::run(&cli.global, args).await,
+        Command::Reset(args) => reset::run(&cli.global, args).await,
         Command::Serve(args) => serve::run(&cli.global, args).await,
         Command::Bench(args) => bench::run(&cli.global, args).await,
         Command::Simulate(args) => simulate::run(&cli.global, args).await,

@@ -5,7 +5,8 @@ use crate::opts::{flag_error, print_json, AlgorithmArg, Global, RuleArgs};
 use anyhow::{anyhow, Context};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use ratelockr::export::{self, CsvSink};
+use ratelockr::export::timeline::TimelineObserver;
+use ratelockr::export::{self, CsvSink, TimelineBuilder};
 use ratelockr::sim::{
     self, KeyDistribution, Length, Pattern, Progress, Report, SimClock, SimObserver, SimSpec,
     Workload,
@@ -47,29 +48,42 @@ pub struct SimulateArgs {
     /// Send for this long instead of a number of requests.
     #[arg(long, allow_negative_numbers = true)]
     pub duration_secs: Option<f64>,
-    /// Offered requests per second, held open-loop; 0 = as fast as possible.
-    #[arg(long, default_value_t = 100.0, allow_negative_numbers = true)]
-    pub rps: f64,
+    /// Offered requests per second, held open-loop (default 100); 0 = as fast as possible
+    /// (constant only). The base rate of constant, poisson, ramp and spike; burst refuses it.
+    #[arg(long, allow_negative_numbers = true)]
+    pub rps: Option<f64>,
+    /// How arrivals are spaced. constant and poisson use --rps; burst uses --burst-size and
+    /// --burst-every-ms (not --rps); ramp goes from --rps to --to-rps; spike multiplies --rps
+    /// by --spike-multiplier from --spike-start-ms for --spike-length-ms. A flag the pattern
+    /// does not use is refused rather than ignored.
     #[arg(long, value_enum, default_value_t = PatternArg::Constant)]
     pub pattern: PatternArg,
-    /// burst: requests per burst.
-    #[arg(long, default_value_t = 50)]
-    pub burst_size: u32,
-    /// burst: milliseconds between bursts.
-    #[arg(long, default_value_t = 1000)]
-    pub burst_every_ms: u64,
-    /// ramp: the rate at the end (starts at --rps).
-    #[arg(long, default_value_t = 1000.0, allow_negative_numbers = true)]
-    pub to_rps: f64,
-    /// spike: how many times --rps during the spike.
-    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
-    pub spike_multiplier: f64,
-    /// spike: when it starts, ms after the run starts.
-    #[arg(long, default_value_t = 2000)]
-    pub spike_start_ms: u64,
-    /// spike: how long it lasts.
-    #[arg(long, default_value_t = 1000)]
-    pub spike_length_ms: u64,
+    /// burst: requests per burst (default 50).
+    #[arg(long)]
+    pub burst_size: Option<u32>,
+    /// burst: milliseconds between bursts (default 1000).
+    #[arg(long)]
+    pub burst_every_ms: Option<u64>,
+    /// ramp: the rate at the end (default 1000; starts at --rps).
+    #[arg(long, allow_negative_numbers = true)]
+    pub to_rps: Option<f64>,
+    /// spike: how many times --rps during the spike (default 10).
+    #[arg(long, allow_negative_numbers = true)]
+    pub spike_multiplier: Option<f64>,
+    /// spike: when it starts, ms after the run starts (default 2000).
+    #[arg(long)]
+    pub spike_start_ms: Option<u64>,
+    /// spike: how long it lasts, in ms (default 1000).
+    #[arg(long)]
+    pub spike_length_ms: Option<u64>,
+    /// A retry storm: a denied client retries after the denial's retry_after_ms, up to this
+    /// many times per request (1 to 10).
+    #[arg(long)]
+    pub retry_attempts: Option<u32>,
+    /// Decide on the rules' shared keys, continuing from the state earlier runs and `check`
+    /// left (default: the run gets its own key namespace and every limiter starts full).
+    #[arg(long)]
+    pub continue_state: bool,
     /// Simulated app instances, each with its own Redis connection, sending at once.
     #[arg(long, default_value_t = 4)]
     pub servers: u32,
@@ -94,26 +108,62 @@ pub struct SimulateArgs {
     /// Write one row per request and algorithm to this CSV file.
     #[arg(long)]
     pub csv: Option<PathBuf>,
-    /// Draw decisions per second to this PNG or SVG file.
+    /// Draw the run chart to this PNG or SVG file: requests per bin (the bin fits the run)
+    /// and admissions under each rule's envelope, as the app draws it.
     #[arg(long)]
     pub chart: Option<PathBuf>,
 }
 
 impl SimulateArgs {
+    /// Refuses a pattern flag that the chosen pattern would ignore, naming what it uses.
+    fn check_pattern_flags(&self) -> anyhow::Result<()> {
+        let given = [
+            ("rps", self.rps.is_some(), "constant, poisson, ramp, spike"),
+            ("burst-size", self.burst_size.is_some(), "burst"),
+            ("burst-every-ms", self.burst_every_ms.is_some(), "burst"),
+            ("to-rps", self.to_rps.is_some(), "ramp"),
+            ("spike-multiplier", self.spike_multiplier.is_some(), "spike"),
+            ("spike-start-ms", self.spike_start_ms.is_some(), "spike"),
+            ("spike-length-ms", self.spike_length_ms.is_some(), "spike"),
+        ];
+        let pattern = self
+            .pattern
+            .to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default();
+        for (flag, present, used_by) in given {
+            if present && !used_by.split(", ").any(|p| p == pattern) {
+                let uses = match self.pattern {
+                    PatternArg::Constant | PatternArg::Poisson => "--rps",
+                    PatternArg::Burst => "--burst-size and --burst-every-ms",
+                    PatternArg::Ramp => "--rps and --to-rps",
+                    PatternArg::Spike => {
+                        "--rps, --spike-multiplier, --spike-start-ms and --spike-length-ms"
+                    }
+                };
+                return Err(anyhow!(
+                    "--{flag} does not apply to --pattern {pattern} (it uses {uses}); drop --{flag} or choose a pattern that uses it ({used_by})"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn workload(&self) -> anyhow::Result<Workload> {
+        self.check_pattern_flags()?;
         let pattern = match self.pattern {
             PatternArg::Constant => Pattern::Constant,
             PatternArg::Burst => Pattern::Burst {
-                size: self.burst_size,
-                every_ms: self.burst_every_ms,
+                size: self.burst_size.unwrap_or(50),
+                every_ms: self.burst_every_ms.unwrap_or(1000),
             },
             PatternArg::Ramp => Pattern::Ramp {
-                to_rps: self.to_rps,
+                to_rps: self.to_rps.unwrap_or(1000.0),
             },
             PatternArg::Spike => Pattern::Spike {
-                multiplier: self.spike_multiplier,
-                start_ms: self.spike_start_ms,
-                length_ms: self.spike_length_ms,
+                multiplier: self.spike_multiplier.unwrap_or(10.0),
+                start_ms: self.spike_start_ms.unwrap_or(2000),
+                length_ms: self.spike_length_ms.unwrap_or(1000),
             },
             PatternArg::Poisson => Pattern::Poisson,
         };
@@ -136,12 +186,16 @@ impl SimulateArgs {
         };
         Ok(Workload {
             pattern,
-            rps: self.rps,
+            // A burst schedule has no rate; the engine still wants one above 0 for its checks.
+            rps: self.rps.unwrap_or(100.0),
             length,
             servers: self.servers,
             keys,
             cost: self.cost,
             seed: self.seed,
+            retry: self
+                .retry_attempts
+                .map(|max_attempts| sim::Retry { max_attempts }),
         })
     }
 
@@ -176,6 +230,10 @@ impl SimulateArgs {
         if self.server_clock {
             spec.clock = SimClock::Server;
         }
+        if !self.continue_state {
+            let id = format!("cli-{}", ratelockr::telemetry::now_ms());
+            spec.scope = Some(SimSpec::fresh_scope(&id));
+        }
         spec.validate().map_err(|e| match e {
             sim::SimError::InvalidWorkload { parameter, reason } => {
                 anyhow!("invalid --{}: {reason}", flag_name(parameter))
@@ -192,19 +250,37 @@ fn flag_name(parameter: &str) -> String {
     match parameter {
         "duration_ms" => "duration-secs".into(),
         "zipf_exponent" => "zipf".into(),
+        "burst_size" | "burst_every_ms" | "to_rps" | "spike_multiplier" | "spike_length_ms"
+        | "retry_attempts" => parameter.replace('_', "-"),
         other => other.replace('_', "-"),
     }
 }
 
-/// Drives the progress bar from the simulator's progress events.
-struct Bar(ProgressBar);
+/// Drives the progress bar from the simulator's progress events, and bins the records for
+/// the run chart when one is asked for.
+struct Watch {
+    bar: ProgressBar,
+    timeline: Option<TimelineObserver>,
+}
 
-impl SimObserver for Bar {
+impl SimObserver for Watch {
+    fn on_start(&self, started_at_ms: u64) {
+        if let Some(t) = &self.timeline {
+            t.on_start(started_at_ms);
+        }
+    }
+
+    fn on_record(&self, record: &sim::Record) {
+        if let Some(t) = &self.timeline {
+            t.on_record(record);
+        }
+    }
+
     fn on_progress(&self, p: &Progress) {
         if let Some(planned) = p.planned {
-            self.0.set_length(planned);
+            self.bar.set_length(planned);
         }
-        self.0.set_position(p.completed);
+        self.bar.set_position(p.completed);
     }
 }
 
@@ -237,7 +313,13 @@ pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCod
     } else {
         ProgressBar::hidden()
     };
-    let observer = Bar(bar.clone());
+    let observer = Watch {
+        bar: bar.clone(),
+        timeline: args
+            .chart
+            .as_ref()
+            .map(|_| TimelineBuilder::new(&spec, 0).observer()),
+    };
     let cancel = CancellationToken::new();
     let on_ctrl_c = cancel.clone();
     tokio::spawn(async move {
@@ -255,8 +337,10 @@ pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCod
     .await?;
     bar.finish_and_clear();
 
-    if let Some(path) = &args.chart {
-        export::render_chart(&report, path)
+    if let (Some(path), Some(timeline)) = (&args.chart, observer.timeline) {
+        // The run chart, as the app draws and exports it (src/export/style.rs).
+        let timeline = timeline.finish(report.duration_ms);
+        export::render_run_chart(&timeline, &report.workload, path)
             .with_context(|| format!("drawing {}", path.display()))?;
     }
     if global.json {
@@ -280,6 +364,9 @@ struct JsonSummary<'a> {
     duration_ms: u64,
     cancelled: bool,
     algorithms: &'a [sim::TargetSummary],
+    /// Redis's own time in EVALSHA over the run (INFO commandstats), beside the client-side
+    /// latency percentiles in `algorithms`.
+    redis_cost: Option<ratelockr::commandstats::RedisCost>,
 }
 
 impl<'a> From<&'a Report> for JsonSummary<'a> {
@@ -292,6 +379,7 @@ impl<'a> From<&'a Report> for JsonSummary<'a> {
             duration_ms: r.duration_ms,
             cancelled: r.cancelled,
             algorithms: &r.targets,
+            redis_cost: r.redis_cost,
         }
     }
 }
@@ -335,6 +423,14 @@ fn print_table(report: &Report, args: &SimulateArgs) {
             ms(t.latency_p95_us),
             ms(t.latency_p99_us)
         );
+    }
+    println!("\np50/p95/p99: a decision's round trip as the client sees it, queueing included.");
+    match &report.redis_cost {
+        Some(cost) if cost.calls > 0 => println!(
+            "Redis-side: {} script calls (EVALSHA), {:.1} µs per call inside Redis (INFO commandstats; counts every client of this Redis).",
+            cost.calls, cost.usec_per_call
+        ),
+        _ => {}
     }
     if report
         .targets

@@ -1,0 +1,74 @@
+//! Where a chart export may go: exactly the path the user confirmed, in the format its name
+//! asks for. A dialog that confirmed `precious.svg` never leads to writing `precious.png`.
+
+use super::error::{AppError, ErrorCode};
+use super::ChartFormat;
+use std::path::Path;
+
+/// The format a file name asks for, if it names one.
+pub fn format_of(path: &Path) -> Option<ChartFormat> {
+    match path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        Some("png") => Some(ChartFormat::Png),
+        Some("svg") => Some(ChartFormat::Svg),
+        _ => None,
+    }
+}
+
+/// The format to write `chosen` in: the one its name asks for (the user typed it and
+/// confirmed it), else a refusal. The path itself is never changed.
+pub fn confirmed_format(chosen: &Path) -> Result<ChartFormat, AppError> {
+    format_of(chosen).ok_or_else(|| {
+        AppError::new(
+            ErrorCode::Export,
+            format!(
+                "{} does not end in .png or .svg, so nothing was written; export again and end the name with .png or .svg",
+                chosen.display()
+            ),
+        )
+        .with_field("path")
+    })
+}
+
+/// Refuses to write `format` to a path whose name says otherwise.
+pub fn check_extension(dest: &Path, format: ChartFormat) -> Result<(), AppError> {
+    if format_of(dest) == Some(format) {
+        return Ok(());
+    }
+    Err(AppError::new(
+        ErrorCode::Export,
+        format!(
+            "{} does not end in .{}, so nothing was written",
+            dest.display(),
+            format.extension()
+        ),
+    )
+    .with_field("path"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_confirmed_name_decides_the_format_and_is_never_changed() {
+        // Defect 1: `precious.svg` typed in the PNG dialog is written as SVG at that path.
+        assert_eq!(
+            confirmed_format(Path::new("/home/u/precious.svg")).expect("svg"),
+            ChartFormat::Svg
+        );
+        assert_eq!(
+            confirmed_format(Path::new("chart.PNG")).expect("png"),
+            ChartFormat::Png
+        );
+        let err = confirmed_format(Path::new("/home/u/precious")).expect_err("no extension");
+        assert!(err.message.contains("nothing was written"), "{err:?}");
+        assert!(confirmed_format(Path::new("notes.txt")).is_err());
+        assert!(check_extension(Path::new("a.svg"), ChartFormat::Svg).is_ok());
+        assert!(check_extension(Path::new("precious.png"), ChartFormat::Svg).is_err());
+    }
+}

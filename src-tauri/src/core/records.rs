@@ -1,0 +1,144 @@
+//! A run's records in columns, for the run chart, the per-key view and the decision inspector.
+//!
+//! A row of JSON objects repeats every field name and the rule, algorithm and key strings in
+//! each of 200,000 records; parallel arrays of numbers with the strings in dictionaries
+//! (targets, keys) cost a fraction of that to build, send and parse (docs/app-performance.md).
+
+use super::error::{AppError, ErrorCode};
+use super::history::{RunTarget, StoredRun};
+use ratelockr::sim::Record;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::path::Path;
+use ts_rs::TS;
+
+/// Outcome codes in [`RunRecords::outcome`].
+pub const OUTCOME_ALLOWED: u8 = 0;
+pub const OUTCOME_DENIED: u8 = 1;
+pub const OUTCOME_FAIL_OPEN: u8 = 2;
+
+/// Every record of a run as parallel arrays: record `i` is `t_ms[i]`, `target[i]`, `key[i]`...
+/// in completion order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, TS)]
+pub struct RunRecords {
+    pub id: String,
+    /// The run's start (ms since the epoch); `t_ms` counts from here.
+    #[ts(type = "number")]
+    pub started_at_ms: u64,
+    #[ts(type = "number")]
+    pub duration_ms: u64,
+    /// The bin width the run chart uses for this run (`CHART_STYLE.bins`).
+    #[ts(type = "number")]
+    pub bin_ms: u64,
+    /// The rules decided with; `target[i]` indexes this.
+    pub targets: Vec<RunTarget>,
+    /// The client keys; `key[i]` indexes this.
+    pub keys: Vec<String>,
+    /// Send time, ms after `started_at_ms`.
+    pub t_ms: Vec<u32>,
+    pub target: Vec<u16>,
+    pub key: Vec<u32>,
+    /// 0 allowed, 1 denied, 2 fail-open.
+    pub outcome: Vec<u8>,
+    /// As decided; -1 on fail-open.
+    pub remaining: Vec<i64>,
+    #[ts(type = "Array<number>")]
+    pub retry_after_ms: Vec<u64>,
+    #[ts(type = "Array<number>")]
+    pub reset_after_ms: Vec<u64>,
+    /// Client-observed round trip of the decision.
+    pub latency_us: Vec<u32>,
+    /// 0 for a first try, n for the nth retry (retry storms).
+    pub attempt: Vec<u32>,
+    /// The request's number in the schedule (shared by the targets it was offered to).
+    #[ts(type = "Array<number>")]
+    pub seq: Vec<u64>,
+}
+
+impl RunRecords {
+    pub fn len(&self) -> usize {
+        self.t_ms.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.t_ms.is_empty()
+    }
+
+    /// Reads `run`'s records from `csv`.
+    pub fn read(run: &StoredRun, csv: &Path) -> Result<RunRecords, AppError> {
+        let targets: Vec<RunTarget> = run
+            .spec
+            .targets
+            .iter()
+            .map(|t| RunTarget {
+                rule: t.rule.clone(),
+                naive: t.naive,
+            })
+            .collect();
+        let index: HashMap<String, u16> = targets
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.rule.name().to_string(), i as u16))
+            .collect();
+        let (started_at_ms, duration_ms) = match &run.report {
+            Some(r) => (r.started_at_ms, r.duration_ms),
+            None => (run.created_ms, 0),
+        };
+        let mut out = RunRecords {
+            id: run.id.clone(),
+            started_at_ms,
+            duration_ms,
+            targets,
+            ..RunRecords::default()
+        };
+        let mut keys: HashMap<String, u32> = HashMap::new();
+        let mut unknown_rule = None;
+        ratelockr::export::for_each_record(csv, |r: Record| {
+            let Some(&target) = index.get(&r.rule) else {
+                unknown_rule.get_or_insert(r.rule);
+                return;
+            };
+            let next = keys.len() as u32;
+            let key = *keys.entry(r.key).or_insert(next);
+            out.t_ms
+                .push(r.sent_at_ms.saturating_sub(started_at_ms) as u32);
+            out.target.push(target);
+            out.key.push(key);
+            out.outcome.push(if r.fail_open {
+                OUTCOME_FAIL_OPEN
+            } else if r.allowed {
+                OUTCOME_ALLOWED
+            } else {
+                OUTCOME_DENIED
+            });
+            out.remaining.push(r.remaining);
+            out.retry_after_ms.push(r.retry_after_ms);
+            out.reset_after_ms.push(r.reset_after_ms);
+            out.latency_us
+                .push(r.latency_us.min(u64::from(u32::MAX)) as u32);
+            out.attempt.push(r.attempt);
+            out.seq.push(r.seq);
+        })
+        .map_err(|e| AppError::new(ErrorCode::History, e.to_string()))?;
+        if let Some(rule) = unknown_rule {
+            return Err(AppError::new(
+                ErrorCode::History,
+                format!(
+                    "the records of run {} name a rule ({rule:?}) the run did not use; the file {} is kept as it is",
+                    run.id,
+                    csv.display()
+                ),
+            ));
+        }
+        let mut names = vec![String::new(); keys.len()];
+        for (name, i) in keys {
+            names[i as usize] = name;
+        }
+        out.keys = names;
+        if out.duration_ms == 0 {
+            out.duration_ms = out.t_ms.iter().copied().max().map_or(0, u64::from);
+        }
+        out.bin_ms = ratelockr::export::style::bin_ms(out.duration_ms);
+        Ok(out)
+    }
+}

@@ -1,0 +1,114 @@
+//! The commands over the run history: list, rename, delete, a run's records, and exports of
+//! any kept run (not only the last).
+
+use super::error::{AppError, ErrorCode};
+use super::history::{HistorySettings, RunHistory, RunInfo, StoredRun};
+use super::records::RunRecords;
+use super::{lock, AppCore, ChartFormat, Exported};
+use std::path::{Path, PathBuf};
+
+impl AppCore {
+    pub fn runs_list(&self) -> RunHistory {
+        lock(&self.history).list()
+    }
+
+    pub fn run_rename(&self, id: &str, name: &str) -> Result<RunInfo, AppError> {
+        lock(&self.history).rename(id, name)
+    }
+
+    pub fn run_delete(&self, id: &str) -> Result<RunHistory, AppError> {
+        let mut history = lock(&self.history);
+        history.delete(id)?;
+        Ok(history.list())
+    }
+
+    /// New history bounds, applied at once and remembered.
+    pub fn history_configure(&self, settings: HistorySettings) -> Result<RunHistory, AppError> {
+        if settings.max_runs == 0 || settings.max_bytes == 0 {
+            let field = if settings.max_runs == 0 {
+                "max_runs"
+            } else {
+                "max_bytes"
+            };
+            return Err(AppError::new(
+                ErrorCode::InvalidSettings,
+                format!("invalid {field}: the history must keep at least one run"),
+            )
+            .with_field(field));
+        }
+        lock(&self.history).set_settings(settings);
+        self.save()?;
+        Ok(self.runs_list())
+    }
+
+    /// A run and its records file; `id` None: the newest finished run. Refuses the running run.
+    fn kept_run(&self, id: Option<&str>) -> Result<(StoredRun, PathBuf), AppError> {
+        let running = lock(&self.sim).cancel.is_some();
+        let history = lock(&self.history);
+        let run = match id {
+            Some(id) => history.get(id)?.clone(),
+            None => history.latest().cloned().ok_or_else(|| {
+                AppError::new(
+                    ErrorCode::NoRun,
+                    "run a simulation first: there is nothing to export yet",
+                )
+            })?,
+        };
+        if running && run.status == super::sim::RunStatus::Running {
+            return Err(AppError::new(
+                ErrorCode::SimulationRunning,
+                "wait for the run to finish (or cancel it) before exporting",
+            ));
+        }
+        let csv = history.records_path(&run.id);
+        Ok((run, csv))
+    }
+
+    /// Every record of a kept run, in columns.
+    pub fn run_records(&self, id: &str) -> Result<RunRecords, AppError> {
+        let (run, csv) = self.kept_run(Some(id))?;
+        RunRecords::read(&run, &csv)
+    }
+
+    /// Copies a kept run's CSV to `dest` (the run's own copy stays, so a failed export loses
+    /// nothing and can be retried).
+    pub fn export_csv(&self, dest: &Path, id: Option<&str>) -> Result<Exported, AppError> {
+        let (_, csv) = self.kept_run(id)?;
+        std::fs::copy(&csv, dest).map_err(|e| {
+            AppError::new(
+                ErrorCode::Export,
+                format!("cannot write {}: {e}", dest.display()),
+            )
+        })?;
+        Ok(Exported {
+            path: dest.display().to_string(),
+        })
+    }
+
+    /// Draws a kept run's chart to exactly `dest`, which must end in `format`'s extension:
+    /// the path the user confirmed is the only one ever written.
+    pub fn export_chart(
+        &self,
+        dest: &Path,
+        format: ChartFormat,
+        id: Option<&str>,
+    ) -> Result<Exported, AppError> {
+        super::export_path::check_extension(dest, format)?;
+        let (run, csv) = self.kept_run(id)?;
+        let report = run.report.as_ref().ok_or_else(|| {
+            AppError::new(
+                ErrorCode::NoRun,
+                "this run ended before it had a summary; export its CSV instead",
+            )
+        })?;
+        let export_error =
+            |e: ratelockr::export::ExportError| AppError::new(ErrorCode::Export, e.to_string());
+        let timeline =
+            ratelockr::export::timeline_from_csv(report, &run.spec, &csv).map_err(export_error)?;
+        let title = format!("{}: {}", run.name, run.spec.describe());
+        ratelockr::export::render_run_chart(&timeline, &title, dest).map_err(export_error)?;
+        Ok(Exported {
+            path: dest.display().to_string(),
+        })
+    }
+}

@@ -1,0 +1,203 @@
+//! What the run chart looks like, decided once for the exported files and the app's screen:
+//! the bin width that fits a run, each algorithm's colour and dash, the outcome colours, and
+//! the rule's envelope. The app generates a TypeScript constant from [`chart_style`], so the
+//! screen and the file cannot drift apart.
+
+use crate::rule::Algorithm;
+use serde::Serialize;
+
+/// Bin widths by run length: the first step whose `up_to_ms` covers the run. Runs of a few
+/// seconds get 100 ms or finer (a burst every 500 ms shows as bursts), long runs coarser, so a
+/// chart holds about 100 to 300 bins.
+pub const BIN_STEPS: [BinStep; 10] = [
+    BinStep::new(3_000, 10),
+    BinStep::new(6_000, 20),
+    BinStep::new(15_000, 50),
+    BinStep::new(30_000, 100),
+    BinStep::new(60_000, 200),
+    BinStep::new(150_000, 500),
+    BinStep::new(300_000, 1_000),
+    BinStep::new(600_000, 2_000),
+    BinStep::new(1_500_000, 5_000),
+    BinStep::new(u64::MAX, 10_000),
+];
+
+/// One step of [`BIN_STEPS`].
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct BinStep {
+    /// Runs up to this long (ms) use `bin_ms`. The last step's is `null` (no bound) in JSON.
+    #[serde(serialize_with = "bound")]
+    #[cfg_attr(feature = "ts", ts(type = "number | null"))]
+    pub up_to_ms: u64,
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub bin_ms: u64,
+}
+
+fn bound<S: serde::Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+    if *v == u64::MAX {
+        s.serialize_none()
+    } else {
+        s.serialize_u64(*v)
+    }
+}
+
+impl BinStep {
+    const fn new(up_to_ms: u64, bin_ms: u64) -> Self {
+        BinStep { up_to_ms, bin_ms }
+    }
+}
+
+/// The bin width for a run of `duration_ms`.
+pub fn bin_ms(duration_ms: u64) -> u64 {
+    BIN_STEPS
+        .iter()
+        .find(|s| duration_ms <= s.up_to_ms)
+        .map_or(10_000, |s| s.bin_ms)
+}
+
+/// How one line is drawn.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LineStyle {
+    /// `#rrggbb`.
+    pub colour: &'static str,
+    /// `[dash, gap]` in pixels, `[]` solid: distinct per algorithm, so equal lines stay
+    /// visible (with the markers).
+    pub dash: &'static [u32],
+    pub width: u32,
+    /// A marker drawn on the line's points: `none`, `circle`, `square`, `triangle`, `diamond`.
+    pub marker: &'static str,
+}
+
+/// Per algorithm (by its label in records), the line's look.
+pub const ALGORITHMS: [(&str, LineStyle); 5] = [
+    ("token_bucket", line("#1f77b4", &[], 3, "none")),
+    ("sliding_window_log", line("#2ca02c", &[10, 5], 3, "circle")),
+    ("fixed_window", line("#ff7f0e", &[3, 4], 3, "square")),
+    ("naive_get_set", line("#d62728", &[16, 6], 2, "diamond")),
+    // Algorithms this table does not know yet (new scripts) until they get their own.
+    ("other", line("#9467bd", &[6, 3], 3, "triangle")),
+];
+
+/// Per outcome, the line's look in a single-rule chart.
+pub const OUTCOMES: [(&str, LineStyle); 5] = [
+    ("offered", line("#7f7f7f", &[4, 4], 2, "none")),
+    ("allowed", line("#2ca02c", &[], 3, "none")),
+    ("denied", line("#d62728", &[], 3, "none")),
+    ("fail_open", line("#9467bd", &[8, 3], 3, "triangle")),
+    ("envelope", line("#444444", &[3, 3], 2, "none")),
+];
+
+const fn line(
+    colour: &'static str,
+    dash: &'static [u32],
+    width: u32,
+    marker: &'static str,
+) -> LineStyle {
+    LineStyle {
+        colour,
+        dash,
+        width,
+        marker,
+    }
+}
+
+/// The look of an algorithm's line (by its record label).
+pub fn algorithm_style(label: &str) -> LineStyle {
+    ALGORITHMS
+        .iter()
+        .find(|(name, _)| *name == label)
+        .map_or(ALGORITHMS[ALGORITHMS.len() - 1].1, |(_, s)| *s)
+}
+
+/// The look of an outcome's line.
+pub fn outcome_style(outcome: &str) -> LineStyle {
+    OUTCOMES
+        .iter()
+        .find(|(name, _)| *name == outcome)
+        .map_or(OUTCOMES[0].1, |(_, s)| *s)
+}
+
+/// The rule's envelope: the most it could have admitted for one client key from its first
+/// request to `t_ms` later, cumulative. Token bucket: capacity + refill × t; the windows:
+/// limit per started window, `limit × (floor(t / window) + 1)`. The same bound the summary's
+/// `over_admitted` checks, so a line above it is a limiter over-admitting.
+pub fn envelope(algorithm: &Algorithm, t_ms: u64) -> f64 {
+    match *algorithm {
+        Algorithm::TokenBucket {
+            capacity,
+            refill_per_sec,
+        } => capacity as f64 + (refill_per_sec * t_ms as f64 / 1000.0).floor(),
+        Algorithm::SlidingWindowLog { limit, window_ms }
+        | Algorithm::FixedWindow { limit, window_ms } => (limit * (t_ms / window_ms + 1)) as f64,
+    }
+}
+
+/// Everything above, as one value for the app to export as a TypeScript constant.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChartStyle {
+    pub bins: &'static [BinStep],
+    pub algorithms: std::collections::BTreeMap<&'static str, LineStyle>,
+    pub outcomes: std::collections::BTreeMap<&'static str, LineStyle>,
+}
+
+pub fn chart_style() -> ChartStyle {
+    ChartStyle {
+        bins: &BIN_STEPS,
+        algorithms: ALGORITHMS.into_iter().collect(),
+        outcomes: OUTCOMES.into_iter().collect(),
+    }
+}
+
+/// `#rrggbb` as RGB.
+pub fn rgb(colour: &str) -> (u8, u8, u8) {
+    let hex = colour.trim_start_matches('#');
+    let byte = |i: usize| u8::from_str_radix(hex.get(i..i + 2).unwrap_or("00"), 16).unwrap_or(0);
+    (byte(0), byte(2), byte(4))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_runs_get_fine_bins_and_long_ones_coarse() {
+        assert_eq!(bin_ms(0), 10);
+        assert_eq!(bin_ms(2_000), 10);
+        assert_eq!(bin_ms(5_000), 20);
+        assert!(bin_ms(10_000) <= 100, "a run of a few seconds");
+        assert!(bin_ms(30_000) <= 100);
+        assert_eq!(bin_ms(3_600_000), 10_000);
+        for w in BIN_STEPS.windows(2) {
+            assert!(w[0].up_to_ms < w[1].up_to_ms && w[0].bin_ms < w[1].bin_ms);
+            // At most 300 bins at each step's longest run.
+            assert!(w[0].up_to_ms / w[0].bin_ms <= 300, "{:?}", w[0]);
+        }
+    }
+
+    #[test]
+    fn algorithms_differ_in_dash_and_envelopes_follow_the_rules() {
+        for (i, (_, a)) in ALGORITHMS.iter().enumerate() {
+            for (_, b) in &ALGORITHMS[i + 1..] {
+                assert!(a.dash != b.dash && a.colour != b.colour);
+            }
+        }
+        assert_eq!(rgb("#ff7f0e"), (255, 127, 14));
+        let bucket = Algorithm::TokenBucket {
+            capacity: 20,
+            refill_per_sec: 10.0,
+        };
+        assert_eq!(envelope(&bucket, 0), 20.0);
+        assert_eq!(envelope(&bucket, 1_500), 35.0);
+        let window = Algorithm::FixedWindow {
+            limit: 5,
+            window_ms: 1000,
+        };
+        assert_eq!(envelope(&window, 999), 5.0);
+        assert_eq!(envelope(&window, 1_000), 10.0);
+        let json = serde_json::to_value(chart_style()).expect("serializes");
+        assert_eq!(json["bins"][9]["up_to_ms"], serde_json::Value::Null);
+        assert_eq!(json["algorithms"]["fixed_window"]["colour"], "#ff7f0e");
+    }
+}

@@ -1,0 +1,210 @@
+//! The HTTP answer a decision implies: status and rate-limit headers (design.md, "HTTP: the
+//! headers a decision implies"). One function, used by the app's decision inspector and meant
+//! for `serve` and the tower layer, so they can never disagree.
+//!
+//! Seconds are whole and rounded up (a client that waits the advertised time is never early),
+//! and at least 1 where a wait is meant. A fail-open decision carries no rate-limit fields
+//! (nothing is known: `remaining: -1` must never reach a client) and is never a 429.
+
+use crate::decision::Decision;
+use crate::rule::{Algorithm, Rule};
+use serde::Serialize;
+
+/// The status and headers an HTTP server would answer with.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HttpAnswer {
+    /// 200, or 429 for a denial.
+    pub status: u16,
+    /// `(name, value)` in this order: `RateLimit-Policy`, `RateLimit`, `Retry-After` (denials
+    /// only), `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset`.
+    pub headers: Vec<(String, String)>,
+}
+
+impl HttpAnswer {
+    /// The value of header `name` (case-insensitive), if present.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Whole seconds, rounded up, from milliseconds.
+fn secs_up(ms: u64) -> u64 {
+    ms.div_ceil(1000)
+}
+
+/// The policy's quota (requests) and window (seconds, at least 1): capacity and the time to
+/// refill from empty for the bucket; limit and window for the windows.
+pub fn policy(algorithm: &Algorithm) -> (u64, u64) {
+    match *algorithm {
+        Algorithm::TokenBucket {
+            capacity,
+            refill_per_sec,
+        } => {
+            let secs = (capacity as f64 / refill_per_sec).ceil();
+            (capacity, (secs as u64).max(1))
+        }
+        Algorithm::SlidingWindowLog { limit, window_ms }
+        | Algorithm::FixedWindow { limit, window_ms } => (limit, secs_up(window_ms).max(1)),
+    }
+}
+
+/// The HTTP answer for `decision` under `rule`.
+pub fn http_answer(rule: &Rule, decision: &Decision) -> HttpAnswer {
+    if decision.is_degraded() {
+        // Redis could not be asked: fail-open passes with nothing claimed; fail-closed refuses
+        // with nothing claimed either (no Retry-After: no one knows when it will pass). A
+        // denial by degraded mode's local limiter knows its own wait, so it says Retry-After,
+        // but claims no RateLimit fields: Redis's state is unknown.
+        let mut headers = Vec::new();
+        if decision.degraded && !decision.allowed {
+            let wait = secs_up(decision.retry_after_ms).max(1);
+            headers.push(("Retry-After".to_string(), wait.to_string()));
+        }
+        return HttpAnswer {
+            status: if decision.allowed { 200 } else { 429 },
+            headers,
+        };
+    }
+    let (quota, window) = policy(rule.algorithm());
+    let name = rule.name();
+    let reset = secs_up(decision.reset_after_ms);
+    let (status, t) = if decision.allowed {
+        (200, reset)
+    } else {
+        (429, secs_up(decision.retry_after_ms).max(1))
+    };
+    let mut headers = vec![
+        (
+            "RateLimit-Policy".to_string(),
+            format!("\"{name}\";q={quota};w={window}"),
+        ),
+        (
+            "RateLimit".to_string(),
+            format!("\"{name}\";r={};t={t}", decision.remaining),
+        ),
+    ];
+    if !decision.allowed {
+        headers.push(("Retry-After".to_string(), t.to_string()));
+    }
+    headers.extend([
+        ("X-RateLimit-Limit".to_string(), quota.to_string()),
+        (
+            "X-RateLimit-Remaining".to_string(),
+            decision.remaining.to_string(),
+        ),
+        ("X-RateLimit-Reset".to_string(), reset.to_string()),
+    ]);
+    HttpAnswer { status, headers }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decision(allowed: bool, remaining: i64, retry_ms: u64, reset_ms: u64) -> Decision {
+        Decision {
+            allowed,
+            remaining,
+            retry_after_ms: retry_ms,
+            reset_after_ms: reset_ms,
+            fail_open: false,
+            degraded: false,
+        }
+    }
+
+    #[test]
+    fn an_allowed_request_carries_policy_remaining_and_reset() {
+        let rule = Rule::token_bucket("api", 20, 10.0).expect("valid");
+        let answer = http_answer(&rule, &decision(true, 7, 0, 1_301));
+        assert_eq!(answer.status, 200);
+        assert_eq!(
+            answer.headers,
+            [
+                ("RateLimit-Policy", "\"api\";q=20;w=2"),
+                ("RateLimit", "\"api\";r=7;t=2"),
+                ("X-RateLimit-Limit", "20"),
+                ("X-RateLimit-Remaining", "7"),
+                ("X-RateLimit-Reset", "2"),
+            ]
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+        );
+        assert_eq!(answer.header("retry-after"), None);
+    }
+
+    #[test]
+    fn a_denial_is_429_with_the_wait_rounded_up_never_down() {
+        let rule = Rule::fixed_window("login", 5, 60_000).expect("valid");
+        for (retry_ms, secs) in [(1, "1"), (999, "1"), (1_000, "1"), (1_001, "2"), (0, "1")] {
+            let answer = http_answer(&rule, &decision(false, 0, retry_ms, 59_000));
+            assert_eq!(answer.status, 429);
+            assert_eq!(answer.header("Retry-After"), Some(secs), "{retry_ms} ms");
+            assert_eq!(
+                answer.header("RateLimit"),
+                Some(format!("\"login\";r=0;t={secs}").as_str())
+            );
+            assert_eq!(answer.header("X-RateLimit-Reset"), Some("59"));
+        }
+        assert_eq!(
+            http_answer(&rule, &decision(true, 4, 0, 0)).header("RateLimit-Policy"),
+            Some("\"login\";q=5;w=60")
+        );
+    }
+
+    #[test]
+    fn fail_open_carries_nothing_and_is_never_429() {
+        let rule = Rule::sliding_window_log("api", 10, 1000).expect("valid");
+        let answer = http_answer(&rule, &Decision::FAIL_OPEN);
+        assert_eq!(answer.status, 200);
+        assert!(answer.headers.is_empty(), "{answer:?}");
+        assert!(!format!("{answer:?}").contains("-1"));
+        let closed = http_answer(&rule, &Decision::FAIL_CLOSED);
+        assert_eq!((closed.status, closed.headers.len()), (429, 0));
+    }
+
+    #[test]
+    fn degraded_decisions_claim_only_the_local_wait() {
+        let rule = Rule::fixed_window("api", 10, 1000).expect("valid");
+        let admitted = Decision {
+            degraded: true,
+            ..Decision::FAIL_OPEN
+        };
+        let answer = http_answer(&rule, &admitted);
+        assert_eq!((answer.status, answer.headers.len()), (200, 0));
+        let denied = Decision {
+            allowed: false,
+            remaining: 0,
+            retry_after_ms: 1_200,
+            reset_after_ms: 5_000,
+            fail_open: false,
+            degraded: true,
+        };
+        let answer = http_answer(&rule, &denied);
+        assert_eq!(answer.status, 429);
+        assert_eq!(
+            answer.headers,
+            [("Retry-After".to_string(), "2".to_string())],
+            "rounded up; no RateLimit fields without Redis"
+        );
+    }
+
+    #[test]
+    fn windows_longer_than_a_day_and_sub_second_ones_stay_whole_seconds() {
+        let month = Rule::fixed_window("monthly", 1_000_000, 30 * 24 * 3600 * 1000).expect("ok");
+        let answer = http_answer(&month, &decision(false, 0, 2_000_000_001, 2_000_000_001));
+        assert_eq!(
+            answer.header("RateLimit-Policy"),
+            Some("\"monthly\";q=1000000;w=2592000")
+        );
+        assert_eq!(answer.header("Retry-After"), Some("2000001"));
+        let fast = Rule::sliding_window_log("burst", 3, 250).expect("valid");
+        assert_eq!(policy(fast.algorithm()), (3, 1));
+        let slow = Rule::token_bucket("slow", 10, 0.001).expect("valid");
+        assert_eq!(policy(slow.algorithm()), (10, 10_000));
+        let odd = Rule::token_bucket("odd", 10, 3.0).expect("valid");
+        assert_eq!(policy(odd.algorithm()), (10, 4), "3.33 s rounds up to 4");
+    }
+}
