@@ -206,6 +206,15 @@ impl DenyCache {
         }
     }
 
+    /// Forgets every cached denial.
+    pub fn clear(&self) {
+        for shard in self.shards.iter() {
+            let mut shard = shard.lock().unwrap_or_else(|p| p.into_inner());
+            shard.map.clear();
+            shard.bytes = 0;
+        }
+    }
+
     pub fn stats(&self) -> DenyCacheStats {
         let (entries, bytes) = self.shards.iter().fold((0, 0), |(n, b), shard| {
             let shard = shard.lock().unwrap_or_else(|p| p.into_inner());

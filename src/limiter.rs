@@ -250,11 +250,20 @@ impl Limiter {
         self.inner.deny_cache.as_ref().map(DenyCache::stats)
     }
 
-    /// Drops any cached denial of `client_key` under `rule` (after its state was reset in
-    /// Redis, say), so the next request asks Redis.
-    pub fn forget_denial(&self, rule: &Rule, client_key: &str) {
-        if let Some(cache) = &self.inner.deny_cache {
-            cache.forget(&self.keys().limiter(rule, client_key));
+    /// Drops the cached denials of one client of `rule` (every algorithm), or of everyone
+    /// when `client_key` is `None` (the cache does not index by rule, so it is emptied), so
+    /// the next request asks Redis. [`Limiter::reset`] calls it.
+    pub fn forget_denials(&self, rule: &str, client_key: Option<&str>) {
+        let Some(cache) = &self.inner.deny_cache else {
+            return;
+        };
+        match client_key {
+            Some(client) => {
+                for kind in crate::rule::AlgorithmKind::ALL {
+                    cache.forget(&self.keys().limiter_for(kind, rule, client));
+                }
+            }
+            None => cache.clear(),
         }
     }
 

@@ -194,3 +194,19 @@ async fn a_cheaper_request_and_an_explicit_clock_ask_redis() {
         1
     );
 }
+
+#[tokio::test]
+async fn a_reset_key_is_asked_of_redis_again() {
+    let server = common::redis();
+    let (limiter, _) = cached(&server.url(), "reset");
+    let rule = Rule::fixed_window("fw", 1, 600_000).expect("valid rule");
+    assert!(limiter.check(&rule, "k").await.expect("valid").allowed);
+    assert!(!limiter.check(&rule, "k").await.expect("valid").allowed);
+    assert_eq!(limiter.deny_cache_stats().map(|s| s.entries), Some(1));
+    limiter.reset("fw", Some("k")).await.expect("reset");
+    let after = limiter.check(&rule, "k").await.expect("valid");
+    assert!(
+        after.allowed,
+        "the reset state admits, the stale denial is gone: {after:?}"
+    );
+}
