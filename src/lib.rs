@@ -18,8 +18,11 @@
 //! - [`sim`]       the traffic simulator: workloads, compare mode, the naive race demo
 //! - [`export`]    simulation records as CSV, per-second charts as PNG or SVG
 //! - [`metrics`]   Prometheus metrics of decisions, served at `GET /api/metrics`
+//! - [`api`]       the decision endpoint for any language: `POST /api/check`, `GET /api/rules`
+//! - [`rules_file`] a list of rules from a JSON or TOML file (`serve --rules`)
 //! - [`bench`]     load tests: the engine against redis-benchmark's ceiling, Lua cost, stats cost
 
+pub mod api;
 pub mod backend;
 pub mod bench;
 pub mod commandstats;
@@ -35,6 +38,7 @@ pub mod local_limiter;
 pub mod metrics;
 pub mod reset;
 pub mod rule;
+pub mod rules_file;
 pub mod scripts;
 pub mod sim;
 pub mod target;
