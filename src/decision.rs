@@ -15,6 +15,12 @@ pub struct Decision {
     pub reset_after_ms: u64,
     /// True when Redis failed and the request was let through anyway.
     pub fail_open: bool,
+    /// True when Redis could not be asked and the in-process limiter of
+    /// [`FailureMode::Degraded`](crate::FailureMode::Degraded) decided instead. Left out of
+    /// JSON when false, so ordinary decisions keep their shape.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[cfg_attr(feature = "ts", ts(skip))]
+    pub degraded: bool,
 }
 
 impl Decision {
@@ -25,6 +31,7 @@ impl Decision {
         retry_after_ms: 0,
         reset_after_ms: 0,
         fail_open: true,
+        degraded: false,
     };
 
     /// The answer when Redis could not be asked and the limiter was told to fail closed.
@@ -34,11 +41,13 @@ impl Decision {
         retry_after_ms: 0,
         reset_after_ms: 0,
         fail_open: false,
+        degraded: false,
     };
 
-    /// True when this decision was made without Redis (fail-open or fail-closed).
+    /// True when this decision was made without Redis (fail-open, fail-closed or by the
+    /// in-process limiter of degraded mode).
     pub fn is_degraded(&self) -> bool {
-        self.remaining < 0
+        self.remaining < 0 || self.degraded
     }
 
     /// The outcome label used by metrics and telemetry.
@@ -60,16 +69,25 @@ pub enum Outcome {
     Allowed,
     Denied,
     FailOpen,
+    /// Denied in process by the local deny cache, without asking Redis (metrics only: the
+    /// decision itself is an ordinary denial).
+    CacheDenied,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 3] = [Outcome::Allowed, Outcome::Denied, Outcome::FailOpen];
+    pub const ALL: [Outcome; 4] = [
+        Outcome::Allowed,
+        Outcome::Denied,
+        Outcome::FailOpen,
+        Outcome::CacheDenied,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Allowed => "allowed",
             Outcome::Denied => "denied",
             Outcome::FailOpen => "fail_open",
+            Outcome::CacheDenied => "cache_denied",
         }
     }
 }

@@ -67,10 +67,17 @@ pub fn policy(algorithm: &Algorithm) -> (u64, u64) {
 pub fn http_answer(rule: &Rule, decision: &Decision) -> HttpAnswer {
     if decision.is_degraded() {
         // Redis could not be asked: fail-open passes with nothing claimed; fail-closed refuses
-        // with nothing claimed either (no Retry-After: no one knows when it will pass).
+        // with nothing claimed either (no Retry-After: no one knows when it will pass). A
+        // denial by degraded mode's local limiter knows its own wait, so it says Retry-After,
+        // but claims no RateLimit fields: Redis's state is unknown.
+        let mut headers = Vec::new();
+        if decision.degraded && !decision.allowed {
+            let wait = secs_up(decision.retry_after_ms).max(1);
+            headers.push(("Retry-After".to_string(), wait.to_string()));
+        }
         return HttpAnswer {
             status: if decision.allowed { 200 } else { 429 },
-            headers: Vec::new(),
+            headers,
         };
     }
     let (quota, window) = policy(rule.algorithm());
@@ -116,6 +123,7 @@ mod tests {
             retry_after_ms: retry_ms,
             reset_after_ms: reset_ms,
             fail_open: false,
+            degraded: false,
         }
     }
 
@@ -177,6 +185,32 @@ mod tests {
         assert!(!format!("{answer:?}").contains("-1"));
         let closed = http_answer(&rule, &Decision::FAIL_CLOSED);
         assert_eq!((closed.status, closed.headers.len()), (429, 0));
+    }
+
+    #[test]
+    fn degraded_decisions_claim_only_the_local_wait() {
+        let rule = Rule::fixed_window("api", 10, 1000).expect("valid");
+        let admitted = Decision {
+            degraded: true,
+            ..Decision::FAIL_OPEN
+        };
+        let answer = http_answer(&rule, &admitted);
+        assert_eq!((answer.status, answer.headers.len()), (200, 0));
+        let denied = Decision {
+            allowed: false,
+            remaining: 0,
+            retry_after_ms: 1_200,
+            reset_after_ms: 5_000,
+            fail_open: false,
+            degraded: true,
+        };
+        let answer = http_answer(&rule, &denied);
+        assert_eq!(answer.status, 429);
+        assert_eq!(
+            answer.headers,
+            [("Retry-After".to_string(), "2".to_string())],
+            "rounded up; no RateLimit fields without Redis"
+        );
     }
 
     #[test]

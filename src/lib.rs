@@ -5,6 +5,8 @@
 //! - [`decision`]  a decision is a value: allowed, remaining, retry/reset waits, fail-open
 //! - [`scripts`]   the five Lua scripts (`lua/`), hashed once, replies parsed into decisions
 //! - [`limiter`]   EVALSHA over one shared connection, deadlines, fail-open, failure kinds
+//! - [`deny_cache`] opt-in: what Redis just denied is denied in process until Redis's time
+//! - [`local_limiter`] degraded mode: the rule's per-instance share, decided in process
 //! - [`headers`]   the HTTP status and RateLimit headers a decision implies
 //! - [`keys`]      the key layout under a prefix, rule names hash-tagged for Redis Cluster
 //! - [`reset`]     deleting a rule's (or one client's) limiter state: a maintenance SCAN
@@ -18,22 +20,28 @@
 //! - [`export`]    simulation records as CSV, per-second charts as PNG or SVG
 //! - [`metrics`]   Prometheus metrics of decisions, served at `GET /api/metrics`
 //! - [`replay`]    a real log decided on its own clock through the rules' scripts: who was denied
+//! - [`api`]       the decision endpoint for any language: `POST /api/check`, `GET /api/rules`
+//! - [`rules_file`] a list of rules from a JSON or TOML file (`serve --rules`)
 //! - [`bench`]     load tests: the engine against redis-benchmark's ceiling, Lua cost, stats cost
 
+pub mod api;
 pub mod backend;
 pub mod bench;
 pub mod commandstats;
 pub mod decision;
+pub mod deny_cache;
 pub mod embedded;
 pub mod error;
 pub mod export;
 pub mod headers;
 pub mod keys;
 pub mod limiter;
+pub mod local_limiter;
 pub mod metrics;
 pub mod replay;
 pub mod reset;
 pub mod rule;
+pub mod rules_file;
 pub mod scripts;
 pub mod sim;
 pub mod target;
@@ -41,6 +49,7 @@ pub mod telemetry;
 
 pub use backend::{Backend, BackendError, BackendKind};
 pub use decision::{Decision, Outcome};
+pub use deny_cache::DenyCacheOptions;
 pub use embedded::{EmbeddedError, EmbeddedRedis};
 pub use error::{FailureKind, RedisFailure};
 pub use keys::KeySpace;

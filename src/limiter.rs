@@ -1,8 +1,10 @@
 //! The limiter: one shared connection, one EVALSHA per decision, fail-open on any Redis error.
 
 use crate::decision::Decision;
+use crate::deny_cache::{DenyCache, DenyCacheOptions, DenyCacheStats};
 use crate::error::{FailureKind, RedisFailure};
 use crate::keys::KeySpace;
+use crate::local_limiter::{LocalDecision, LocalLimiter};
 use crate::rule::{validate_client_key, Rule, RuleError};
 use crate::scripts::{self, At, Call};
 use crate::target::RedisTarget;
@@ -29,6 +31,12 @@ pub enum FailureMode {
     /// Refuse the request (`allowed: false, remaining: -1`), for limits that guard something
     /// more precious than availability.
     Closed,
+    /// Decide in process with the same rule scaled down to this instance's share (the rule's
+    /// allowance divided by `instances`, the number of app instances expected to share it;
+    /// see [`crate::local_limiter`]). Admissions are fail-open decisions marked `degraded`;
+    /// denials are ordinary denials (with the local limiter's wait) marked `degraded`. Every
+    /// decision still asks Redis first, so Redis decides again as soon as it answers.
+    Degraded { instances: u32 },
 }
 
 /// How a limiter behaves.
@@ -41,6 +49,9 @@ pub struct LimiterOptions {
     pub failure_mode: FailureMode,
     /// Count decisions per rule and second in Redis (in the same script call).
     pub telemetry: bool,
+    /// Deny in process, without a round trip, what Redis has just denied, until the time Redis
+    /// named ([`crate::deny_cache`]). Off by default.
+    pub deny_cache: Option<DenyCacheOptions>,
 }
 
 impl Default for LimiterOptions {
@@ -50,6 +61,7 @@ impl Default for LimiterOptions {
             deadline: DEFAULT_DEADLINE,
             failure_mode: FailureMode::Open,
             telemetry: true,
+            deny_cache: None,
         }
     }
 }
@@ -74,6 +86,10 @@ struct Inner {
     /// This second's telemetry key names per rule: they change once a second, and formatting
     /// them for every decision was a tenth of the engine's CPU (docs/benchmarks.md).
     stats_keys: StatsKeyCache,
+    /// Present when `options.deny_cache` is.
+    deny_cache: Option<DenyCache>,
+    /// Present in `FailureMode::Degraded`.
+    local: Option<LocalLimiter>,
 }
 
 /// Per rule: the second and its allowed and denied counter names. A std Mutex, held for a
@@ -123,6 +139,16 @@ impl std::fmt::Debug for Limiter {
 pub trait DecisionObserver: Send + Sync {
     fn decided(&self, rule: &Rule, decision: &Decision, elapsed: Duration);
     fn failed(&self, kind: FailureKind);
+    /// A request the local deny cache denied without asking Redis (not also `decided`).
+    fn cache_denied(&self, _rule: &Rule, _elapsed: Duration) {}
+}
+
+/// How a decision was reached.
+enum Decided {
+    /// Redis decided, or the deny cache repeated its denial.
+    Made(Decision),
+    /// Redis failed; the decision is the failure mode's.
+    Fallback(Decision, RedisFailure),
 }
 
 /// Why `try_check` gave no decision.
@@ -156,6 +182,14 @@ impl Limiter {
             .set_max_delay(Duration::from_millis(500));
         let conn = ConnectionManager::new_lazy_with_config(target.client(), config)
             .expect("a lazy connection manager without push settings cannot fail");
+        let deny_cache = options.deny_cache.map(DenyCache::new);
+        let local = match options.failure_mode {
+            FailureMode::Degraded { instances } => Some(LocalLimiter::new(
+                instances,
+                crate::local_limiter::DEFAULT_MAX_ENTRIES,
+            )),
+            FailureMode::Open | FailureMode::Closed => None,
+        };
         Limiter {
             inner: Arc::new(Inner {
                 conn,
@@ -165,6 +199,8 @@ impl Limiter {
                 observer,
                 last_logged: Default::default(),
                 stats_keys: StatsKeyCache::default(),
+                deny_cache,
+                local,
             }),
         }
     }
@@ -209,6 +245,28 @@ impl Limiter {
         &self.inner.ledger
     }
 
+    /// The deny cache's size and hits, when it is on.
+    pub fn deny_cache_stats(&self) -> Option<DenyCacheStats> {
+        self.inner.deny_cache.as_ref().map(DenyCache::stats)
+    }
+
+    /// Drops the cached denials of one client of `rule` (every algorithm), or of everyone
+    /// when `client_key` is `None` (the cache does not index by rule, so it is emptied), so
+    /// the next request asks Redis. [`Limiter::reset`] calls it.
+    pub fn forget_denials(&self, rule: &str, client_key: Option<&str>) {
+        let Some(cache) = &self.inner.deny_cache else {
+            return;
+        };
+        match client_key {
+            Some(client) => {
+                for kind in crate::rule::AlgorithmKind::ALL {
+                    cache.forget(&self.keys().limiter_for(kind, rule, client));
+                }
+            }
+            None => cache.clear(),
+        }
+    }
+
     /// One request of cost 1 for `client_key`, on the Redis clock.
     pub async fn check(&self, rule: &Rule, client_key: &str) -> Result<Decision, RuleError> {
         self.check_at(rule, client_key, 1, At::ServerClock).await
@@ -225,7 +283,7 @@ impl Limiter {
     }
 
     /// One request at an explicit time. Errors only for a cost the rule can never admit or an
-    /// unusable client key; every Redis failure becomes a fail-open (or fail-closed) decision.
+    /// unusable client key; every Redis failure becomes a decision of the failure mode.
     pub async fn check_at(
         &self,
         rule: &Rule,
@@ -233,14 +291,15 @@ impl Limiter {
         cost: u64,
         at: At,
     ) -> Result<Decision, RuleError> {
-        match self.try_check_at(rule, client_key, cost, at).await {
-            Ok(decision) => Ok(decision),
-            Err(CheckError::Rule(err)) => Err(err),
-            Err(CheckError::Redis(_)) => Ok(self.fallback()),
+        rule.check_cost(cost)?;
+        match self.decide(rule, client_key, cost, at).await? {
+            Decided::Made(decision) | Decided::Fallback(decision, _) => Ok(decision),
         }
     }
 
-    /// One decision, or the Redis failure that prevented it (already counted and logged).
+    /// One decision, or the Redis failure that prevented it (already counted and logged, and
+    /// the failure mode's decision already counted as made: in degraded mode the local share
+    /// is spent).
     pub async fn try_check_at(
         &self,
         rule: &Rule,
@@ -249,13 +308,17 @@ impl Limiter {
         at: At,
     ) -> Result<Decision, CheckError> {
         rule.check_cost(cost)?;
-        self.decide(rule, client_key, cost, at).await
+        match self.decide(rule, client_key, cost, at).await? {
+            Decided::Made(decision) => Ok(decision),
+            Decided::Fallback(_, failure) => Err(CheckError::Redis(failure)),
+        }
     }
 
     /// What is left for `client_key` now, on the Redis clock, without consuming anything: the
     /// script is asked with a cost of 0, which writes nothing. `remaining` is what a request
     /// could take now, `reset_after_ms` when the allowance is full. A peek is not a decision:
-    /// telemetry and metrics do not count it. Redis failures give the fallback decision.
+    /// telemetry, metrics and the deny cache do not see it. Redis failures give the failure
+    /// mode's plain decision (fail-open or fail-closed; degraded mode spends nothing on a peek).
     pub async fn peek(&self, rule: &Rule, client_key: &str) -> Result<Decision, RuleError> {
         self.peek_at(rule, client_key, At::ServerClock).await
     }
@@ -267,10 +330,8 @@ impl Limiter {
         client_key: &str,
         at: At,
     ) -> Result<Decision, RuleError> {
-        match self.try_peek_at(rule, client_key, at).await {
-            Ok(decision) => Ok(decision),
-            Err(CheckError::Rule(err)) => Err(err),
-            Err(CheckError::Redis(_)) => Ok(self.fallback()),
+        match self.decide(rule, client_key, 0, at).await? {
+            Decided::Made(decision) | Decided::Fallback(decision, _) => Ok(decision),
         }
     }
 
@@ -281,24 +342,53 @@ impl Limiter {
         client_key: &str,
         at: At,
     ) -> Result<Decision, CheckError> {
-        self.decide(rule, client_key, 0, at).await
+        match self.decide(rule, client_key, 0, at).await? {
+            Decided::Made(decision) => Ok(decision),
+            Decided::Fallback(_, failure) => Err(CheckError::Redis(failure)),
+        }
     }
 
     /// The script call behind checks (cost >= 1, checked by the caller) and peeks (cost 0:
-    /// no telemetry keys, no observer, no fail-open count, for nothing was decided).
+    /// no deny cache, no telemetry keys, no observer, no fail-open count, for nothing was
+    /// decided).
     async fn decide(
         &self,
         rule: &Rule,
         client_key: &str,
         cost: u64,
         at: At,
-    ) -> Result<Decision, CheckError> {
+    ) -> Result<Decided, RuleError> {
         validate_client_key(client_key)?;
         let peek = cost == 0;
         let inner = &*self.inner;
         let keys = &inner.options.keys;
-        let second = at.millis().unwrap_or_else(telemetry::now_ms) / 1000;
         let limiter_key = keys.limiter(rule, client_key);
+        // The deny cache keeps time on this process's clock: only decisions on the Redis
+        // clock (now) may use it; an explicit time always asks Redis.
+        let cache = inner
+            .deny_cache
+            .as_ref()
+            .filter(|_| !peek && matches!(at, At::ServerClock));
+        let started = Instant::now();
+        if let Some(cache) = cache {
+            if let Some(hit) = cache.lookup(&limiter_key, rule.algorithm(), cost, started) {
+                // No await point on this path otherwise: a caller looping over cache hits
+                // must still let its runtime's other tasks run.
+                tokio::task::consume_budget().await;
+                if let Some(observer) = &inner.observer {
+                    observer.cache_denied(rule, started.elapsed());
+                }
+                return Ok(Decided::Made(Decision {
+                    allowed: false,
+                    remaining: hit.remaining,
+                    retry_after_ms: hit.retry_after_ms,
+                    reset_after_ms: hit.reset_after_ms,
+                    fail_open: false,
+                    degraded: false,
+                }));
+            }
+        }
+        let second = at.millis().unwrap_or_else(telemetry::now_ms) / 1000;
         let stats = (inner.options.telemetry && !peek)
             .then(|| inner.stats_keys.get(keys, rule.name(), second));
         let call = Call {
@@ -309,36 +399,69 @@ impl Limiter {
             cost,
             at,
         };
-        let started = Instant::now();
         let result = self.invoke(&call).await;
         let elapsed = started.elapsed();
         let observer = inner.observer.as_ref().filter(|_| !peek);
         match result {
             Ok(decision) => {
+                if let Some(cache) = cache {
+                    if !decision.allowed {
+                        cache.insert(&limiter_key, rule.algorithm(), cost, started, &decision);
+                    }
+                }
                 if let Some(observer) = observer {
                     observer.decided(rule, &decision, elapsed);
                 }
-                Ok(decision)
+                Ok(Decided::Made(decision))
             }
             Err(failure) => {
                 self.record_failure(&failure);
-                let decision = self.fallback();
-                if decision.fail_open && !peek {
+                if peek {
+                    return Ok(Decided::Fallback(self.plain_fallback(), failure));
+                }
+                let decision = self.fallback(rule, &limiter_key, cost);
+                if decision.fail_open {
                     inner.ledger.record_fail_open(rule.name(), second);
                 }
                 if let Some(observer) = observer {
                     observer.decided(rule, &decision, elapsed);
                 }
-                Err(CheckError::Redis(failure))
+                Ok(Decided::Fallback(decision, failure))
             }
         }
     }
 
-    /// The decision when Redis cannot be asked.
-    fn fallback(&self) -> Decision {
+    /// The failure mode's decision without the local limiter: what a peek gets.
+    fn plain_fallback(&self) -> Decision {
         match self.inner.options.failure_mode {
-            FailureMode::Open => Decision::FAIL_OPEN,
             FailureMode::Closed => Decision::FAIL_CLOSED,
+            FailureMode::Open | FailureMode::Degraded { .. } => Decision::FAIL_OPEN,
+        }
+    }
+
+    /// The decision when Redis cannot be asked.
+    fn fallback(&self, rule: &Rule, limiter_key: &str, cost: u64) -> Decision {
+        // `local` is there exactly in degraded mode.
+        let Some(local) = &self.inner.local else {
+            return self.plain_fallback();
+        };
+        match local.decide(limiter_key, rule.algorithm(), cost, Instant::now()) {
+            LocalDecision::Admitted { .. } => Decision {
+                degraded: true,
+                ..Decision::FAIL_OPEN
+            },
+            LocalDecision::Denied {
+                retry_after_ms,
+                reset_after_ms,
+            } => Decision {
+                allowed: false,
+                remaining: 0,
+                retry_after_ms,
+                reset_after_ms,
+                fail_open: false,
+                degraded: true,
+            },
+            LocalDecision::Untracked => Decision::FAIL_OPEN,
         }
     }
 

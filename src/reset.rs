@@ -31,6 +31,8 @@ impl Limiter {
     /// that no longer exists can still be cleaned up.
     pub async fn reset(&self, rule: &str, client_key: Option<&str>) -> Result<u64, ResetError> {
         validate_rule_name(rule)?;
+        // A cached denial of state about to go would outlive it.
+        self.forget_denials(rule, client_key);
         let mut conn = self.connection();
         let keys = self.keys();
         if let Some(client) = client_key {

@@ -195,6 +195,7 @@ pub(crate) fn parse_reply(reply: &[i64]) -> Result<Decision, RedisFailure> {
         retry_after_ms: retry_after as u64,
         reset_after_ms: reset_after as u64,
         fail_open: false,
+        degraded: false,
     })
 }
 

@@ -14,6 +14,7 @@ fn short(kind: AlgorithmKind) -> EngineBench {
         keys: 3,
         warmup: Duration::from_millis(100),
         duration: Duration::from_millis(300),
+        attack: None,
     }
 }
 

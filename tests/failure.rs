@@ -3,11 +3,13 @@
 
 mod common;
 
-use common::{dead_url, decide_at, decide_now, failures_of, limiter, limiter_with, options, query};
+use common::{
+    dead_url, decide_at, decide_now, failures_of, limiter, limiter_with, options, query, signal,
+    Thaw,
+};
 use ratelockr::{
     At, CheckError, Decision, FailureKind, FailureMode, Limiter, LimiterOptions, Rule,
 };
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn rules() -> [Rule; 5] {
@@ -125,24 +127,6 @@ async fn fail_closed_denies_without_redis() {
     }
     assert_eq!(limiter.ledger().failures_total(), 5);
     assert_eq!(limiter.ledger().fail_open_total(), 0);
-}
-
-/// Sends SIGCONT when dropped, so a failing test never leaves a frozen redis-server behind.
-struct Thaw(u32);
-
-impl Drop for Thaw {
-    fn drop(&mut self) {
-        signal("CONT", self.0);
-    }
-}
-
-fn signal(name: &str, pid: u32) {
-    let status = Command::new("kill")
-        .arg(format!("-{name}"))
-        .arg(pid.to_string())
-        .status()
-        .expect("run kill");
-    assert!(status.success(), "kill -{name} {pid}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

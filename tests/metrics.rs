@@ -195,7 +195,11 @@ async fn scraped_metrics_count_every_decision() {
         .keys()
         .filter(|(name, _)| name == "ratelockr_evaluations_total")
         .count();
-    assert_eq!(series, 15, "exactly the 15 algorithm x result series");
+    assert_eq!(
+        series,
+        AlgorithmKind::ALL.len() * ratelockr::Outcome::ALL.len(),
+        "exactly one series per algorithm x result (cache_denied included)"
+    );
 
     // Every decision is in its algorithm's histogram.
     for (algorithm, n) in [

@@ -22,6 +22,19 @@ pub struct EngineBench {
     pub keys: usize,
     pub warmup: Duration,
     pub duration: Duration,
+    /// An attack mix: most requests from a few keys already over their limit. `None`: every
+    /// request from the ordinary keys.
+    pub attack: Option<Attack>,
+}
+
+/// An attack mix for [`EngineBench`]: `per_mille` of every 1000 requests come from
+/// `attackers` keys (`attacker-<n>`), which are soon over their limit; the rest from the
+/// ordinary keys. Meant for a limiter with the deny cache on
+/// ([`LimiterOptions::deny_cache`](crate::LimiterOptions)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attack {
+    pub per_mille: u16,
+    pub attackers: usize,
 }
 
 /// What was measured.
@@ -43,6 +56,10 @@ pub struct EngineReport {
     pub p95_us: f64,
     pub p99_us: f64,
     pub max_us: f64,
+    /// Of `decisions`, those the local deny cache made without Redis (0 without the cache).
+    pub cache_denied: u64,
+    /// Decisions Redis made, per second: `decisions - cache_denied` over the interval.
+    pub redis_decisions_per_sec: f64,
     /// CPU this process spent per decision while measuring (the engine, the runtime, the
     /// benchmark loop itself), in microseconds.
     pub client_cpu_us_per_decision: Option<f64>,
@@ -93,6 +110,16 @@ impl EngineBench {
     pub async fn run(&self, limiter: &Limiter) -> anyhow::Result<EngineReport> {
         anyhow::ensure!(self.concurrency >= 1, "concurrency must be at least 1");
         anyhow::ensure!(self.keys >= 1, "keys must be at least 1");
+        if let Some(attack) = self.attack {
+            anyhow::ensure!(
+                attack.per_mille <= 1000,
+                "the attack share is at most 1000 per mille"
+            );
+            anyhow::ensure!(
+                attack.attackers >= 1,
+                "an attack needs at least 1 attacking key"
+            );
+        }
         // Connect and load the script before the clock starts: one decision does both.
         limiter
             .ping()
@@ -104,13 +131,21 @@ impl EngineBench {
             .map_err(|e| anyhow::anyhow!("the first decision failed: {e}"))?;
 
         let keys: Arc<[String]> = (0..self.keys).map(client_key).collect();
+        let attack = self.attack.unwrap_or(Attack {
+            per_mille: 0,
+            attackers: 1,
+        });
+        let attackers: Arc<[String]> = (0..attack.attackers)
+            .map(|i| format!("attacker-{i}"))
+            .collect();
         let phase = Arc::new(AtomicU8::new(WARMING));
         let mut tasks = Vec::with_capacity(self.concurrency);
         for task in 0..self.concurrency {
-            let (limiter, rule, keys, phase) = (
+            let (limiter, rule, keys, attackers, phase) = (
                 limiter.clone(),
                 self.rule.clone(),
                 keys.clone(),
+                attackers.clone(),
                 phase.clone(),
             );
             let stride = self.concurrency;
@@ -124,7 +159,12 @@ impl EngineBench {
                 };
                 let mut i = task;
                 loop {
-                    let key = &keys[i % keys.len()];
+                    // The attack's share of every 1000 requests, spread over the attackers.
+                    let key = if ((i * 7) % 1000) < usize::from(attack.per_mille) {
+                        &attackers[(i / 3) % attackers.len()]
+                    } else {
+                        &keys[i % keys.len()]
+                    };
                     i += stride;
                     let started = Instant::now();
                     let result = limiter.try_check_at(&rule, key, 1, At::ServerClock).await;
@@ -161,10 +201,13 @@ impl EngineBench {
             super::process_cpu_secs(),
             super::redis_cpu_secs(&mut probe).await,
         );
+        let hits = || limiter.deny_cache_stats().map_or(0, |s| s.hits);
+        let hits_before = hits();
         phase.store(MEASURING, Ordering::Relaxed);
         let started = Instant::now();
         tokio::time::sleep(self.duration).await;
         phase.store(STOPPED, Ordering::Relaxed);
+        let cache_denied = hits() - hits_before;
         let seconds = started.elapsed().as_secs_f64();
         let cpu_after = (
             super::process_cpu_secs(),
@@ -200,6 +243,8 @@ impl EngineBench {
             p95_us: us(0.95),
             p99_us: us(0.99),
             max_us: latency.max() as f64 / 1000.0,
+            cache_denied,
+            redis_decisions_per_sec: decisions.saturating_sub(cache_denied) as f64 / seconds,
             client_cpu_us_per_decision: per_decision(cpu_before.0, cpu_after.0),
             redis_cpu_us_per_decision: per_decision(cpu_before.1, cpu_after.1),
         })

@@ -30,6 +30,20 @@ pub fn bench_rule(kind: AlgorithmKind) -> Result<Rule, RuleError> {
     }
 }
 
+/// The rule of `bench --attack`: a per-client API limit (100 at once, then about 1 per
+/// second), so attacking keys are far over it and stay denied for a while, while each
+/// ordinary key, visited a few times a second at most, stays under it.
+pub fn attack_rule(kind: AlgorithmKind) -> Result<Rule, RuleError> {
+    let name = "bench-attack";
+    match kind {
+        AlgorithmKind::TokenBucket => Rule::token_bucket(name, 100, 1.0),
+        AlgorithmKind::Gcra => Rule::gcra(name, 1, 1000, 100),
+        AlgorithmKind::SlidingWindowLog => Rule::sliding_window_log(name, 100, 60_000),
+        AlgorithmKind::SlidingWindowCounter => Rule::sliding_window_counter(name, 100, 60_000),
+        AlgorithmKind::FixedWindow => Rule::fixed_window(name, 100, 60_000),
+    }
+}
+
 /// Client keys as redis-benchmark's `__rand_int__` spells them (12 digits), so the engine and
 /// the ceiling touch the same keys.
 pub fn client_key(i: usize) -> String {

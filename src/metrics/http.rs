@@ -58,13 +58,23 @@ impl MetricsServer {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
+        self.run_with(Router::new(), shutdown).await
+    }
+
+    /// As [`MetricsServer::run`], with more routes beside the metrics (`serve`'s decision
+    /// endpoint, [`crate::api`]).
+    pub async fn run_with(
+        self,
+        routes: Router,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServeError> {
         let metrics = self.metrics;
-        let app = Router::new()
+        let app = routes
             .route(METRICS_PATH, get(move || render(metrics.clone())))
             .fallback(|| async {
                 (
                     StatusCode::NOT_FOUND,
-                    "not found; metrics are at /api/metrics\n",
+                    "not found; metrics are at /api/metrics, decisions at POST /api/check\n",
                 )
             });
         axum::serve(self.listener, app)

@@ -1,7 +1,7 @@
 //! Prometheus metrics of this process's decisions, fed by the limiter as a [`DecisionObserver`].
 //!
 //! ```text
-//! ratelockr_evaluations_total{algorithm, result}        counter, all 15 series from the start
+//! ratelockr_evaluations_total{algorithm, result}        counter, every series from the start
 //! ratelockr_evaluation_duration_seconds{algorithm}      histogram, 25 µs .. 1 s
 //! ratelockr_redis_errors_total{kind}                    counter, one series per FailureKind
 //! ratelockr_active_rules                                gauge, set by whoever owns the rules
@@ -76,7 +76,7 @@ impl Metrics {
         let evaluations = IntCounterVec::new(
             Opts::new(
                 "ratelockr_evaluations_total",
-                "Rate-limit decisions by algorithm and result (fail_open: Redis failed and the request was let through).",
+                "Rate-limit decisions by algorithm and result (fail_open: Redis failed and the request was let through; cache_denied: denied by the local deny cache without asking Redis).",
             ),
             &["algorithm", "result"],
         )
@@ -186,6 +186,12 @@ impl DecisionObserver for Metrics {
     fn failed(&self, kind: FailureKind) {
         self.inner.redis_errors[kind.index()].inc();
     }
+
+    fn cache_denied(&self, rule: &Rule, elapsed: Duration) {
+        let algorithm = algorithm_index(rule.kind());
+        self.inner.evaluations[algorithm][outcome_index(Outcome::CacheDenied)].inc();
+        self.inner.durations[algorithm].observe(elapsed.as_secs_f64());
+    }
 }
 
 fn algorithm_index(kind: AlgorithmKind) -> usize {
@@ -203,6 +209,7 @@ fn outcome_index(outcome: Outcome) -> usize {
         Outcome::Allowed => 0,
         Outcome::Denied => 1,
         Outcome::FailOpen => 2,
+        Outcome::CacheDenied => 3,
     }
 }
 

@@ -21,6 +21,14 @@ fn shortest_ttl_ms(rules: &[Rule]) -> u64 {
                 capacity,
                 refill_per_sec,
             } => ((capacity as f64 / refill_per_sec * 2.0).ceil() * 1000.0) as u64,
+            // GCRA's TTL is the time until full, at most burst x T (a key written full); a key
+            // nearer full has less, and loses as little when evicted.
+            Algorithm::Gcra {
+                limit,
+                window_ms,
+                burst,
+            } => (u128::from(burst) * u128::from(window_ms)).div_ceil(u128::from(limit)) as u64,
+            Algorithm::SlidingWindowCounter { window_ms, .. } => window_ms.saturating_mul(2),
             Algorithm::SlidingWindowLog { window_ms, .. }
             | Algorithm::FixedWindow { window_ms, .. } => window_ms,
         })

@@ -85,6 +85,7 @@ pub async fn decide(
             retry_after_ms: 0,
             reset_after_ms: 0,
             fail_open: false,
+            degraded: false,
         })
     };
     match tokio::time::timeout(deadline, attempt).await {

@@ -9,6 +9,7 @@ use ratelockr::{
     At, Decision, EmbeddedRedis, FailureKind, KeySpace, Limiter, LimiterOptions, RedisTarget, Rule,
 };
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -153,9 +154,58 @@ pub fn unpack_bucket(state: &[u8]) -> (f64, f64) {
     (double(&state[..8]), double(&state[8..]))
 }
 
+/// Sends SIGCONT when dropped, so a failing test never leaves a frozen redis-server behind.
+pub struct Thaw(pub u32);
+
+impl Drop for Thaw {
+    fn drop(&mut self) {
+        signal("CONT", self.0);
+    }
+}
+
+pub fn signal(name: &str, pid: u32) {
+    let status = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -{name} {pid}");
+}
+
 /// A fresh directory under the system's temp dir, unique to this test.
 pub fn tempdir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(unique(name));
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
+}
+
+/// One HTTP/1.1 request on a fresh connection: status, headers (lower-cased names), body.
+pub async fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> (u16, std::collections::BTreeMap<String, String>, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await.expect("read");
+    let raw = String::from_utf8(raw).expect("utf-8 response");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("headers end");
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .expect("status line");
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    (status, headers, body.to_string())
 }

@@ -170,7 +170,7 @@ pub fn flag_error(err: RuleError) -> anyhow::Error {
             anyhow!("invalid --{}: {reason}", parameter.replace('_', "-"))
         }
         RuleError::InvalidName(name) => anyhow!(
-            "invalid --rule {name:?}: use 1 to 64 letters, digits, '_', '-' or '.'"
+            "invalid --rule {name:?}: use 1 to 64 ASCII letters, digits, '_', '-' or '.'"
         ),
         RuleError::InvalidCost { cost, max, what } => anyhow!(
             "invalid --cost {cost}: must be from 1 to {max} (the rule's {what}); a larger request could never pass"

@@ -60,6 +60,17 @@ pub struct BenchArgs {
     /// Lines of the generated log the 25-configuration sweep replays.
     #[arg(long, default_value_t = 100_000, requires = "replay")]
     pub sweep_lines: u64,
+    /// Turn the local deny cache on: what Redis has denied is denied in process until the time
+    /// Redis named (docs/benchmarks.md, "Under attack").
+    #[arg(long)]
+    pub deny_cache: bool,
+    /// An attack mix: this percentage of requests comes from --attackers keys that are soon
+    /// over their limit; the rest from the ordinary --keys. Use with --deny-cache.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(0..=100))]
+    pub attack: Option<u16>,
+    /// Attacking keys in the --attack mix.
+    #[arg(long, default_value_t = 100)]
+    pub attackers: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -75,6 +86,13 @@ struct AlgorithmResult {
     denied: u64,
     /// Redis failures: no decision was made (each would have failed open).
     errors: u64,
+    /// Decisions the local deny cache made without Redis.
+    cache_denied: u64,
+    /// Decisions Redis made per second (median over rounds).
+    redis_decisions_per_sec: f64,
+    deny_cache: bool,
+    /// The attack mix's share of requests, percent.
+    attack_pct: Option<u16>,
     concurrency: usize,
     keys: usize,
     threads: usize,
@@ -120,6 +138,10 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
         "invalid --concurrency: must be at least 1"
     );
     anyhow::ensure!(args.keys >= 1, "invalid --keys: must be at least 1");
+    anyhow::ensure!(
+        args.attackers >= 1,
+        "invalid --attackers: must be at least 1"
+    );
     let kinds: Vec<AlgorithmKind> = if args.algorithm.is_empty() {
         AlgorithmKind::ALL.to_vec()
     } else {
@@ -127,9 +149,12 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
     };
     let backend = global.backend()?;
     let metrics = Metrics::new();
-    let limiter: Limiter = global
-        .limiter(&backend)?
-        .with_observer(Arc::new(metrics.clone()));
+    let mut options = global.limiter_options()?;
+    if args.deny_cache {
+        options.deny_cache = Some(ratelockr::DenyCacheOptions::default());
+    }
+    let limiter: Limiter =
+        Limiter::new(backend.target(), options).with_observer(Arc::new(metrics.clone()));
     let conditions = Conditions::probe(&mut limiter.connection()).await;
     let redis_benchmark = match args.no_ceiling {
         true => Err("--no-ceiling".to_string()),
@@ -142,13 +167,20 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
 
     let mut results = Vec::new();
     for kind in kinds {
-        let rule = bench::bench_rule(kind)?;
+        let rule = match args.attack {
+            Some(_) => bench::attack_rule(kind)?,
+            None => bench::bench_rule(kind)?,
+        };
         let run = EngineBench {
             rule: rule.clone(),
             concurrency: args.concurrency,
             keys: args.keys,
             warmup: Duration::from_secs(args.warmup_secs),
             duration: Duration::from_secs(args.duration_secs),
+            attack: args.attack.map(|pct| bench::engine::Attack {
+                per_mille: pct * 10,
+                attackers: args.attackers,
+            }),
         };
         let sha = ceiling::load_script(&mut limiter.connection(), ratelockr::scripts::source(kind))
             .await?;
@@ -199,6 +231,10 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
             allowed: rounds.iter().map(|r| r.allowed).sum(),
             denied: rounds.iter().map(|r| r.denied).sum(),
             errors: rounds.iter().map(|r| r.errors).sum(),
+            cache_denied: rounds.iter().map(|r| r.cache_denied).sum(),
+            redis_decisions_per_sec: med(|r| r.redis_decisions_per_sec),
+            deny_cache: args.deny_cache,
+            attack_pct: args.attack,
             concurrency: args.concurrency,
             keys: args.keys,
             threads: args.threads,
@@ -288,6 +324,16 @@ fn print_result(r: &AlgorithmResult) {
         "{:<19} {:>9.0} decisions/s  p50 {:>6.0} us  p95 {:>6.0} us  p99 {:>6.0} us  errors {}{ceiling}",
         r.algorithm, r.decisions_per_sec, r.p50_us, r.p95_us, r.p99_us, r.errors
     );
+    if r.deny_cache || r.attack_pct.is_some() {
+        println!(
+            "{:<19} attack {}% of requests from a few keys; deny cache {}: {} decisions made in process, Redis decided {:.0}/s",
+            "",
+            r.attack_pct.unwrap_or(0),
+            if r.deny_cache { "on" } else { "off" },
+            r.cache_denied,
+            r.redis_decisions_per_sec
+        );
+    }
     let cpu = |v: Option<f64>| v.map_or_else(|| "?".to_string(), |v| format!("{v:.1}"));
     println!(
         "{:<19} CPU per decision: this process {} us, Redis {} us (Redis under redis-benchmark: {} us)",

@@ -12,7 +12,7 @@ use ratelockr::replay::{
 };
 use ratelockr::Rule;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use tokio_util::sync::CancellationToken;
 
@@ -135,7 +135,7 @@ impl ReplayArgs {
 
     fn rules(&self) -> anyhow::Result<Vec<Rule>> {
         if let Some(path) = &self.rules {
-            return read_rules(path);
+            return Ok(ratelockr::rules_file::load_rules_file(path)?);
         }
         let kind = self
             .algorithm
@@ -169,33 +169,6 @@ impl ReplayArgs {
 }
 
 /// The rules of `--rules FILE`.
-fn read_rules(path: &Path) -> anyhow::Result<Vec<Rule>> {
-    #[derive(serde::Deserialize)]
-    struct File {
-        rules: Vec<Rule>,
-    }
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("invalid --rules: cannot read {}", path.display()))?;
-    let toml = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
-    let rules = if toml {
-        toml::from_str::<File>(&text)
-            .map(|f| f.rules)
-            .map_err(|e| anyhow!("invalid --rules {}: {e}", path.display()))?
-    } else {
-        serde_json::from_str::<Vec<Rule>>(&text)
-            .or_else(|_| serde_json::from_str::<File>(&text).map(|f| f.rules))
-            .map_err(|e| anyhow!("invalid --rules {}: {e}", path.display()))?
-    };
-    anyhow::ensure!(
-        !rules.is_empty(),
-        "invalid --rules {}: it lists no rule",
-        path.display()
-    );
-    Ok(rules)
-}
-
 /// The progress bar, by bytes of the source when its size is known.
 struct Bar(ProgressBar);
 

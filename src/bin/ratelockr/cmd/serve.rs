@@ -1,10 +1,13 @@
-//! `ratelockr serve`: the metrics endpoint, optionally fed by a demo workload.
+//! `ratelockr serve`: the decision endpoint (`POST /api/check`, `GET /api/rules`) and the
+//! metrics endpoint, optionally fed by a demo workload.
 
 use crate::opts::{AlgorithmArg, Global};
 use clap::Args;
+use ratelockr::api::DecisionApi;
 use ratelockr::metrics::MetricsServer;
-use ratelockr::{AlgorithmKind, Limiter, Metrics};
+use ratelockr::{AlgorithmKind, DenyCacheOptions, FailureMode, Limiter, Metrics, Rule};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,30 +25,71 @@ pub struct ServeArgs {
     /// The demo's algorithm; repeat it, or leave it out for all five.
     #[arg(long, value_enum)]
     pub algorithm: Vec<AlgorithmArg>,
+    /// The rules `POST /api/check` knows by name: a JSON list of rules (or {"rules": [...]})
+    /// or a TOML file of [[rules]], in the rules' usual form ({"name", "algorithm",
+    /// parameters}). Without it, requests give their rule inline.
+    #[arg(long)]
+    pub rules: Option<PathBuf>,
+    /// Deny in process what Redis has just denied, until the time Redis named.
+    #[arg(long)]
+    pub deny_cache: bool,
+    /// While Redis cannot be asked: open (admit, marked fail_open), closed (refuse), or
+    /// degraded (decide with this instance's share of the rule; see --instances).
+    #[arg(long, value_enum, default_value_t = FailureArg::Open)]
+    pub failure_mode: FailureArg,
+    /// With --failure-mode degraded: how many instances share each rule.
+    #[arg(long, default_value_t = 1)]
+    pub instances: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailureArg {
+    Open,
+    Closed,
+    Degraded,
 }
 
 pub async fn run(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     if !args.addr.ip().is_loopback() {
         eprintln!(
-            "ratelockr serve: warning: {} is reachable from other machines; the metrics name your rules",
+            "ratelockr serve: warning: {} is reachable from other machines; the metrics and the decision endpoint are open to them",
             args.addr
         );
     }
+    anyhow::ensure!(
+        args.instances >= 1,
+        "invalid --instances: must be at least 1"
+    );
+    let rules: Vec<Rule> = match &args.rules {
+        Some(path) => ratelockr::rules_file::load_rules_file(path)?,
+        None => Vec::new(),
+    };
     let metrics = Metrics::new();
     let server = MetricsServer::bind(metrics.clone(), args.addr).await?;
     let addr = server.local_addr()?;
-    // Keeps an embedded Redis alive while the demo runs.
-    let _backend = if args.demo_rps > 0 {
-        let backend = global.backend()?;
-        let limiter = global
-            .limiter(&backend)?
-            .with_observer(Arc::new(metrics.clone()));
+    // Keeps an embedded Redis alive while serving.
+    let backend = global.backend()?;
+    let mut options = global.limiter_options()?;
+    options.failure_mode = match args.failure_mode {
+        FailureArg::Open => FailureMode::Open,
+        FailureArg::Closed => FailureMode::Closed,
+        FailureArg::Degraded => FailureMode::Degraded {
+            instances: args.instances,
+        },
+    };
+    if args.deny_cache {
+        options.deny_cache = Some(DenyCacheOptions::default());
+    }
+    let limiter = Limiter::new(backend.target(), options).with_observer(Arc::new(metrics.clone()));
+    metrics.set_active_rules(rules.len());
+    let api = DecisionApi::new(limiter.clone(), rules.clone());
+    if args.demo_rps > 0 {
         let kinds: Vec<AlgorithmKind> = if args.algorithm.is_empty() {
             AlgorithmKind::ALL.to_vec()
         } else {
             args.algorithm.iter().map(|&a| a.into()).collect()
         };
-        let rules = kinds
+        let demo_rules = kinds
             .into_iter()
             .map(|kind| {
                 let rule = ratelockr::bench::bench_rule(kind)?;
@@ -77,29 +121,30 @@ pub async fn run(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode> 
                         }
                     }
                 };
-                Ok(ratelockr::Rule::new(
-                    format!("demo-{}", kind.cli_name()),
-                    algorithm,
-                )?)
+                Ok(Rule::new(format!("demo-{}", kind.cli_name()), algorithm)?)
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
-        metrics.set_active_rules(rules.len());
-        tokio::spawn(demo(limiter, rules, args.demo_rps));
+        metrics.set_active_rules(rules.len() + demo_rules.len());
+        tokio::spawn(demo(limiter, demo_rules, args.demo_rps));
         eprintln!(
             "ratelockr serve: demo workload of {} decisions/s against {}",
             args.demo_rps,
             backend.target()
         );
-        Some(backend)
-    } else {
-        None
-    };
+    }
+    eprintln!(
+        "ratelockr serve: decisions at POST http://{addr}{} ({} rule(s) by name; GET {} lists them) against {}",
+        ratelockr::api::CHECK_PATH,
+        rules.len(),
+        ratelockr::api::RULES_PATH,
+        backend.target()
+    );
     eprintln!(
         "ratelockr serve: metrics of this process's decisions at http://{addr}{} (Ctrl-C stops)",
         ratelockr::metrics::METRICS_PATH
     );
     server
-        .run(async {
+        .run_with(api.router(), async {
             let _ = tokio::signal::ctrl_c().await;
         })
         .await?;
