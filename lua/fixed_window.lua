@@ -14,8 +14,11 @@ KEYS
 ARGV
   [1] limit        integer >= 1      requests (cost units) admitted per window
   [2] window_ms    integer >= 1      the window's length in milliseconds
-  [3] cost         integer >= 1      units this request takes (optional, default 1; <= limit)
+  [3] cost         integer >= 0      units this request takes (optional, default 1; <= limit);
+                                     0 is a peek: nothing is consumed, written or counted
   [4] stats TTL    integer seconds   TTL of the telemetry counters (optional, default 120)
+  [5] now_ms       integer ms or ""  optional: an explicit clock, for replays (see CLOCK MODE);
+                                     absent or "" = the window is the key's lifetime
 
 REPLY  {allowed, remaining, retry_after_ms, reset_after_ms}
   allowed         1 or 0; a denied cost is given back (DECRBY), so a rejected burst does not
@@ -28,6 +31,16 @@ REPLY  {allowed, remaining, retry_after_ms, reset_after_ms}
 INCRBY cost; the first increment of a window (a counter with no TTL) sets PEXPIRE window_ms.
 The window is the key's lifetime, so the script needs no clock.
 
+CLOCK MODE (ARGV[5] = now_ms): the same decisions on a clock the caller gives, so a log can be
+replayed on its own timeline. KEYS[1] is then a hash {start, count}: the window opened at
+`start` (a client's first request) and holds while now - start <= window_ms, exactly as long as
+the TTL mode's key lives (Redis expires a key only once its last millisecond has passed); the
+next request after that opens a new window at its own now. A clock that goes backwards stays in
+the open window (elapsed time is clamped at zero) and never opens a new one. reset_after_ms is
+start + window_ms - now (the TTL mode's PTTL), retry_after_ms that + 1, a denied cost is not
+counted, and the PEXPIRE window_ms set when a window opens only evicts: a window the clock has
+left is replaced whether or not its key is still there. Do not mix the two modes on one key.
+
 EXAMPLE  (100 requests per 60 s)
   redis-cli EVAL "$(cat fixed_window.lua)" 1 ratelockr:fw:{api}:user42 100 60000
   1) (integer) 1    2) (integer) 99    3) (integer) 0    4) (integer) 60000
@@ -37,14 +50,15 @@ local function fail(msg)
   return redis.error_reply('ratelockr fixed_window: ' .. msg)
 end
 
-local function integer_arg(value, name, default)
+local function integer_arg(value, name, default, min)
+  min = min or 1
   if value == nil or value == '' then
     if default ~= nil then return default end
     return nil, name .. ' is required'
   end
   local n = tonumber(value)
-  if n == nil or n ~= n or n % 1 ~= 0 or n < 1 or n > 1e15 then
-    return nil, name .. ' must be an integer >= 1, got \'' .. tostring(value) .. '\''
+  if n == nil or n ~= n or n % 1 ~= 0 or n < min or n > 1e15 then
+    return nil, name .. ' must be an integer >= ' .. min .. ', got \'' .. tostring(value) .. '\''
   end
   return n
 end
@@ -59,7 +73,7 @@ local window
 window, err = integer_arg(ARGV[2], 'window_ms')
 if not window then return fail(err) end
 local cost
-cost, err = integer_arg(ARGV[3], 'cost', 1)
+cost, err = integer_arg(ARGV[3], 'cost', 1, 0)
 if not cost then return fail(err) end
 if cost > limit then
   return fail('cost ' .. cost .. ' exceeds limit ' .. limit .. ': such a request can never pass')
@@ -69,18 +83,63 @@ stats_ttl, err = integer_arg(ARGV[4], 'stats TTL', 120)
 if not stats_ttl then return fail(err) end
 
 local key = KEYS[1]
-local count = redis.call('INCRBY', key, cost)
-local ttl = redis.call('PTTL', key)
-if ttl < 0 then
-  redis.call('PEXPIRE', key, window)
-  ttl = window
+local count, ttl
+local clock = ARGV[5] ~= nil and ARGV[5] ~= ''
+local now
+if clock then
+  now = tonumber(ARGV[5])
+  if not (now and now % 1 == 0 and now >= 0 and now <= 9007199254740992) then
+    return fail('now_ms must be an integer >= 0 (at most 2^53) or "", got \'' .. tostring(ARGV[5]) .. '\'')
+  end
+end
+
+if cost == 0 then
+  -- A peek: what is left of this window; nothing written, nothing counted.
+  local used, left = 0, 0
+  if clock then
+    local state = redis.call('HMGET', key, 'start', 'count')
+    local start = tonumber(state[1])
+    if start ~= nil and tonumber(state[2]) ~= nil and now - start <= window then
+      used, left = tonumber(state[2]), start + window - math.max(now, start)
+    end
+  else
+    used = tonumber(redis.call('GET', key) or '0')
+    left = redis.call('PTTL', key)
+    if left < 0 then left = 0 end
+  end
+  return {1, math.max(limit - used, 0), 0, left}
+end
+
+if clock then
+  local state = redis.call('HMGET', key, 'start', 'count')
+  local start, used = tonumber(state[1]), tonumber(state[2])
+  -- A window the clock has left (or no window) is replaced; its key may not have expired yet.
+  local fresh = start == nil or used == nil or now - start > window
+  if fresh then start, used = now, 0 end
+  ttl = start + window - now
+  count = used + cost
+  if fresh then
+    -- cost <= limit, so the first request of a window is always admitted.
+    redis.call('HSET', key, 'start', start, 'count', count)
+    redis.call('PEXPIRE', key, window)
+  elseif count <= limit then
+    redis.call('HSET', key, 'count', count)
+  end
+else
+  count = redis.call('INCRBY', key, cost)
+  ttl = redis.call('PTTL', key)
+  if ttl < 0 then
+    redis.call('PEXPIRE', key, window)
+    ttl = window
+  end
 end
 
 local allowed, remaining, retry_after
 if count <= limit then
   allowed, remaining, retry_after = 1, limit - count, 0
 else
-  redis.call('DECRBY', key, cost)
+  -- The TTL mode gives the cost back; the clock mode never counted it.
+  if not clock then redis.call('DECRBY', key, cost) end
   allowed, remaining, retry_after = 0, math.max(limit - (count - cost), 0), ttl + 1
 end
 

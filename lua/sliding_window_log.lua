@@ -17,8 +17,9 @@ ARGV
   [2] window_ms    integer >= 1      the window's length in milliseconds
   [3] now_ms       integer ms or ""  milliseconds since the epoch; "" = the Redis server's clock
   [4] member       string            a unique id for this request (the engine sends a UUID v4)
-  [5] cost         integer >= 1      log entries this request takes (optional, default 1;
-                                     <= limit); entries after the first are `member#2`, ...
+  [5] cost         integer >= 0      log entries this request takes (optional, default 1;
+                                     <= limit); entries after the first are `member#2`, ...;
+                                     0 is a peek: nothing is logged, pruned or counted
   [6] stats TTL    integer seconds   TTL of the telemetry counters (optional, default 120)
 
 REPLY  {allowed, remaining, retry_after_ms, reset_after_ms}
@@ -26,6 +27,7 @@ REPLY  {allowed, remaining, retry_after_ms, reset_after_ms}
   remaining       requests still admissible in the window after this decision
   retry_after_ms  0 when allowed, else the exact wait until enough entries leave the window
   reset_after_ms  the wait until the log is empty
+  Both are measured from the caller's now_ms, even when it is behind the newest entry.
 
 Entries with score <= now - window_ms are not counted (ZCOUNT), and are removed
 (ZREMRANGEBYSCORE) when a request is logged. A clock that goes backwards mints nothing: `now` is
@@ -42,14 +44,15 @@ local function fail(msg)
   return redis.error_reply('ratelockr sliding_window_log: ' .. msg)
 end
 
-local function integer_arg(value, name, default)
+local function integer_arg(value, name, default, min)
+  min = min or 1
   if value == nil or value == '' then
     if default ~= nil then return default end
     return nil, name .. ' is required'
   end
   local n = tonumber(value)
-  if n == nil or n ~= n or n % 1 ~= 0 or n < 1 or n > 1e15 then
-    return nil, name .. ' must be an integer >= 1, got \'' .. tostring(value) .. '\''
+  if n == nil or n ~= n or n % 1 ~= 0 or n < min or n > 1e15 then
+    return nil, name .. ' must be an integer >= ' .. min .. ', got \'' .. tostring(value) .. '\''
   end
   return n
 end
@@ -66,7 +69,7 @@ if not window then return fail(err) end
 local member = ARGV[4]
 if member == nil or member == '' then return fail('member (a unique request id) is required') end
 local cost
-cost, err = integer_arg(ARGV[5], 'cost', 1)
+cost, err = integer_arg(ARGV[5], 'cost', 1, 0)
 if not cost then return fail(err) end
 if cost > limit then
   return fail('cost ' .. cost .. ' exceeds limit ' .. limit .. ': such a request can never pass')
@@ -87,6 +90,8 @@ else
 end
 
 local key = KEYS[1]
+-- Waits are measured from the caller's clock, even when it is behind the log's newest entry.
+local caller = now
 local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
 if newest[2] ~= nil then
   local newest_score = tonumber(newest[2])
@@ -98,7 +103,14 @@ local oldest_out = string.format('%.17g', now - window)
 local count = redis.call('ZCOUNT', key, '(' .. oldest_out, '+inf')
 
 local allowed, remaining, retry_after, reset_after
-if count + cost <= limit then
+if cost == 0 and count <= limit then
+  -- A peek: what is left, and when the log empties; nothing written.
+  allowed, remaining, retry_after, reset_after = 1, limit - count, 0, 0
+  if count > 0 then
+    local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    reset_after = tonumber(last[2]) + window - caller
+  end
+elseif count + cost <= limit then
   allowed = 1
   remaining = limit - count - cost
   retry_after = 0
@@ -114,19 +126,19 @@ if count + cost <= limit then
     redis.call('ZADD', key, unpack(args))
   end
   redis.call('PEXPIRE', key, window)
-  reset_after = window
+  reset_after = now + window - caller
 else
   allowed = 0
   remaining = math.max(limit - count, 0)
   -- Room for `cost` more appears once the (count + cost - limit)-th oldest entry leaves.
   local nth = count + cost - limit - 1
   local entry = redis.call('ZRANGEBYSCORE', key, '(' .. oldest_out, '+inf', 'WITHSCORES', 'LIMIT', nth, 1)
-  retry_after = tonumber(entry[2]) + window - now
+  retry_after = tonumber(entry[2]) + window - caller
   local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  reset_after = tonumber(last[2]) + window - now
+  reset_after = tonumber(last[2]) + window - caller
 end
 
-if #KEYS == 3 then
+if #KEYS == 3 and cost > 0 then
   local counter = KEYS[3 - allowed]
   if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, stats_ttl) end
 end

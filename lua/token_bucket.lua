@@ -16,14 +16,18 @@ ARGV
   [1] capacity      integer >= 1      tokens the bucket holds when full
   [2] refill rate   number > 0        tokens added per second
   [3] now_ms        integer ms or ""  milliseconds since the epoch; "" = the Redis server's clock
-  [4] cost          integer >= 1      tokens this request takes (optional, default 1; <= capacity)
+  [4] cost          integer >= 0      tokens this request takes (optional, default 1; <= capacity);
+                                    0 is a peek: nothing is consumed, written or counted
   [5] stats TTL     integer seconds   TTL of the telemetry counters (optional, default 120)
 
 REPLY  {allowed, remaining, retry_after_ms, reset_after_ms}
   allowed         1 or 0; a denied request debits nothing
   remaining       whole tokens left after this decision
-  retry_after_ms  0 when allowed, else the wait (rounded up) after which this cost passes
-  reset_after_ms  the wait until the bucket is full again
+  retry_after_ms  0 when allowed, else the least whole wait after which this cost passes
+  reset_after_ms  the least whole wait until the bucket is full again
+  Both are measured from the caller's now_ms, even when it is behind last_refill, and found
+  in the very arithmetic the next call performs on the stored state, so they hold exactly
+  however long the float refills have run.
 
 Refill is lazy: tokens = min(capacity, tokens + max(now - last_refill, 0) * rate / 1000).
 A new bucket starts full. A clock that goes backwards mints nothing: elapsed time is clamped at
@@ -40,7 +44,8 @@ EXAMPLE  (10 tokens, 5 per second, server clock, cost 1)
 
 -- The hot path is written for Redis's CPU: the arguments are checked with plain comparisons
 -- (x % 1 == 0 also rules out NaN and infinities), and only a call with a bad one builds the
--- helpers that name it; no closures, few library calls. docs/benchmarks.md has the figures.
+-- helpers that name it; one small function (the waits), few library calls. docs/benchmarks.md
+-- has the figures.
 local nkeys = #KEYS
 local capacity, rate = tonumber(ARGV[1]), tonumber(ARGV[2])
 local cost, stats_ttl = ARGV[4], ARGV[5]
@@ -49,20 +54,21 @@ if stats_ttl == nil or stats_ttl == '' then stats_ttl = 120 else stats_ttl = ton
 if not ((nkeys == 1 or nkeys == 3)
     and capacity and capacity % 1 == 0 and capacity >= 1 and capacity <= 1e15
     and rate and rate > 0 and rate <= 1.7976931348623157e308
-    and cost and cost % 1 == 0 and cost >= 1 and cost <= capacity
+    and cost and cost % 1 == 0 and cost >= 0 and cost <= capacity
     and stats_ttl and stats_ttl % 1 == 0 and stats_ttl >= 1 and stats_ttl <= 1e15) then
   local function fail(msg)
     return redis.error_reply('ratelockr token_bucket: ' .. msg)
   end
 
-  local function integer_arg(value, name, default)
+  local function integer_arg(value, name, default, min)
+    min = min or 1
     if value == nil or value == '' then
       if default ~= nil then return default end
       return nil, name .. ' is required'
     end
     local n = tonumber(value)
-    if n == nil or n ~= n or n % 1 ~= 0 or n < 1 or n > 1e15 then
-      return nil, name .. ' must be an integer >= 1, got \'' .. tostring(value) .. '\''
+    if n == nil or n ~= n or n % 1 ~= 0 or n < min or n > 1e15 then
+      return nil, name .. ' must be an integer >= ' .. min .. ', got \'' .. tostring(value) .. '\''
     end
     return n
   end
@@ -78,7 +84,7 @@ if not ((nkeys == 1 or nkeys == 3)
     return fail('refill rate must be a number > 0 (tokens per second), got \'' .. tostring(ARGV[2]) .. '\'')
   end
   local cost
-  cost, err = integer_arg(ARGV[4], 'cost', 1)
+  cost, err = integer_arg(ARGV[4], 'cost', 1, 0)
   if not cost then return fail(err) end
   if cost > capacity then
     return fail('cost ' .. cost .. ' exceeds capacity ' .. capacity .. ': such a request can never pass')
@@ -117,8 +123,9 @@ else
   tokens, last = capacity, now
 end
 
--- The same arithmetic refills here and in `refilled` below, so a client that waits exactly
--- retry_after_ms sees exactly the refill that was promised.
+-- `stored` and `last` are the state the next call will start from; this call refills from it
+-- with the very expression that the waits below search: stored + elapsed * rate / 1000.
+local stored = tokens
 local elapsed = now - last
 if elapsed > 0 then
   tokens = tokens + elapsed * rate / 1000
@@ -129,28 +136,34 @@ local allowed = 0
 local retry_after = 0
 if tokens >= cost then
   allowed = 1
-  tokens = tokens - cost
-  if now > last then last = now end
-  -- One SET writes the state and its TTL; the next call starts from these very doubles.
-  redis.call('SET', KEYS[1], struct.pack('<dd', tokens, last),
-    'EX', math.ceil(capacity / rate * 2))
-else
-  -- Nothing is written: the refill is linear below capacity, so the next call computes the
-  -- same tokens from the stored state as it would from this one.
-  local function refilled(base, elapsed)
-    return math.min(capacity, base + elapsed * rate / 1000)
+  if cost > 0 then
+    tokens = tokens - cost
+    if now > last then last = now end
+    stored = tokens
+    -- One SET writes the state and its TTL; the next call starts from these very doubles.
+    redis.call('SET', KEYS[1], struct.pack('<dd', tokens, last),
+      'EX', math.ceil(capacity / rate * 2))
   end
-  retry_after = math.ceil((cost - tokens) * 1000 / rate)
-  -- The division can round either way: settle on the least wait that refills enough.
-  while retry_after > 1 and refilled(tokens, retry_after - 1) >= cost do
-    retry_after = retry_after - 1
-  end
-  while refilled(tokens, retry_after) < cost do retry_after = retry_after + 1 end
 end
 
-local reset_after = math.ceil((capacity - tokens) * 1000 / rate)
+-- The least whole ms d after `last` at which the next call's refill of the stored tokens
+-- reaches `target` (the division can round either way; the loops settle it in the next call's
+-- own arithmetic), as a wait from the caller's clock, which may be behind `last`.
+local function wait_for(target)
+  if stored >= target then return 0 end
+  local d = math.ceil((target - stored) * 1000 / rate)
+  while d > 1 and stored + (d - 1) * rate / 1000 >= target do d = d - 1 end
+  while stored + d * rate / 1000 < target do d = d + 1 end
+  return math.max(last + d - now, 0)
+end
 
-if nkeys == 3 then
+-- A denial writes nothing: the refill is linear below capacity, so the stored state yields
+-- the same tokens later as this call's would.
+if allowed == 0 then retry_after = wait_for(cost) end
+local reset_after = 0
+if tokens < capacity then reset_after = wait_for(capacity) end
+
+if nkeys == 3 and cost > 0 then
   local counter = KEYS[3 - allowed]
   if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, stats_ttl) end
 end

@@ -47,7 +47,12 @@ pub fn policy(algorithm: &Algorithm) -> (u64, u64) {
             let secs = (capacity as f64 / refill_per_sec).ceil();
             (capacity, (secs as u64).max(1))
         }
-        Algorithm::SlidingWindowLog { limit, window_ms }
+        // GCRA's sustained quota is `limit` per window (its burst is the bucket's depth).
+        Algorithm::Gcra {
+            limit, window_ms, ..
+        }
+        | Algorithm::SlidingWindowLog { limit, window_ms }
+        | Algorithm::SlidingWindowCounter { limit, window_ms }
         | Algorithm::FixedWindow { limit, window_ms } => (limit, secs_up(window_ms).max(1)),
     }
 }

@@ -2,7 +2,9 @@
 //!
 //! ```text
 //! <prefix>:tb:{<rule>}:<client key>              token bucket: tokens, last_refill (2 doubles)
+//! <prefix>:gc:{<rule>}:<client key>              GCRA: the TAT (tat_ms, frac, limit: 3 doubles)
 //! <prefix>:sw:{<rule>}:<client key>              sliding window log sorted set
+//! <prefix>:sc:{<rule>}:<client key>              sliding window counter hash: w, c, p, t
 //! <prefix>:fw:{<rule>}:<client key>              fixed window counter
 //! <prefix>:naive:{<rule>}:<client key>           the naive race demo's counter
 //! <prefix>:tb:{<rule>}:<run scope>:<client key>  a simulation run's own, fresh namespace
@@ -112,6 +114,19 @@ mod tests {
         assert_eq!(
             KeySpace::new("a*b?[c]").rule_pattern("fw", "r"),
             r"a\*b\?\[c\]:fw:{r}:*"
+        );
+        let tags: Vec<String> = AlgorithmKind::ALL
+            .map(|kind| keys.limiter_for(kind, "r", "k"))
+            .to_vec();
+        assert_eq!(
+            tags,
+            [
+                "ratelockr:tb:{r}:k",
+                "ratelockr:gc:{r}:k",
+                "ratelockr:sw:{r}:k",
+                "ratelockr:sc:{r}:k",
+                "ratelockr:fw:{r}:k"
+            ]
         );
     }
 }

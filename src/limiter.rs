@@ -249,17 +249,57 @@ impl Limiter {
         at: At,
     ) -> Result<Decision, CheckError> {
         rule.check_cost(cost)?;
+        self.decide(rule, client_key, cost, at).await
+    }
+
+    /// What is left for `client_key` now, on the Redis clock, without consuming anything: the
+    /// script is asked with a cost of 0, which writes nothing. `remaining` is what a request
+    /// could take now, `reset_after_ms` when the allowance is full. A peek is not a decision:
+    /// telemetry and metrics do not count it. Redis failures give the fallback decision.
+    pub async fn peek(&self, rule: &Rule, client_key: &str) -> Result<Decision, RuleError> {
+        self.peek_at(rule, client_key, At::ServerClock).await
+    }
+
+    /// [`Limiter::peek`] at an explicit time.
+    pub async fn peek_at(
+        &self,
+        rule: &Rule,
+        client_key: &str,
+        at: At,
+    ) -> Result<Decision, RuleError> {
+        match self.try_peek_at(rule, client_key, at).await {
+            Ok(decision) => Ok(decision),
+            Err(CheckError::Rule(err)) => Err(err),
+            Err(CheckError::Redis(_)) => Ok(self.fallback()),
+        }
+    }
+
+    /// A peek, or the Redis failure that prevented it (counted and logged as a failure).
+    pub async fn try_peek_at(
+        &self,
+        rule: &Rule,
+        client_key: &str,
+        at: At,
+    ) -> Result<Decision, CheckError> {
+        self.decide(rule, client_key, 0, at).await
+    }
+
+    /// The script call behind checks (cost >= 1, checked by the caller) and peeks (cost 0:
+    /// no telemetry keys, no observer, no fail-open count, for nothing was decided).
+    async fn decide(
+        &self,
+        rule: &Rule,
+        client_key: &str,
+        cost: u64,
+        at: At,
+    ) -> Result<Decision, CheckError> {
         validate_client_key(client_key)?;
+        let peek = cost == 0;
         let inner = &*self.inner;
         let keys = &inner.options.keys;
-        let second = match at {
-            At::Millis(ms) => ms / 1000,
-            At::ServerClock => telemetry::now_ms() / 1000,
-        };
+        let second = at.millis().unwrap_or_else(telemetry::now_ms) / 1000;
         let limiter_key = keys.limiter(rule, client_key);
-        let stats = inner
-            .options
-            .telemetry
+        let stats = (inner.options.telemetry && !peek)
             .then(|| inner.stats_keys.get(keys, rule.name(), second));
         let call = Call {
             algorithm: rule.algorithm(),
@@ -272,9 +312,10 @@ impl Limiter {
         let started = Instant::now();
         let result = self.invoke(&call).await;
         let elapsed = started.elapsed();
+        let observer = inner.observer.as_ref().filter(|_| !peek);
         match result {
             Ok(decision) => {
-                if let Some(observer) = &inner.observer {
+                if let Some(observer) = observer {
                     observer.decided(rule, &decision, elapsed);
                 }
                 Ok(decision)
@@ -282,10 +323,10 @@ impl Limiter {
             Err(failure) => {
                 self.record_failure(&failure);
                 let decision = self.fallback();
-                if decision.fail_open {
+                if decision.fail_open && !peek {
                     inner.ledger.record_fail_open(rule.name(), second);
                 }
-                if let Some(observer) = &inner.observer {
+                if let Some(observer) = observer {
                     observer.decided(rule, &decision, elapsed);
                 }
                 Err(CheckError::Redis(failure))

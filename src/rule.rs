@@ -13,25 +13,32 @@ pub const MIN_REFILL_PER_SEC: f64 = 0.001;
 pub const MAX_REFILL_PER_SEC: f64 = 1e9;
 /// The longest window we accept: 30 days.
 pub const MAX_WINDOW_MS: u64 = 30 * 24 * 3600 * 1000;
+/// The largest `burst x window_ms` (GCRA) or `limit x window_ms` (sliding window counter): the
+/// scripts count in integer units of 1/limit or 1/window_ms and stay exact below 2^53.
+pub const MAX_EXACT_SPAN: u64 = 1 << 52;
 /// Rule names appear inside Redis keys and metric labels, so they are kept short and plain.
 pub const MAX_RULE_NAME_LEN: usize = 64;
 /// Client keys appear inside Redis keys.
 pub const MAX_CLIENT_KEY_LEN: usize = 512;
 
-/// Which of the three scripts decides.
+/// Which of the five scripts decides.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum AlgorithmKind {
     TokenBucket,
+    Gcra,
     SlidingWindowLog,
+    SlidingWindowCounter,
     FixedWindow,
 }
 
 impl AlgorithmKind {
-    pub const ALL: [AlgorithmKind; 3] = [
+    pub const ALL: [AlgorithmKind; 5] = [
         AlgorithmKind::TokenBucket,
+        AlgorithmKind::Gcra,
         AlgorithmKind::SlidingWindowLog,
+        AlgorithmKind::SlidingWindowCounter,
         AlgorithmKind::FixedWindow,
     ];
 
@@ -39,7 +46,9 @@ impl AlgorithmKind {
     pub fn as_str(self) -> &'static str {
         match self {
             AlgorithmKind::TokenBucket => "token_bucket",
+            AlgorithmKind::Gcra => "gcra",
             AlgorithmKind::SlidingWindowLog => "sliding_window_log",
+            AlgorithmKind::SlidingWindowCounter => "sliding_window_counter",
             AlgorithmKind::FixedWindow => "fixed_window",
         }
     }
@@ -48,16 +57,20 @@ impl AlgorithmKind {
     pub fn cli_name(self) -> &'static str {
         match self {
             AlgorithmKind::TokenBucket => "token-bucket",
+            AlgorithmKind::Gcra => "gcra",
             AlgorithmKind::SlidingWindowLog => "sliding-window-log",
+            AlgorithmKind::SlidingWindowCounter => "sliding-window-counter",
             AlgorithmKind::FixedWindow => "fixed-window",
         }
     }
 
-    /// The short tag inside limiter keys: `tb`, `sw`, `fw`.
+    /// The short tag inside limiter keys: `tb`, `gc`, `sw`, `sc`, `fw`.
     pub fn key_tag(self) -> &'static str {
         match self {
             AlgorithmKind::TokenBucket => "tb",
+            AlgorithmKind::Gcra => "gc",
             AlgorithmKind::SlidingWindowLog => "sw",
+            AlgorithmKind::SlidingWindowCounter => "sc",
             AlgorithmKind::FixedWindow => "fw",
         }
     }
@@ -88,8 +101,19 @@ impl std::str::FromStr for AlgorithmKind {
 pub enum Algorithm {
     /// Holds up to `capacity` tokens, refilled continuously at `refill_per_sec`.
     TokenBucket { capacity: u64, refill_per_sec: f64 },
+    /// `limit` requests per `window_ms` (the period), of which up to `burst` may pass at once:
+    /// one theoretical arrival time per client. With `burst = limit`, the token bucket of
+    /// capacity `limit` refilling `limit` per window.
+    Gcra {
+        limit: u64,
+        window_ms: u64,
+        burst: u64,
+    },
     /// At most `limit` requests in any `window_ms` sliding window, exactly.
     SlidingWindowLog { limit: u64, window_ms: u64 },
+    /// About `limit` requests per sliding `window_ms`: this window's count plus the previous
+    /// window's, weighted by how much of it the sliding window still covers.
+    SlidingWindowCounter { limit: u64, window_ms: u64 },
     /// At most `limit` requests per window, the window starting at a client's first request.
     FixedWindow { limit: u64, window_ms: u64 },
 }
@@ -98,18 +122,30 @@ impl Algorithm {
     pub fn kind(&self) -> AlgorithmKind {
         match self {
             Algorithm::TokenBucket { .. } => AlgorithmKind::TokenBucket,
+            Algorithm::Gcra { .. } => AlgorithmKind::Gcra,
             Algorithm::SlidingWindowLog { .. } => AlgorithmKind::SlidingWindowLog,
+            Algorithm::SlidingWindowCounter { .. } => AlgorithmKind::SlidingWindowCounter,
             Algorithm::FixedWindow { .. } => AlgorithmKind::FixedWindow,
         }
     }
 
-    /// The most a single request may cost: the capacity or the limit.
+    /// The most a single request may cost: the capacity, the burst or the limit.
     pub fn max_cost(&self) -> u64 {
         match *self {
             Algorithm::TokenBucket { capacity, .. } => capacity,
-            Algorithm::SlidingWindowLog { limit, .. } | Algorithm::FixedWindow { limit, .. } => {
-                limit
-            }
+            Algorithm::Gcra { burst, .. } => burst,
+            Algorithm::SlidingWindowLog { limit, .. }
+            | Algorithm::SlidingWindowCounter { limit, .. }
+            | Algorithm::FixedWindow { limit, .. } => limit,
+        }
+    }
+
+    /// What [`Algorithm::max_cost`] is called in this algorithm.
+    pub fn max_cost_name(&self) -> &'static str {
+        match self {
+            Algorithm::TokenBucket { .. } => "capacity",
+            Algorithm::Gcra { .. } => "burst",
+            _ => "limit",
         }
     }
 
@@ -117,7 +153,11 @@ impl Algorithm {
     pub fn nominal_per_sec(&self) -> f64 {
         match *self {
             Algorithm::TokenBucket { refill_per_sec, .. } => refill_per_sec,
-            Algorithm::SlidingWindowLog { limit, window_ms }
+            Algorithm::Gcra {
+                limit, window_ms, ..
+            }
+            | Algorithm::SlidingWindowLog { limit, window_ms }
+            | Algorithm::SlidingWindowCounter { limit, window_ms }
             | Algorithm::FixedWindow { limit, window_ms } => {
                 limit as f64 * 1000.0 / window_ms as f64
             }
@@ -142,21 +182,55 @@ impl Algorithm {
                     });
                 }
             }
+            Algorithm::Gcra {
+                limit,
+                window_ms,
+                burst,
+            } => {
+                check_limit("limit", limit)?;
+                check_window(window_ms)?;
+                check_limit("burst", burst)?;
+                check_exact("burst", burst, window_ms)?;
+            }
+            Algorithm::SlidingWindowCounter { limit, window_ms } => {
+                check_limit("limit", limit)?;
+                check_window(window_ms)?;
+                check_exact("limit", limit, window_ms)?;
+            }
             Algorithm::SlidingWindowLog { limit, window_ms }
             | Algorithm::FixedWindow { limit, window_ms } => {
                 check_limit("limit", limit)?;
-                if !(1..=MAX_WINDOW_MS).contains(&window_ms) {
-                    return Err(RuleError::InvalidParameter {
-                        parameter: "window_ms",
-                        reason: format!(
-                            "must be from 1 to {MAX_WINDOW_MS} milliseconds (30 days), got {window_ms}"
-                        ),
-                    });
-                }
+                check_window(window_ms)?;
             }
         }
         Ok(())
     }
+}
+
+fn check_window(window_ms: u64) -> Result<(), RuleError> {
+    if !(1..=MAX_WINDOW_MS).contains(&window_ms) {
+        return Err(RuleError::InvalidParameter {
+            parameter: "window_ms",
+            reason: format!(
+                "must be from 1 to {MAX_WINDOW_MS} milliseconds (30 days), got {window_ms}"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The integer scripts' bound: `count x window_ms <= 2^52`.
+fn check_exact(parameter: &'static str, count: u64, window_ms: u64) -> Result<(), RuleError> {
+    if count.saturating_mul(window_ms) > MAX_EXACT_SPAN {
+        let most = MAX_EXACT_SPAN / window_ms;
+        return Err(RuleError::InvalidParameter {
+            parameter,
+            reason: format!(
+                "must be at most {most} with window_ms {window_ms} ({parameter} x window_ms <= 2^52 keeps the script's integer arithmetic exact), got {count}"
+            ),
+        });
+    }
+    Ok(())
 }
 
 fn check_limit(parameter: &'static str, value: u64) -> Result<(), RuleError> {
@@ -179,7 +253,7 @@ pub enum RuleError {
     },
     #[error("invalid rule name {0:?}: use 1 to 64 letters, digits, '_', '-' or '.'")]
     InvalidName(String),
-    #[error("unknown algorithm {0:?}: use token-bucket, sliding-window-log or fixed-window")]
+    #[error("unknown algorithm {0:?}: use token-bucket, gcra, sliding-window-log, sliding-window-counter or fixed-window")]
     UnknownAlgorithm(String),
     #[error("invalid cost {cost}: must be from 1 to {max} (the rule's {what}); a larger request could never pass")]
     InvalidCost {
@@ -245,6 +319,31 @@ impl Rule {
         Rule::new(name, Algorithm::SlidingWindowLog { limit, window_ms })
     }
 
+    /// A GCRA rule: `limit` per `window_ms`, bursts of up to `burst`.
+    pub fn gcra(
+        name: impl Into<String>,
+        limit: u64,
+        window_ms: u64,
+        burst: u64,
+    ) -> Result<Self, RuleError> {
+        Rule::new(
+            name,
+            Algorithm::Gcra {
+                limit,
+                window_ms,
+                burst,
+            },
+        )
+    }
+
+    pub fn sliding_window_counter(
+        name: impl Into<String>,
+        limit: u64,
+        window_ms: u64,
+    ) -> Result<Self, RuleError> {
+        Rule::new(name, Algorithm::SlidingWindowCounter { limit, window_ms })
+    }
+
     pub fn fixed_window(
         name: impl Into<String>,
         limit: u64,
@@ -269,10 +368,7 @@ impl Rule {
     pub fn check_cost(&self, cost: u64) -> Result<(), RuleError> {
         let max = self.algorithm.max_cost();
         if cost == 0 || cost > max {
-            let what = match self.algorithm {
-                Algorithm::TokenBucket { .. } => "capacity",
-                _ => "limit",
-            };
+            let what = self.algorithm.max_cost_name();
             return Err(RuleError::InvalidCost { cost, max, what });
         }
         Ok(())
@@ -374,6 +470,52 @@ mod tests {
                 },
                 "window_ms",
             ),
+            (
+                Algorithm::Gcra {
+                    limit: 0,
+                    window_ms: 1000,
+                    burst: 1,
+                },
+                "limit",
+            ),
+            (
+                Algorithm::Gcra {
+                    limit: 10,
+                    window_ms: 0,
+                    burst: 10,
+                },
+                "window_ms",
+            ),
+            (
+                Algorithm::Gcra {
+                    limit: 10,
+                    window_ms: 1000,
+                    burst: 0,
+                },
+                "burst",
+            ),
+            (
+                Algorithm::Gcra {
+                    limit: 10,
+                    window_ms: MAX_WINDOW_MS,
+                    burst: MAX_LIMIT,
+                },
+                "burst",
+            ),
+            (
+                Algorithm::SlidingWindowCounter {
+                    limit: 0,
+                    window_ms: 1000,
+                },
+                "limit",
+            ),
+            (
+                Algorithm::SlidingWindowCounter {
+                    limit: MAX_LIMIT,
+                    window_ms: MAX_WINDOW_MS,
+                },
+                "limit",
+            ),
         ];
         for (algorithm, parameter) in cases {
             match Rule::new("r", algorithm) {
@@ -398,6 +540,25 @@ mod tests {
             Err(RuleError::InvalidCost { max: 10, .. })
         ));
         assert!(rule.check_cost(0).is_err());
+        let gcra = Rule::gcra("g", 10, 1000, 4).expect("valid");
+        assert!(gcra.check_cost(4).is_ok());
+        assert!(matches!(
+            gcra.check_cost(5),
+            Err(RuleError::InvalidCost {
+                max: 4,
+                what: "burst",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn the_exactness_bound_admits_every_realistic_rule() {
+        // A million per day, and a thousand per 30 days, are fine; the bound names its field.
+        assert!(Rule::sliding_window_counter("c", 1_000_000, 86_400_000).is_ok());
+        assert!(Rule::gcra("g", 1000, MAX_WINDOW_MS, 1000).is_ok());
+        let err = Rule::gcra("g", 10, 1000, MAX_EXACT_SPAN / 1000 + 1).expect_err("too big");
+        assert!(err.to_string().contains("burst"), "{err}");
     }
 
     #[test]
@@ -409,6 +570,13 @@ mod tests {
             r#"{"name":"api","algorithm":"token_bucket","capacity":10,"refill_per_sec":2.5}"#
         );
         assert_eq!(serde_json::from_str::<Rule>(&json).expect("parses"), rule);
+        let gcra = Rule::gcra("g", 10, 1000, 5).expect("valid");
+        let json = serde_json::to_string(&gcra).expect("serializes");
+        assert_eq!(
+            json,
+            r#"{"name":"g","algorithm":"gcra","limit":10,"window_ms":1000,"burst":5}"#
+        );
+        assert_eq!(serde_json::from_str::<Rule>(&json).expect("parses"), gcra);
         let bad = r#"{"name":"api","algorithm":"fixed_window","limit":0,"window_ms":10}"#;
         let err = serde_json::from_str::<Rule>(bad).expect_err("limit 0 is refused");
         assert!(err.to_string().contains("limit"), "{err}");

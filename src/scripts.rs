@@ -1,4 +1,4 @@
-//! The three Lua scripts, hashed once, invoked through typed functions.
+//! The five Lua scripts, hashed once, invoked through typed functions.
 
 use crate::decision::Decision;
 use crate::error::{FailureKind, RedisFailure};
@@ -7,18 +7,25 @@ use redis::Script;
 use std::sync::LazyLock;
 
 pub const TOKEN_BUCKET_LUA: &str = include_str!("../lua/token_bucket.lua");
+pub const GCRA_LUA: &str = include_str!("../lua/gcra.lua");
 pub const SLIDING_WINDOW_LOG_LUA: &str = include_str!("../lua/sliding_window_log.lua");
+pub const SLIDING_WINDOW_COUNTER_LUA: &str = include_str!("../lua/sliding_window_counter.lua");
 pub const FIXED_WINDOW_LUA: &str = include_str!("../lua/fixed_window.lua");
 
 static TOKEN_BUCKET: LazyLock<Script> = LazyLock::new(|| Script::new(TOKEN_BUCKET_LUA));
+static GCRA: LazyLock<Script> = LazyLock::new(|| Script::new(GCRA_LUA));
 static SLIDING_WINDOW_LOG: LazyLock<Script> = LazyLock::new(|| Script::new(SLIDING_WINDOW_LOG_LUA));
+static SLIDING_WINDOW_COUNTER: LazyLock<Script> =
+    LazyLock::new(|| Script::new(SLIDING_WINDOW_COUNTER_LUA));
 static FIXED_WINDOW: LazyLock<Script> = LazyLock::new(|| Script::new(FIXED_WINDOW_LUA));
 
 /// The script behind an algorithm, hashed once per process.
 pub fn script(kind: AlgorithmKind) -> &'static Script {
     match kind {
         AlgorithmKind::TokenBucket => &TOKEN_BUCKET,
+        AlgorithmKind::Gcra => &GCRA,
         AlgorithmKind::SlidingWindowLog => &SLIDING_WINDOW_LOG,
+        AlgorithmKind::SlidingWindowCounter => &SLIDING_WINDOW_COUNTER,
         AlgorithmKind::FixedWindow => &FIXED_WINDOW,
     }
 }
@@ -27,7 +34,9 @@ pub fn script(kind: AlgorithmKind) -> &'static Script {
 pub fn source(kind: AlgorithmKind) -> &'static str {
     match kind {
         AlgorithmKind::TokenBucket => TOKEN_BUCKET_LUA,
+        AlgorithmKind::Gcra => GCRA_LUA,
         AlgorithmKind::SlidingWindowLog => SLIDING_WINDOW_LOG_LUA,
+        AlgorithmKind::SlidingWindowCounter => SLIDING_WINDOW_COUNTER_LUA,
         AlgorithmKind::FixedWindow => FIXED_WINDOW_LUA,
     }
 }
@@ -38,8 +47,23 @@ pub enum At {
     /// The Redis server's clock (`TIME`), shared by every app instance. The default.
     #[default]
     ServerClock,
-    /// An explicit time in milliseconds since the epoch, for tests and replays.
+    /// An explicit time in milliseconds since the epoch, for tests. The fixed window ignores
+    /// it (its window is its key's lifetime, on the Redis clock).
     Millis(u64),
+    /// A virtual clock, for replays: every script decides at this time, the fixed window
+    /// included (its explicit-clock mode, `lua/fixed_window.lua`'s ARGV[5]), so a log can be
+    /// decided on its own timeline however fast it is fed.
+    Virtual(u64),
+}
+
+impl At {
+    /// The explicit time, if any.
+    pub fn millis(self) -> Option<u64> {
+        match self {
+            At::ServerClock => None,
+            At::Millis(ms) | At::Virtual(ms) => Some(ms),
+        }
+    }
 }
 
 /// Everything one script call needs besides the connection.
@@ -68,11 +92,11 @@ impl Call<'_> {
         if let Some((allowed, denied)) = self.stats_keys {
             cmd.arg(allowed).arg(denied);
         }
-        let now = |cmd: &mut redis::Cmd| match self.at {
-            At::ServerClock => {
+        let now = |cmd: &mut redis::Cmd| match self.at.millis() {
+            None => {
                 cmd.arg("");
             }
-            At::Millis(ms) => {
+            Some(ms) => {
                 cmd.arg(ms);
             }
         };
@@ -82,6 +106,20 @@ impl Call<'_> {
                 refill_per_sec,
             } => {
                 cmd.arg(capacity).arg(refill_per_sec);
+                now(&mut cmd);
+                cmd.arg(self.cost).arg(self.stats_ttl_secs);
+            }
+            Algorithm::Gcra {
+                limit,
+                window_ms,
+                burst,
+            } => {
+                cmd.arg(limit).arg(window_ms).arg(burst);
+                now(&mut cmd);
+                cmd.arg(self.cost).arg(self.stats_ttl_secs);
+            }
+            Algorithm::SlidingWindowCounter { limit, window_ms } => {
+                cmd.arg(limit).arg(window_ms);
                 now(&mut cmd);
                 cmd.arg(self.cost).arg(self.stats_ttl_secs);
             }
@@ -99,6 +137,9 @@ impl Call<'_> {
                     .arg(window_ms)
                     .arg(self.cost)
                     .arg(self.stats_ttl_secs);
+                if let At::Virtual(ms) = self.at {
+                    cmd.arg(ms);
+                }
             }
         }
         cmd
@@ -191,10 +232,23 @@ mod tests {
                 limit: 7,
                 window_ms: 1000,
             },
+            Algorithm::Gcra {
+                limit: 10,
+                window_ms: 1000,
+                burst: 4,
+            },
+            Algorithm::SlidingWindowCounter {
+                limit: 7,
+                window_ms: 1000,
+            },
         ];
         for algorithm in &rules {
             for stats_keys in [None, Some(("s:a", "s:d"))] {
-                for at in [At::ServerClock, At::Millis(1_700_000_000_123)] {
+                for at in [
+                    At::ServerClock,
+                    At::Millis(1_700_000_000_123),
+                    At::Virtual(1_700_000_000_456),
+                ] {
                     let call = Call {
                         algorithm,
                         limiter_key: "p:tb:{r}:k",
@@ -218,18 +272,30 @@ mod tests {
                         } => {
                             expected.arg(capacity).arg(refill_per_sec);
                         }
-                        Algorithm::FixedWindow { limit, window_ms } => {
+                        Algorithm::FixedWindow { limit, window_ms }
+                        | Algorithm::SlidingWindowCounter { limit, window_ms } => {
                             expected.arg(limit).arg(window_ms);
+                        }
+                        Algorithm::Gcra {
+                            limit,
+                            window_ms,
+                            burst,
+                        } => {
+                            expected.arg(limit).arg(window_ms).arg(burst);
                         }
                         Algorithm::SlidingWindowLog { .. } => unreachable!(),
                     }
-                    if algorithm.kind() == AlgorithmKind::TokenBucket {
-                        match at {
-                            At::ServerClock => expected.arg(""),
-                            At::Millis(ms) => expected.arg(ms.to_string()),
+                    if algorithm.kind() != AlgorithmKind::FixedWindow {
+                        match at.millis() {
+                            None => expected.arg(""),
+                            Some(ms) => expected.arg(ms.to_string()),
                         };
                     }
                     expected.arg(3u64).arg(120u64);
+                    // The fixed window's clock mode: now_ms after the stats TTL.
+                    if let (AlgorithmKind::FixedWindow, At::Virtual(ms)) = (algorithm.kind(), at) {
+                        expected.arg(ms);
+                    }
                     assert_eq!(
                         call.evalsha().get_packed_command(),
                         expected.get_packed_command(),

@@ -65,6 +65,12 @@ fn check_json_prints_exactly_the_decision() {
             ["--limit", "3", "--window-ms", "600000"],
         ),
         ("fixed-window", ["--limit", "3", "--window-ms", "600000"]),
+        // GCRA's burst defaults to the limit.
+        ("gcra", ["--limit", "3", "--window-ms", "600000"]),
+        (
+            "sliding-window-counter",
+            ["--limit", "3", "--window-ms", "600000"],
+        ),
     ] {
         let mut remaining = Vec::new();
         for _ in 0..4 {
@@ -81,6 +87,35 @@ fn check_json_prints_exactly_the_decision() {
             .to_vec();
         assert_eq!(remaining, want, "{algorithm}");
     }
+    // GCRA with a burst below its limit: two at once, then a wait of one interval (1 s).
+    let mut gcra = vec!["check", "--redis", &url, "--prefix", &prefix, "--json"];
+    gcra.extend(["--key", "b", "--algorithm", "gcra", "--limit", "600"]);
+    gcra.extend([
+        "--window-ms",
+        "600000",
+        "--burst",
+        "2",
+        "--now-ms",
+        "1000000",
+    ]);
+    let decisions: Vec<(Option<bool>, Option<i64>, Option<u64>)> = (0..3)
+        .map(|_| {
+            let d = json(&ratelockr(&gcra));
+            (
+                d["allowed"].as_bool(),
+                d["remaining"].as_i64(),
+                d["retry_after_ms"].as_u64(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            (Some(true), Some(1), Some(0)),
+            (Some(true), Some(0), Some(0)),
+            (Some(false), Some(0), Some(1000))
+        ]
+    );
     // The human form says what happened.
     let out = ratelockr(&[
         "check",
@@ -104,7 +139,7 @@ fn check_json_prints_exactly_the_decision() {
 #[test]
 fn invalid_parameters_exit_non_zero_naming_the_flag() {
     let dead = common::dead_url();
-    let cases: [(&[&str], &str); 10] = [
+    let cases: [(&[&str], &str); 14] = [
         (
             &["--algorithm", "token-bucket", "--refill-per-sec", "0"],
             "refill-per-sec",
@@ -139,6 +174,25 @@ fn invalid_parameters_exit_non_zero_naming_the_flag() {
             "cost",
         ),
         (&["--algorithm", "fixed-window", "--cost", "0"], "cost"),
+        (&["--algorithm", "gcra", "--burst", "0"], "burst"),
+        (
+            &[
+                "--algorithm",
+                "gcra",
+                "--limit",
+                "5",
+                "--burst",
+                "3",
+                "--cost",
+                "4",
+            ],
+            "the rule's burst",
+        ),
+        (&["--algorithm", "gcra", "--window-ms", "0"], "window-ms"),
+        (
+            &["--algorithm", "sliding-window-counter", "--limit", "0"],
+            "limit",
+        ),
         (&["--algorithm", "fixed-window", "--rule", "a b"], "rule"),
         (
             &["--algorithm", "fixed-window", "--deadline-ms", "0"],
@@ -424,6 +478,86 @@ fn simulate_refuses_a_flag_its_pattern_ignores_and_says_what_it_uses() {
     ]);
     assert!(
         text(&out.stderr).contains("--retry-attempts"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn check_peek_shows_what_is_left_for_all_five_and_consumes_nothing() {
+    let server = common::redis();
+    let prefix = common::unique("cli-peek");
+    let url = server.url();
+    for (algorithm, params) in [
+        (
+            "token-bucket",
+            ["--capacity", "3", "--refill-per-sec", "0.001"],
+        ),
+        ("gcra", ["--limit", "3", "--window-ms", "600000"]),
+        (
+            "sliding-window-log",
+            ["--limit", "3", "--window-ms", "600000"],
+        ),
+        (
+            "sliding-window-counter",
+            ["--limit", "3", "--window-ms", "600000"],
+        ),
+        ("fixed-window", ["--limit", "3", "--window-ms", "600000"]),
+    ] {
+        let run = |extra: &[&str]| {
+            let mut args = vec!["check", "--redis", &url, "--prefix", &prefix, "--json"];
+            args.extend(["--key", "k", "--algorithm", algorithm]);
+            args.extend(params);
+            args.extend(extra);
+            json(&ratelockr(&args))
+        };
+        let check = run(&["--cost", "2"]);
+        assert_eq!(check["remaining"], 1, "{algorithm}: {check}");
+        for _ in 0..2 {
+            let peek = run(&["--peek"]);
+            assert_eq!(
+                (&peek["allowed"], &peek["remaining"], &peek["fail_open"]),
+                (&true.into(), &1.into(), &false.into()),
+                "{algorithm}: {peek}"
+            );
+            assert!(
+                peek["reset_after_ms"].as_u64() > Some(0),
+                "{algorithm}: {peek}"
+            );
+        }
+        let last = run(&[]);
+        assert_eq!(
+            (&last["allowed"], &last["remaining"]),
+            (&true.into(), &0.into()),
+            "{algorithm}: the peeks consumed something: {last}"
+        );
+        let rows = json(&ratelockr(&[
+            "stats", "--redis", &url, "--prefix", &prefix, "--rule", algorithm, "--json",
+        ]));
+        let counted: u64 = rows
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| r["allowed"].as_u64().unwrap_or(0) + r["denied"].as_u64().unwrap_or(0))
+            .sum();
+        assert_eq!(counted, 2, "{algorithm}: peeks were counted");
+    }
+    // A peek has no cost.
+    let out = ratelockr(&[
+        "check",
+        "--redis",
+        &url,
+        "--key",
+        "k",
+        "--algorithm",
+        "gcra",
+        "--peek",
+        "--cost",
+        "2",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("--cost"),
         "{}",
         text(&out.stderr)
     );

@@ -82,6 +82,25 @@ async fn sliding_window_log_admits_exactly_its_limit() {
     assert_eq!(logged, 50);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn gcra_admits_exactly_its_burst() {
+    let server = redis();
+    let limiter = common::limiter(&server, "cc-gc");
+    // 50 per 10 minutes: nothing is emitted again while the test runs.
+    let rule = Rule::gcra("gc", 50, 600_000, 50).expect("valid rule");
+    assert_eq!(hammer(&limiter, &rule).await, (50, TASKS * PER_TASK - 50));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sliding_window_counter_admits_exactly_its_limit() {
+    let server = redis();
+    let limiter = common::limiter(&server, "cc-sc");
+    // A 10-minute window: should the test straddle a window's start, the previous count weighs
+    // 50 x (1 - e / 600 000), more than 49 for the first 12 s, so nothing more passes.
+    let rule = Rule::sliding_window_counter("sc", 50, 600_000).expect("valid rule");
+    assert_eq!(hammer(&limiter, &rule).await, (50, TASKS * PER_TASK - 50));
+}
+
 #[test]
 fn forty_cli_processes_admit_exactly_the_capacity() {
     let server = redis();

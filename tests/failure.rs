@@ -10,13 +10,18 @@ use ratelockr::{
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-fn rules() -> [Rule; 3] {
+fn rules() -> [Rule; 5] {
     [
         Rule::token_bucket("tb", 5, 0.001).expect("valid rule"),
+        Rule::gcra("gc", 5, 600_000, 5).expect("valid rule"),
         Rule::sliding_window_log("sw", 5, 600_000).expect("valid rule"),
+        Rule::sliding_window_counter("sc", 5, 600_000).expect("valid rule"),
         Rule::fixed_window("fw", 5, 600_000).expect("valid rule"),
     ]
 }
+
+/// Decisions per rule in the tests that try each rule twice.
+const TWICE: u64 = 2 * 5;
 
 #[tokio::test]
 async fn decisions_survive_script_flush_without_failing_open() {
@@ -66,13 +71,13 @@ async fn no_redis_fails_open_and_is_counted_by_kind() {
         }
     }
     let ledger = limiter.ledger();
-    assert_eq!(ledger.fail_open_total(), 6);
-    assert_eq!(ledger.failures_total(), 6);
+    assert_eq!(ledger.fail_open_total(), TWICE);
+    assert_eq!(ledger.failures_total(), TWICE);
     let outage = failures_of(&limiter, FailureKind::Unavailable)
         + failures_of(&limiter, FailureKind::Timeout);
     assert_eq!(
         outage,
-        6,
+        TWICE,
         "an outage is not a misconfiguration: {:?}",
         ledger.failures()
     );
@@ -95,6 +100,12 @@ async fn no_redis_fails_open_and_is_counted_by_kind() {
     assert_eq!(series.len(), 30);
     let counted: u64 = series.iter().map(|p| p.fail_open).sum();
     assert_eq!(counted, 3, "{series:?}");
+    // A peek without Redis gives the fallback too; it is a failure, but no decision was let
+    // through, so no fail-open is counted.
+    let peek = limiter.peek(rule, "c").await.expect("valid request");
+    assert_eq!(peek, Decision::FAIL_OPEN);
+    assert_eq!(ledger.fail_open_total(), TWICE + 1);
+    assert_eq!(ledger.failures_total(), TWICE + 2);
 }
 
 #[tokio::test]
@@ -112,7 +123,7 @@ async fn fail_closed_denies_without_redis() {
         assert_eq!(d, Decision::FAIL_CLOSED);
         assert!(!d.allowed && d.remaining == -1 && !d.fail_open, "{d:?}");
     }
-    assert_eq!(limiter.ledger().failures_total(), 3);
+    assert_eq!(limiter.ledger().failures_total(), 5);
     assert_eq!(limiter.ledger().fail_open_total(), 0);
 }
 
@@ -249,7 +260,9 @@ async fn plant_wrong_type(limiter: &Limiter, rule: &Rule, client: &str) {
     // hash is also what a bucket from before the string format looks like); a string for the
     // sliding log's sorted set.
     let cmd = match rule.kind() {
-        ratelockr::AlgorithmKind::FixedWindow | ratelockr::AlgorithmKind::TokenBucket => {
+        ratelockr::AlgorithmKind::FixedWindow
+        | ratelockr::AlgorithmKind::TokenBucket
+        | ratelockr::AlgorithmKind::Gcra => {
             let mut c = redis::cmd("HSET");
             c.arg(&key).arg("not").arg("a counter");
             c
@@ -288,9 +301,9 @@ async fn a_wrong_type_at_the_key_is_a_misconfiguration_and_fails_open() {
         let ok = decide_at(&limiter, &rule, "other", 1, 0).await;
         assert!(ok.allowed && ok.remaining == 4, "{ok:?}");
     }
-    assert_eq!(failures_of(&limiter, FailureKind::Misconfiguration), 6);
-    assert_eq!(limiter.ledger().failures_total(), 6);
-    assert_eq!(limiter.ledger().fail_open_total(), 6);
+    assert_eq!(failures_of(&limiter, FailureKind::Misconfiguration), TWICE);
+    assert_eq!(limiter.ledger().failures_total(), TWICE);
+    assert_eq!(limiter.ledger().fail_open_total(), TWICE);
 }
 
 #[tokio::test]
@@ -320,5 +333,54 @@ async fn a_corrupt_bucket_is_a_misconfiguration_named_with_its_key_not_a_fresh_b
         // Nothing was written over it.
         let stored: Vec<u8> = query(&limiter, redis::cmd("GET").arg(&key)).await;
         assert_eq!(stored, value);
+    }
+}
+
+#[tokio::test]
+async fn corrupt_gcra_and_counter_state_is_a_misconfiguration_named_with_its_key() {
+    let server = common::redis();
+    let limiter = limiter(&server, "corrupt-new");
+    let gcra = Rule::gcra("gc", 5, 1000, 5).expect("valid rule");
+    let counter = Rule::sliding_window_counter("sc", 5, 1000).expect("valid rule");
+    // A TAT whose fraction is not below its limit, and one of the wrong length.
+    let bad_frac: Vec<u8> = [1e12f64, 7.0, 5.0]
+        .iter()
+        .flat_map(|d| d.to_le_bytes())
+        .collect();
+    for value in [b"12345".to_vec(), bad_frac] {
+        let key = limiter.keys().limiter(&gcra, "c");
+        let _: () = query(&limiter, redis::cmd("SET").arg(&key).arg(&value)).await;
+        match limiter.try_check_at(&gcra, "c", 1, At::ServerClock).await {
+            Err(CheckError::Redis(failure)) => {
+                assert_eq!(failure.kind, FailureKind::Misconfiguration, "{failure}");
+                assert!(failure.message.contains(&key), "{failure}");
+                assert!(failure.message.contains("not a TAT"), "{failure}");
+            }
+            other => panic!("{value:?}: expected a misconfiguration, got {other:?}"),
+        }
+        let stored: Vec<u8> = query(&limiter, redis::cmd("GET").arg(&key)).await;
+        assert_eq!(stored, value, "nothing was written over it");
+    }
+    let key = limiter.keys().limiter(&counter, "c");
+    let _: () = query(
+        &limiter,
+        redis::cmd("HSET")
+            .arg(&key)
+            .arg("w")
+            .arg("x")
+            .arg("c")
+            .arg(1),
+    )
+    .await;
+    match limiter
+        .try_check_at(&counter, "c", 1, At::ServerClock)
+        .await
+    {
+        Err(CheckError::Redis(failure)) => {
+            assert_eq!(failure.kind, FailureKind::Misconfiguration, "{failure}");
+            assert!(failure.message.contains(&key), "{failure}");
+            assert!(failure.message.contains("not a counter hash"), "{failure}");
+        }
+        other => panic!("expected a misconfiguration, got {other:?}"),
     }
 }

@@ -48,7 +48,10 @@ async fn dbsize(limiter: &Limiter) -> i64 {
 
 #[tokio::test]
 async fn bad_arguments_are_refused_naming_the_argument() {
-    use AlgorithmKind::{FixedWindow as Fw, SlidingWindowLog as Sw, TokenBucket as Tb};
+    use AlgorithmKind::{
+        FixedWindow as Fw, Gcra as Gc, SlidingWindowCounter as Sc, SlidingWindowLog as Sw,
+        TokenBucket as Tb,
+    };
     let server = redis();
     let limiter = limiter_on(&server);
     let one = ["k"];
@@ -70,7 +73,7 @@ async fn bad_arguments_are_refused_naming_the_argument() {
             vec!["5", "1", "", "6"],
             "cost 6 exceeds capacity 5",
         ),
-        (Tb, &one, vec!["5", "1", "", "0"], "cost"),
+        (Tb, &one, vec!["5", "1", "", "-1"], "cost"),
         (Tb, &one, vec!["5", "1", "yesterday"], "now_ms"),
         (Tb, &one, vec!["5", "1", "-1"], "now_ms"),
         (Tb, &two, vec!["5", "1", ""], "expected 1 key"),
@@ -94,6 +97,44 @@ async fn bad_arguments_are_refused_naming_the_argument() {
         (Fw, &one, vec!["3", "1000", "0.5"], "cost"),
         (Fw, &two, vec!["3", "1000"], "expected 1 key"),
         (Fw, &[], vec!["3", "1000"], "expected 1 key"),
+        (Gc, &one, vec!["0", "1000", "1", ""], "limit"),
+        (Gc, &one, vec!["10", "0", "1", ""], "period_ms"),
+        (Gc, &one, vec!["10", "1000", "0", ""], "burst"),
+        (Gc, &one, vec!["10", "1000", "", ""], "burst is required"),
+        (Gc, &one, vec!["10", "1000", "2.5", ""], "burst"),
+        (
+            Gc,
+            &one,
+            vec!["10", "1000", "3", "", "4"],
+            "cost 4 exceeds burst 3",
+        ),
+        (Gc, &one, vec!["10", "1000", "3", "", "-1"], "cost"),
+        (Gc, &one, vec!["10", "1000", "3", "later"], "now_ms"),
+        (
+            Gc,
+            &one,
+            vec!["10", "1000000000", "100000000", ""],
+            "burst x period_ms must be at most 2^52",
+        ),
+        (Gc, &two, vec!["10", "1000", "3", ""], "expected 1 key"),
+        (Sc, &one, vec!["0", "1000", ""], "limit"),
+        (Sc, &one, vec!["3", "0", ""], "window_ms"),
+        (Sc, &one, vec!["3", "", ""], "window_ms is required"),
+        (
+            Sc,
+            &one,
+            vec!["3", "1000", "", "4"],
+            "cost 4 exceeds limit 3",
+        ),
+        (Sc, &one, vec!["3", "1000", "", "nan"], "cost"),
+        (Sc, &one, vec!["3", "1000", "-5"], "now_ms"),
+        (
+            Sc,
+            &one,
+            vec!["100000000", "1000000000", ""],
+            "limit x window_ms must be at most 2^52",
+        ),
+        (Sc, &[], vec!["3", "1000", ""], "expected 1 key"),
     ];
     let mut shas = Vec::new();
     for kind in AlgorithmKind::ALL {
@@ -215,10 +256,53 @@ async fn keys1_and_the_documented_argv_alone_work_as_designed() {
     let count: u64 = query(&limiter, redis::cmd("GET").arg(fw)).await;
     assert_eq!(count, 6);
 
+    // gcra: limit, period_ms, burst, now_ms, cost (default 1).
+    let argv = ["2", "1000", "2", "5000"];
+    let reply = eval(&limiter, AlgorithmKind::Gcra, &["gc-doc"], &argv).await;
+    assert_eq!(reply.expect("gcra"), vec![1, 1, 0, 500]);
+    let argv = ["2", "1000", "2", "5000", "2"];
+    let reply = eval(&limiter, AlgorithmKind::Gcra, &["gc-doc"], &argv).await;
+    assert_eq!(reply.expect("gcra with cost"), vec![0, 1, 500, 500]);
+    let ttl: i64 = query(&limiter, redis::cmd("PTTL").arg("gc-doc")).await;
+    assert!((1..=500).contains(&ttl), "PX ceil(TAT - now): {ttl}");
+
+    // sliding_window_counter: limit, window_ms, now_ms, cost (default 1).
+    let argv = ["3", "1000", "5000"];
+    let reply = eval(
+        &limiter,
+        AlgorithmKind::SlidingWindowCounter,
+        &["sc-doc"],
+        &argv,
+    )
+    .await;
+    assert_eq!(reply.expect("counter"), vec![1, 2, 0, 2000]);
+    let argv = ["3", "1000", "5500", "3"];
+    let reply = eval(
+        &limiter,
+        AlgorithmKind::SlidingWindowCounter,
+        &["sc-doc"],
+        &argv,
+    )
+    .await;
+    assert_eq!(reply.expect("counter with cost"), vec![0, 2, 1500, 1500]);
+    let ttl: i64 = query(&limiter, redis::cmd("PTTL").arg("sc-doc")).await;
+    assert!((1..=2000).contains(&ttl), "PEXPIRE 2 x window: {ttl}");
+
     // Each call touched its KEYS[1] and nothing else.
     let mut keys: Vec<String> = query(&limiter, redis::cmd("KEYS").arg("*")).await;
     keys.sort();
-    assert_eq!(keys, ["fw-doc", "sw-doc", "sw-x", "tb-doc", "tb-explicit"]);
+    assert_eq!(
+        keys,
+        [
+            "fw-doc",
+            "gc-doc",
+            "sc-doc",
+            "sw-doc",
+            "sw-x",
+            "tb-doc",
+            "tb-explicit"
+        ]
+    );
 }
 
 #[tokio::test]
@@ -226,7 +310,7 @@ async fn the_header_examples_hold() {
     let server = redis();
     let limiter = limiter_on(&server);
     // Each header ends its EXAMPLE with the reply it shows: a fresh key gives exactly that.
-    let examples: [(AlgorithmKind, &[&str], [i64; 4]); 3] = [
+    let examples: [(AlgorithmKind, &[&str], [i64; 4]); 5] = [
         (
             AlgorithmKind::TokenBucket,
             &["10", "5", "", "1"],
@@ -241,6 +325,16 @@ async fn the_header_examples_hold() {
             AlgorithmKind::FixedWindow,
             &["100", "60000"],
             [1, 99, 0, 60000],
+        ),
+        (
+            AlgorithmKind::Gcra,
+            &["10", "1000", "5", "", "1"],
+            [1, 4, 0, 100],
+        ),
+        (
+            AlgorithmKind::SlidingWindowCounter,
+            &["10", "1000", "1700000000250", "1"],
+            [1, 9, 0, 1750],
         ),
     ];
     for (kind, argv, expected) in examples {

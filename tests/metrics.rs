@@ -123,6 +123,16 @@ async fn scraped_metrics_count_every_decision() {
     for _ in 0..4 {
         limiter.check(&log, "bob").await.expect("decision");
     }
+    // GCRA of 2 per minute, bursts of 2: 3 requests give 2 and 1.
+    let gcra = Rule::gcra("gc", 2, 60_000, 2).expect("rule");
+    for _ in 0..3 {
+        limiter.check(&gcra, "dave").await.expect("decision");
+    }
+    // Sliding window counter of 1 per minute: 2 requests give 1 and 1.
+    let counter = Rule::sliding_window_counter("sc", 1, 60_000).expect("rule");
+    for _ in 0..2 {
+        limiter.check(&counter, "erin").await.expect("decision");
+    }
     // Fixed window of 1 per minute: 3 requests give 1 and 2.
     let window = Rule::fixed_window("fw", 1, 60_000).expect("rule");
     for _ in 0..3 {
@@ -166,7 +176,9 @@ async fn scraped_metrics_count_every_decision() {
 
     let expected = [
         ("token_bucket", [3.0, 2.0, 0.0]),
+        ("gcra", [2.0, 1.0, 0.0]),
         ("sliding_window_log", [2.0, 2.0, 0.0]),
+        ("sliding_window_counter", [1.0, 1.0, 0.0]),
         ("fixed_window", [1.0, 2.0, 2.0]),
     ];
     for (algorithm, counts) in expected {
@@ -183,12 +195,14 @@ async fn scraped_metrics_count_every_decision() {
         .keys()
         .filter(|(name, _)| name == "ratelockr_evaluations_total")
         .count();
-    assert_eq!(series, 9, "exactly the nine algorithm x result series");
+    assert_eq!(series, 15, "exactly the 15 algorithm x result series");
 
     // Every decision is in its algorithm's histogram.
     for (algorithm, n) in [
         ("token_bucket", 5.0),
+        ("gcra", 3.0),
         ("sliding_window_log", 4.0),
+        ("sliding_window_counter", 2.0),
         ("fixed_window", 5.0),
     ] {
         let count = get(
@@ -229,7 +243,7 @@ async fn scraped_metrics_count_every_decision() {
         .sum();
     assert_eq!(errors, 2.0);
     assert_eq!(get(&samples, "ratelockr_active_rules", &[]), Some(3.0));
-    assert_eq!(metrics.evaluations_total(), 14);
+    assert_eq!(metrics.evaluations_total(), 19);
     assert_eq!(
         metrics.evaluations(AlgorithmKind::FixedWindow, ratelockr::Outcome::FailOpen),
         2

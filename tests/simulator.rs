@@ -88,7 +88,7 @@ async fn the_naive_limiter_over_admits_under_contention() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn compare_mode_runs_all_three_on_identical_traffic_and_the_csv_reads_back() {
+async fn compare_mode_runs_all_five_on_identical_traffic_and_the_csv_reads_back() {
     let server = redis();
     let limiter = limiter(&server, "sim-csv");
     let workload = Workload {
@@ -126,7 +126,9 @@ async fn compare_mode_runs_all_three_on_identical_traffic_and_the_csv_reads_back
         labels,
         [
             "token_bucket",
+            "gcra",
             "sliding_window_log",
+            "sliding_window_counter",
             "fixed_window",
             "naive_get_set"
         ]
@@ -135,8 +137,21 @@ async fn compare_mode_runs_all_three_on_identical_traffic_and_the_csv_reads_back
         assert_eq!(t.requests, 300, "{}", t.algorithm);
         assert_eq!(t.allowed + t.denied + t.fail_open, 300);
     }
-    for t in &report.targets[..3] {
+    for t in &report.targets[..5] {
         assert_eq!(t.over_admitted, 0, "{} over-admitted", t.algorithm);
+    }
+    // Equal nominal limits: GCRA with burst = limit decides exactly as the token bucket.
+    assert_eq!(report.targets[1].allowed, report.targets[0].allowed);
+    // Only the counter is judged against the exact log, and its verdicts are counts of it.
+    for t in &report.targets {
+        let judged = t.exact_log_wrongly_allowed.zip(t.exact_log_wrongly_denied);
+        match judged {
+            Some((over, under)) => {
+                assert_eq!(t.algorithm, "sliding_window_counter");
+                assert!(over <= t.allowed && under <= t.denied, "{t:?}");
+            }
+            None => assert_ne!(t.algorithm, "sliding_window_counter"),
+        }
     }
 
     let header = std::fs::read_to_string(&path).expect("readable");
@@ -146,15 +161,15 @@ async fn compare_mode_runs_all_three_on_identical_traffic_and_the_csv_reads_back
     ));
     let read = read_records(&path).expect("parses with the csv crate");
     let seen = recorder.0.into_inner().expect("not poisoned");
-    assert_eq!(read.len(), 1200);
+    assert_eq!(read.len(), 1800);
     assert_eq!(
         read, seen,
         "the CSV holds exactly the records the run produced, in order"
     );
-    // Identical traffic: every request was offered to all four targets with the same key.
+    // Identical traffic: every request was offered to all six targets with the same key.
     for seq in [0u64, 150, 299] {
         let rows: Vec<&Record> = read.iter().filter(|r| r.seq == seq).collect();
-        assert_eq!(rows.len(), 4);
+        assert_eq!(rows.len(), 6);
         assert!(rows
             .iter()
             .all(|r| r.key == rows[0].key && r.sent_at_ms == rows[0].sent_at_ms));
@@ -172,7 +187,7 @@ async fn charts_are_valid_png_and_svg_with_one_series_per_algorithm() {
     };
     let spec = SimSpec::compare("", 20, 500, workload, false).expect("valid");
     let report = run(&limiter, &spec).await;
-    assert_eq!(report.series.len(), 3);
+    assert_eq!(report.series.len(), 5);
     assert!(report.series.iter().all(|s| !s.points.is_empty()));
 
     let dir = tempdir("chart");
@@ -192,7 +207,9 @@ async fn charts_are_valid_png_and_svg_with_one_series_per_algorithm() {
     assert!(text.starts_with("<svg"), "{}", &text[..60.min(text.len())]);
     for label in [
         "token bucket",
+        "GCRA",
         "sliding window log",
+        "sliding window counter",
         "fixed window",
         "allowed / s",
         "denied / s",
@@ -200,10 +217,15 @@ async fn charts_are_valid_png_and_svg_with_one_series_per_algorithm() {
         assert!(text.contains(label), "the SVG lacks {label:?}");
     }
     // Two panels with one line per algorithm in each, plus its legend mark: three strokes of
-    // each algorithm's colour (blue, green, orange).
+    // each solid algorithm's colour (blue, green, orange). GCRA (purple) and the counter
+    // (brown) are dashed, drawn as many short strokes each, so equal lines stay visible.
     for colour in ["#1F77B4", "#2CA02C", "#FF7F0E"] {
         let strokes = text.matches(&format!("stroke=\"{colour}\"")).count();
         assert_eq!(strokes, 3, "{colour}");
+    }
+    for colour in ["#9467BD", "#8C564B"] {
+        let strokes = text.matches(&format!("stroke=\"{colour}\"")).count();
+        assert!(strokes > 6, "{colour} is not dashed: {strokes} strokes");
     }
 
     let err = export::render_chart(&report, &dir.join("chart.jpeg")).expect_err("unknown format");
@@ -285,7 +307,7 @@ async fn cancellation_stops_promptly_and_leaves_a_valid_partial_csv() {
     let rows = read_records(&path).expect("the partial CSV parses");
     assert_eq!(
         rows.len() as u64,
-        report.requests_sent * 3,
+        report.requests_sent * 5,
         "every sent request is in the CSV"
     );
 }
@@ -389,13 +411,13 @@ fn the_cli_prints_a_json_summary_per_algorithm_and_writes_both_exports() {
     let algorithms = json["algorithms"]
         .as_array()
         .expect("a summary per algorithm");
-    assert_eq!(algorithms.len(), 4);
+    assert_eq!(algorithms.len(), 6);
     for a in algorithms {
         for field in ["allowed", "denied", "fail_open", "over_admitted"] {
             assert!(a[field].is_u64(), "{field} in {a}");
         }
     }
-    assert_eq!(read_records(&csv).expect("parses").len(), 480);
+    assert_eq!(read_records(&csv).expect("parses").len(), 720);
     assert!(std::fs::read_to_string(&chart)
         .expect("written")
         .contains("fixed window"));

@@ -145,11 +145,13 @@ async fn a_backwards_clock_mints_nothing() {
     for _ in 0..3 {
         assert!(decide_at(&limiter, &rule, "c", 1, 20_000).await.allowed);
     }
-    // Earlier clocks see the log as of its newest entry: still full.
+    // Earlier clocks see the log as of its newest entry: still full. The wait is measured
+    // from the caller's own clock: it passes at 30 000 on it.
     for at in [5_000, 0, 19_999, 29_999] {
         let d = decide_at(&limiter, &rule, "c", 1, at).await;
         assert!(!d.allowed, "at {at}: {d:?}");
-        assert_eq!(d.retry_after_ms, 30_000 - at.max(20_000), "at {at}");
+        assert_eq!(d.retry_after_ms, 30_000 - at, "at {at}");
+        assert_eq!(d.reset_after_ms, 30_000 - at, "at {at}");
     }
     assert!(decide_at(&limiter, &rule, "c", 1, 30_000).await.allowed);
     // A request stamped in the past is logged at the newest time, never before it.

@@ -100,6 +100,14 @@ async fn table_of_decisions() {
             ],
         ),
         (
+            "a clock behind the stored state waits from its own clock",
+            vec![
+                ok(10_000, 5, 0, 2500),
+                no(9_000, 1, 0, 1500, Some(3500)),
+                ok(10_500, 1, 0, 2500),
+            ],
+        ),
+        (
             "cost takes several tokens and a denied cost takes none",
             vec![
                 ok(0, 3, 2, 1500),

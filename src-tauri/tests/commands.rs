@@ -244,8 +244,8 @@ fn a_simulation_runs_streams_stats_and_exports() {
         .clone();
     assert_eq!(
         rows.len(),
-        4,
-        "three algorithms and the naive limiter: {status}"
+        6,
+        "five algorithms and the naive limiter: {status}"
     );
     for row in &rows {
         assert_eq!(row["requests"], 300, "{row}");
@@ -276,7 +276,7 @@ fn a_simulation_runs_streams_stats_and_exports() {
         lines.next(),
         Some("seq,sent_at_ms,server,rule,algorithm,key,allowed,remaining,retry_after_ms,latency_us,fail_open,reset_after_ms,attempt")
     );
-    assert_eq!(lines.count(), 4 * 300);
+    assert_eq!(lines.count(), 6 * 300);
     let chart = ui.ok("export_chart", json!({ "format": "svg" }));
     let svg = std::fs::read_to_string(chart["path"].as_str().expect("path")).expect("svg");
     assert!(svg.contains("<svg"), "an SVG chart");

@@ -167,6 +167,25 @@ pub fn engine_command(rule: &Rule, keys: &KeySpace, telemetry: bool) -> (Vec<Str
             "1".into(),
             ttl,
         ],
+        Algorithm::Gcra {
+            limit,
+            window_ms,
+            burst,
+        } => vec![
+            limit.to_string(),
+            window_ms.to_string(),
+            burst.to_string(),
+            String::new(),
+            "1".into(),
+            ttl,
+        ],
+        Algorithm::SlidingWindowCounter { limit, window_ms } => vec![
+            limit.to_string(),
+            window_ms.to_string(),
+            String::new(),
+            "1".into(),
+            ttl,
+        ],
         Algorithm::SlidingWindowLog { limit, window_ms } => vec![
             limit.to_string(),
             window_ms.to_string(),
@@ -199,17 +218,35 @@ pub const GCRA_LABEL: &str = "GCRA (redis_rate's calls)";
 /// The label of the hash-state token bucket (the "before") in reports.
 pub const HASH_LABEL: &str = "token_bucket, state in a hash (before)";
 
-/// The comparisons the issue asks for, each paired round by round: the token bucket against
-/// GCRA (both without telemetry, as redis_rate has none), and against its own hash-state
-/// version (both with telemetry, as the engine calls it).
+/// The comparisons, each paired round by round: the token bucket and lua/gcra.lua against the
+/// redis_rate-shaped GCRA (all without telemetry, as redis_rate has none), the token bucket
+/// against its own hash-state version (both with telemetry, as the engine calls it), and the
+/// five scripts against the token bucket, as the engine calls them.
 pub fn lua_comparisons(costs: &[LuaCost]) -> Vec<PairedRatio> {
     let find = |label: &str| costs.iter().find(|c| c.script == label);
     let tb = script_label(AlgorithmKind::TokenBucket, true);
     let tb_bare = script_label(AlgorithmKind::TokenBucket, false);
-    [(tb_bare.as_str(), GCRA_LABEL), (tb.as_str(), HASH_LABEL)]
-        .into_iter()
+    let gcra_bare = script_label(AlgorithmKind::Gcra, false);
+    let mut pairs = vec![
+        (tb_bare.clone(), GCRA_LABEL.to_string()),
+        (gcra_bare, GCRA_LABEL.to_string()),
+        (tb.clone(), HASH_LABEL.to_string()),
+    ];
+    for kind in AlgorithmKind::ALL {
+        if kind != AlgorithmKind::TokenBucket {
+            pairs.push((script_label(kind, true), tb.clone()));
+        }
+    }
+    pairs
+        .iter()
         .filter_map(|(a, b)| PairedRatio::of(find(a)?, find(b)?))
         .collect()
+}
+
+/// The scripts also measured without telemetry: the two GCRA-shaped ones, to compare with
+/// the redis_rate-shaped reference, which has none.
+fn bare_too(kind: AlgorithmKind) -> bool {
+    matches!(kind, AlgorithmKind::TokenBucket | AlgorithmKind::Gcra)
 }
 
 /// One script's Redis-side cost.
@@ -291,7 +328,7 @@ pub async fn lua_costs(
         let rule = super::bench_rule(kind)?;
         let sha = load_script(conn, crate::scripts::source(kind)).await?;
         for telemetry in [true, false] {
-            if !telemetry && kind != AlgorithmKind::TokenBucket {
+            if !telemetry && !bare_too(kind) {
                 continue;
             }
             let (k, a) = engine_command(&rule, keys, telemetry);
@@ -441,6 +478,39 @@ mod tests {
         let csv = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"\n\"EVALSHA abc 3 k a,b  1 120\",\"36509.68\",\"21.592\",\"1.376\",\"19.999\",\"36.831\",\"43.615\",\"52.095\"\n";
         assert_eq!(parse_csv_rps(csv), Some(36509.68));
         assert_eq!(parse_csv_rps("garbage"), None);
+    }
+
+    #[test]
+    fn every_script_is_paired_with_the_token_bucket_and_gcra_with_the_reference() {
+        let cost = |script: String, cpu: f64| LuaCost {
+            script,
+            calls_per_sec: 1.0,
+            relative_cost: 1.0,
+            redis_cpu_us_per_call: Some(cpu),
+            relative_cpu: None,
+            rounds: vec![1.0],
+            cpu_rounds: vec![cpu],
+            command: String::new(),
+        };
+        let mut costs: Vec<LuaCost> = AlgorithmKind::ALL
+            .into_iter()
+            .map(|k| cost(script_label(k, true), 20.0))
+            .collect();
+        costs.push(cost(script_label(AlgorithmKind::Gcra, false), 15.0));
+        costs.push(cost(GCRA_LABEL.into(), 30.0));
+        let pairs = lua_comparisons(&costs);
+        let labels: Vec<&str> = pairs.iter().map(|p| p.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "gcra (no telemetry) ÷ GCRA (redis_rate's calls)",
+                "gcra ÷ token_bucket",
+                "sliding_window_log ÷ token_bucket",
+                "sliding_window_counter ÷ token_bucket",
+                "fixed_window ÷ token_bucket",
+            ]
+        );
+        assert_eq!(pairs[0].median, 0.5);
     }
 
     #[test]

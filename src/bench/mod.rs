@@ -4,11 +4,13 @@
 //! - [`ceiling`]  redis-benchmark running the very same script with EVALSHA, pipelined: the
 //!   physical limit the engine is measured against, and the Lua cost of each script
 //! - [`stats`]    the cost of reading 30 seconds of stats, with and without a million keys
+//! - [`replay`]   log parsing, a generated log replayed end to end beside the ceiling, a sweep
 //!
 //! Every measurement is bounded in time and meant for a Redis on this machine.
 
 pub mod ceiling;
 pub mod engine;
+pub mod replay;
 pub mod stats;
 
 use crate::rule::{AlgorithmKind, Rule, RuleError};
@@ -21,7 +23,9 @@ pub fn bench_rule(kind: AlgorithmKind) -> Result<Rule, RuleError> {
     let name = "bench";
     match kind {
         AlgorithmKind::TokenBucket => Rule::token_bucket(name, 100, 100.0),
+        AlgorithmKind::Gcra => Rule::gcra(name, 100, 1000, 100),
         AlgorithmKind::SlidingWindowLog => Rule::sliding_window_log(name, 100, 1000),
+        AlgorithmKind::SlidingWindowCounter => Rule::sliding_window_counter(name, 100, 1000),
         AlgorithmKind::FixedWindow => Rule::fixed_window(name, 100, 1000),
     }
 }

@@ -1,9 +1,15 @@
 //! A run's decisions per second as a chart: allowed on top, denied below, one line per
 //! algorithm, drawn with plotters to PNG or SVG (chosen by the file's extension).
+//!
+//! Compared at equal nominal limits, some algorithms draw the very same line (GCRA with burst =
+//! limit decides exactly as the token bucket; the counter often tracks the log). So each has a
+//! stroke as well as a colour: GCRA and the counter are dashed, drawn over the solid lines, and
+//! an equal pair shows as a solid line with dashes of the other colour along it.
 
 use super::ExportError;
 use crate::sim::{Report, Series};
 use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use std::path::Path;
 use std::sync::Once;
@@ -17,13 +23,23 @@ static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 static REGISTER_FONT: Once = Once::new();
 
 /// One colour per algorithm, readable on white.
-const PALETTE: [RGBColor; 5] = [
+const PALETTE: [RGBColor; 7] = [
     RGBColor(31, 119, 180),  // token bucket: blue
+    RGBColor(148, 103, 189), // GCRA: purple
     RGBColor(44, 160, 44),   // sliding log: green
+    RGBColor(140, 86, 75),   // sliding counter: brown
     RGBColor(255, 127, 14),  // fixed window: orange
     RGBColor(214, 39, 40),   // naive: red
-    RGBColor(148, 103, 189), // anything else: purple
+    RGBColor(127, 127, 127), // anything else: grey
 ];
+
+/// How a series' line is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stroke {
+    Solid,
+    /// Dashes and gaps, in pixels.
+    Dashed(u32, u32),
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChartFormat {
@@ -57,10 +73,49 @@ pub(crate) fn register_font() {
     });
 }
 
+/// What a chart shows: series of allowed and denied counts per bucket (a second, or
+/// coarser), one line per rule.
+#[derive(Debug, Clone)]
+pub struct ChartData<'a> {
+    pub title: &'a str,
+    pub subtitle: String,
+    /// The x axis's description.
+    pub x_desc: String,
+    /// The bucket's name in the y axes' descriptions (`s`: "allowed / s").
+    pub per: String,
+    /// Buckets to show.
+    pub buckets: u64,
+    pub series: &'a [Series],
+}
+
 /// Draws `report` to `path`, PNG or SVG by its extension.
 pub fn render_chart(report: &Report, path: &Path) -> Result<(), ExportError> {
+    // A last second the run barely entered would draw a misleading drop to zero.
+    let covered = ((report.duration_ms + 500) / 1000).max(1);
+    let seconds = report
+        .series
+        .iter()
+        .map(|s| s.points.len() as u64)
+        .max()
+        .unwrap_or(1)
+        .min(covered);
+    render_series(
+        &ChartData {
+            title: "Decisions per second",
+            subtitle: report.workload.clone(),
+            x_desc: "seconds since the run started".into(),
+            per: "s".into(),
+            buckets: seconds,
+            series: &report.series,
+        },
+        path,
+    )
+}
+
+/// Draws `data` to `path`, PNG or SVG by its extension.
+pub fn render_series(data: &ChartData<'_>, path: &Path) -> Result<(), ExportError> {
     let format = ChartFormat::from_path(path)?;
-    if report.series.iter().all(|s| s.points.is_empty()) {
+    if data.series.iter().all(|s| s.points.is_empty()) {
         return Err(ExportError::Empty);
     }
     register_font();
@@ -71,12 +126,12 @@ pub fn render_chart(report: &Report, path: &Path) -> Result<(), ExportError> {
     match format {
         ChartFormat::Png => {
             let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-            draw(&root, report).map_err(|e| fail(&e))?;
+            draw(&root, data).map_err(|e| fail(&e))?;
             root.present().map_err(|e| fail(&e))
         }
         ChartFormat::Svg => {
             let root = SVGBackend::new(path, SIZE).into_drawing_area();
-            draw(&root, report).map_err(|e| fail(&e))?;
+            draw(&root, data).map_err(|e| fail(&e))?;
             root.present().map_err(|e| fail(&e))
         }
     }
@@ -84,44 +139,37 @@ pub fn render_chart(report: &Report, path: &Path) -> Result<(), ExportError> {
 
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
-fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, report: &Report) -> DrawResult<DB> {
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &ChartData<'_>) -> DrawResult<DB> {
     root.fill(&WHITE)?;
     let (title_area, body) = root.split_vertically(70);
     title_area.draw(&Text::new(
-        "Decisions per second",
+        data.title,
         (24, 12),
         ("sans-serif", 28).into_font().color(&BLACK),
     ))?;
     title_area.draw(&Text::new(
-        report.workload.clone(),
+        data.subtitle.clone(),
         (24, 46),
         ("sans-serif", 17).into_font().color(&RGBColor(80, 80, 80)),
     ))?;
     let (top, bottom) = body.split_vertically(body.dim_in_pixel().1 / 2);
-    // A last second the run barely entered would draw a misleading drop to zero.
-    let covered = ((report.duration_ms + 500) / 1000).max(1);
-    let seconds = report
-        .series
-        .iter()
-        .map(|s| s.points.len() as u64)
-        .max()
-        .unwrap_or(1)
-        .min(covered)
-        .max(2);
-    panel(&top, report, seconds, "allowed / s", |p| p.allowed, true)?;
-    panel(&bottom, report, seconds, "denied / s", |p| p.denied, false)?;
+    let buckets = data.buckets.max(2);
+    let allowed = format!("allowed / {}", data.per);
+    let denied = format!("denied / {}", data.per);
+    panel(&top, data, buckets, &allowed, |p| p.allowed, true)?;
+    panel(&bottom, data, buckets, &denied, |p| p.denied, false)?;
     Ok(())
 }
 
 fn panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
-    report: &Report,
+    data: &ChartData<'_>,
     seconds: u64,
     label: &str,
     value: fn(&crate::sim::SeriesPoint) -> u64,
     legend: bool,
 ) -> DrawResult<DB> {
-    let peak = report
+    let peak = data
         .series
         .iter()
         .flat_map(|s| s.points.iter().map(value))
@@ -138,32 +186,45 @@ fn panel<DB: DrawingBackend>(
         .build_cartesian_2d(0u64..seconds - 1, 0u64..(peak + peak / 8 + 1))?;
     chart
         .configure_mesh()
-        .x_desc("seconds since the run started")
+        .x_desc(data.x_desc.as_str())
         .y_desc(label)
         .axis_desc_style(("sans-serif", 16))
         .label_style(("sans-serif", 14))
         .light_line_style(RGBColor(235, 235, 235))
         .bold_line_style(RGBColor(210, 210, 210))
         .draw()?;
-    // The naive limiter is drawn first and thinner, so the real limiters stay on top of it.
-    let mut order: Vec<&Series> = report.series.iter().collect();
-    order.sort_by_key(|s| !is_naive(s));
+    // The naive limiter is drawn first and thinner, so the real limiters stay on top of it;
+    // dashed lines come last, so a solid line they coincide with shows between their dashes.
+    let mut order: Vec<&Series> = data.series.iter().collect();
+    order.sort_by_key(|s| (!is_naive(s), stroke(s) != Stroke::Solid));
     for series in order {
         let color = colour(series);
         let style = ShapeStyle::from(&color).stroke_width(if is_naive(series) { 2 } else { 3 });
-        chart
-            .draw_series(LineSeries::new(
-                series
-                    .points
-                    .iter()
-                    .take(seconds as usize)
-                    .map(|p| (p.second, value(p))),
-                style,
-            ))?
-            .label(legend_label(series))
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
-            });
+        let points: Vec<(u64, u64)> = series
+            .points
+            .iter()
+            .take(seconds as usize)
+            .map(|p| (p.second, value(p)))
+            .collect();
+        let drawn = match stroke(series) {
+            Stroke::Solid => chart.draw_series(LineSeries::new(points, style))?,
+            Stroke::Dashed(dash, gap) => {
+                chart.draw_series(DashedLineSeries::new(points, dash, gap, style))?
+            }
+        };
+        let mark = stroke(series);
+        drawn.label(legend_label(series)).legend(
+            move |(x, y)| -> DynElement<'static, DB, (i32, i32)> {
+                let ends = vec![(x, y), (x + 24, y)];
+                let style = color.stroke_width(3);
+                match mark {
+                    Stroke::Solid => PathElement::new(ends, style).into_dyn(),
+                    Stroke::Dashed(dash, gap) => {
+                        DashedPathElement::new(ends, dash.min(7), gap.min(4), style).into_dyn()
+                    }
+                }
+            },
+        );
     }
     if !legend {
         return Ok(());
@@ -182,11 +243,22 @@ fn panel<DB: DrawingBackend>(
 fn colour(series: &Series) -> RGBColor {
     PALETTE[match series.algorithm.as_str() {
         "token_bucket" => 0,
-        "sliding_window_log" => 1,
-        "fixed_window" => 2,
-        crate::sim::naive::NAIVE_LABEL => 3,
-        _ => 4,
+        "gcra" => 1,
+        "sliding_window_log" => 2,
+        "sliding_window_counter" => 3,
+        "fixed_window" => 4,
+        crate::sim::naive::NAIVE_LABEL => 5,
+        _ => 6,
     }]
+}
+
+/// GCRA's long dashes over the token bucket, the counter's short ones over the log.
+fn stroke(series: &Series) -> Stroke {
+    match series.algorithm.as_str() {
+        "gcra" => Stroke::Dashed(14, 10),
+        "sliding_window_counter" => Stroke::Dashed(5, 7),
+        _ => Stroke::Solid,
+    }
 }
 
 fn is_naive(series: &Series) -> bool {
@@ -199,12 +271,19 @@ fn legend_label(series: &Series) -> String {
     } else {
         match series.algorithm.as_str() {
             "token_bucket" => "token bucket",
+            "gcra" => "GCRA",
             "sliding_window_log" => "sliding window log",
+            "sliding_window_counter" => "sliding window counter",
             "fixed_window" => "fixed window",
             other => other,
         }
     };
-    if series.rule.replace('-', " ") == algorithm || (is_naive(series) && series.rule == "naive") {
+    if series
+        .rule
+        .replace('-', " ")
+        .eq_ignore_ascii_case(algorithm)
+        || (is_naive(series) && series.rule == "naive")
+    {
         algorithm.to_string()
     } else {
         format!("{} ({algorithm})", series.rule)

@@ -5,9 +5,13 @@
 //! - [`run_chart`] a run's own timeline with the rule's envelope, PNG or SVG
 //! - [`timeline`] records binned per target at the width that fits the run
 //! - [`style`] the run chart's bins, colours, dashes and envelope, shared with the app
+//! - [`replay_chart`] a replay's decisions over log time, through [`chart`]
+//! - [`heatmap`] a replay's sweep: % of requests and of keys denied per configuration
 
 pub mod chart;
 pub mod csv;
+pub mod heatmap;
+pub mod replay_chart;
 pub mod run_chart;
 pub mod style;
 pub mod timeline;

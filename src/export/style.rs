@@ -129,6 +129,16 @@ pub fn envelope(algorithm: &Algorithm, t_ms: u64) -> f64 {
             capacity,
             refill_per_sec,
         } => capacity as f64 + (refill_per_sec * t_ms as f64 / 1000.0).floor(),
+        // The TAT moves by window / limit per unit admitted and stays within a burst of now.
+        Algorithm::Gcra {
+            limit,
+            window_ms,
+            burst,
+        } => burst as f64 + (t_ms as f64 * limit as f64 / window_ms as f64).floor(),
+        // Each aligned window holds at most `limit`; a span touches floor(t / window) + 2.
+        Algorithm::SlidingWindowCounter { limit, window_ms } => {
+            (limit * (t_ms / window_ms + 2)) as f64
+        }
         Algorithm::SlidingWindowLog { limit, window_ms }
         | Algorithm::FixedWindow { limit, window_ms } => (limit * (t_ms / window_ms + 1)) as f64,
     }

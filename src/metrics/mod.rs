@@ -1,7 +1,7 @@
 //! Prometheus metrics of this process's decisions, fed by the limiter as a [`DecisionObserver`].
 //!
 //! ```text
-//! ratelockr_evaluations_total{algorithm, result}        counter, all 9 series from the start
+//! ratelockr_evaluations_total{algorithm, result}        counter, all 15 series from the start
 //! ratelockr_evaluation_duration_seconds{algorithm}      histogram, 25 µs .. 1 s
 //! ratelockr_redis_errors_total{kind}                    counter, one series per FailureKind
 //! ratelockr_active_rules                                gauge, set by whoever owns the rules
@@ -46,9 +46,9 @@ pub struct Metrics {
 struct Inner {
     registry: Registry,
     /// `[algorithm][outcome]`, indexed like `AlgorithmKind::ALL` and `Outcome::ALL`.
-    evaluations: [[IntCounter; 3]; 3],
+    evaluations: [[IntCounter; Outcome::ALL.len()]; AlgorithmKind::ALL.len()],
     /// Indexed like `AlgorithmKind::ALL`.
-    durations: [Histogram; 3],
+    durations: [Histogram; AlgorithmKind::ALL.len()],
     /// Indexed like `FailureKind::ALL`.
     redis_errors: [IntCounter; FailureKind::ALL.len()],
     active_rules: IntGauge,
@@ -191,8 +191,10 @@ impl DecisionObserver for Metrics {
 fn algorithm_index(kind: AlgorithmKind) -> usize {
     match kind {
         AlgorithmKind::TokenBucket => 0,
-        AlgorithmKind::SlidingWindowLog => 1,
-        AlgorithmKind::FixedWindow => 2,
+        AlgorithmKind::Gcra => 1,
+        AlgorithmKind::SlidingWindowLog => 2,
+        AlgorithmKind::SlidingWindowCounter => 3,
+        AlgorithmKind::FixedWindow => 4,
     }
 }
 

@@ -1,14 +1,16 @@
 //! The traffic simulator: one workload, offered open-loop by several simulated app instances
-//! (each with its own Redis connection) against one rule, all three algorithms side by side, and
+//! (each with its own Redis connection) against one rule, all five algorithms side by side, and
 //! optionally the naive GET/SET limiter that shows the race the scripts remove.
 //!
 //! - [`workload`] patterns, lengths, servers and key distributions
 //! - [`naive`]    the deliberately broken limiter of the race demo
+//! - `exact`      the sliding window counter's decisions judged by the exact log
 //! - [`report`]   summaries and per-second series
 //!
 //! Records stream out as they complete (to a [`RecordSink`] such as the CSV writer, and to a
 //! [`SimObserver`] for live charts and progress bars), so memory stays bounded on long runs.
 
+mod exact;
 pub mod naive;
 pub mod report;
 pub mod workload;
@@ -18,7 +20,7 @@ pub use workload::{KeyDistribution, Length, Pattern, Retry, Workload};
 
 use crate::decision::Decision;
 use crate::limiter::Limiter;
-use crate::rule::{Rule, RuleError};
+use crate::rule::{Algorithm, AlgorithmKind, Rule, RuleError};
 use crate::scripts::At;
 use crate::telemetry::now_ms;
 use report::TargetAccumulator;
@@ -103,11 +105,13 @@ impl SimSpec {
         })
     }
 
-    /// All three algorithms with equal nominal limits: `limit` per `window_ms`. The windows take
-    /// them as they are; the token bucket holds `limit` tokens and refills `limit` per window
-    /// (`limit * 1000 / window_ms` per second), so all three admit the same long-run rate and
-    /// the same burst. Rules are named `<prefix>token-bucket`, `<prefix>sliding-window-log`,
-    /// `<prefix>fixed-window` (and `<prefix>naive` with `naive`).
+    /// All five algorithms with equal nominal limits: `limit` per `window_ms`. The windows and
+    /// the counter take them as they are; the token bucket holds `limit` tokens and refills
+    /// `limit` per window (`limit * 1000 / window_ms` per second); GCRA has burst `limit` and
+    /// period `window_ms`. So all five admit the same long-run rate and the same burst. Rules
+    /// are named `<prefix>` and the algorithm's CLI name (`token-bucket`, `gcra`,
+    /// `sliding-window-log`, `sliding-window-counter`, `fixed-window`), and `<prefix>naive`
+    /// with `naive`.
     pub fn compare(
         prefix: &str,
         limit: u64,
@@ -117,20 +121,29 @@ impl SimSpec {
     ) -> Result<Self, RuleError> {
         let name = |n: &str| format!("{prefix}{n}");
         let refill = limit as f64 * 1000.0 / window_ms.max(1) as f64;
-        let mut targets = vec![
-            Target {
-                rule: Rule::token_bucket(name("token-bucket"), limit, refill)?,
+        let mut targets = Vec::new();
+        for kind in AlgorithmKind::ALL {
+            let algorithm = match kind {
+                AlgorithmKind::TokenBucket => Algorithm::TokenBucket {
+                    capacity: limit,
+                    refill_per_sec: refill,
+                },
+                AlgorithmKind::Gcra => Algorithm::Gcra {
+                    limit,
+                    window_ms,
+                    burst: limit,
+                },
+                AlgorithmKind::SlidingWindowLog => Algorithm::SlidingWindowLog { limit, window_ms },
+                AlgorithmKind::SlidingWindowCounter => {
+                    Algorithm::SlidingWindowCounter { limit, window_ms }
+                }
+                AlgorithmKind::FixedWindow => Algorithm::FixedWindow { limit, window_ms },
+            };
+            targets.push(Target {
+                rule: Rule::new(name(kind.cli_name()), algorithm)?,
                 naive: false,
-            },
-            Target {
-                rule: Rule::sliding_window_log(name("sliding-window-log"), limit, window_ms)?,
-                naive: false,
-            },
-            Target {
-                rule: Rule::fixed_window(name("fixed-window"), limit, window_ms)?,
-                naive: false,
-            },
-        ];
+            });
+        }
         if naive {
             targets.push(Target {
                 rule: Rule::fixed_window(name("naive"), limit, window_ms)?,

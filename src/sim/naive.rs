@@ -25,7 +25,11 @@ pub fn naive_window(algorithm: &Algorithm) -> (u64, u64) {
                 .ceil()
                 .max(1.0) as u64,
         ),
+        Algorithm::Gcra {
+            window_ms, burst, ..
+        } => (burst, window_ms),
         Algorithm::SlidingWindowLog { limit, window_ms }
+        | Algorithm::SlidingWindowCounter { limit, window_ms }
         | Algorithm::FixedWindow { limit, window_ms } => (limit, window_ms),
     }
 }

@@ -1,5 +1,6 @@
 //! What a run found: a summary per target and a per-second series for charts.
 
+use super::exact::ExactLogJudge;
 use super::Record;
 use crate::rule::Algorithm;
 use hdrhistogram::Histogram;
@@ -23,6 +24,15 @@ pub struct TargetSummary {
     /// key's requests (token bucket: capacity + rate x span; windows: limit x (floor(span /
     /// window) + 1)), summed over keys. Zero for a correct limiter; the naive one shows its race.
     pub over_admitted: u64,
+    /// The sliding window counter only: admissions that put more than `limit` in the sliding
+    /// window ending at them, counting the counter's own earlier admissions (what the exact
+    /// log would have denied).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact_log_wrongly_allowed: Option<u64>,
+    /// The sliding window counter only: denials the exact log would have admitted, on the
+    /// counter's own admitted traffic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact_log_wrongly_denied: Option<u64>,
     /// Latency percentiles of the client-observed round trip of one decision: from sending to
     /// the reply, including waiting in the client's queue and on the connection (and, for the
     /// first decisions, connecting and loading the script). Redis's own time per script call
@@ -96,6 +106,8 @@ pub(crate) struct TargetAccumulator {
     latency: Histogram<u64>,
     keys: HashMap<String, KeySpan>,
     points: Vec<SeriesPoint>,
+    /// The exact log's verdict on each decision of a sliding window counter.
+    judge: Option<ExactLogJudge>,
 }
 
 impl TargetAccumulator {
@@ -118,6 +130,12 @@ impl TargetAccumulator {
             latency: Histogram::new_with_bounds(1, 60_000_000, 3).expect("static bounds are valid"),
             keys: HashMap::new(),
             points: Vec::new(),
+            judge: match algorithm {
+                Algorithm::SlidingWindowCounter { limit, window_ms } if !naive => {
+                    Some(ExactLogJudge::new(limit, window_ms))
+                }
+                _ => None,
+            },
         }
     }
 
@@ -147,6 +165,9 @@ impl TargetAccumulator {
             point.denied += 1;
         }
         let _ = self.latency.record(record.latency_us.max(1));
+        if let (Some(judge), false) = (&mut self.judge, record.fail_open) {
+            judge.judge(&record.key, record.sent_at_ms, cost, record.allowed);
+        }
         // Look up before inserting: cloning the key on every record would allocate on the hot
         // path for keys seen many times.
         if !self.keys.contains_key(&record.key) {
@@ -176,6 +197,20 @@ impl TargetAccumulator {
                 refill_per_sec,
             } => {
                 return capacity + (refill_per_sec * span_ms as f64 / 1000.0).floor() as u64;
+            }
+            // TAT only moves forward, by T per unit admitted, and stays within burst x T of now.
+            Algorithm::Gcra {
+                limit,
+                window_ms,
+                burst,
+            } => {
+                let refill = u128::from(span_ms) * u128::from(limit) / u128::from(window_ms);
+                return burst.saturating_add(u64::try_from(refill).unwrap_or(u64::MAX));
+            }
+            // Each aligned window holds at most `limit` (the estimate counts it whole), and a
+            // span touches at most floor(span / window) + 2 of them.
+            Algorithm::SlidingWindowCounter { limit, window_ms } => {
+                return limit * (span_ms / window_ms + 2);
             }
             Algorithm::SlidingWindowLog { limit, window_ms }
             | Algorithm::FixedWindow { limit, window_ms } => (limit, window_ms),
@@ -209,6 +244,8 @@ impl TargetAccumulator {
             fail_open: self.fail_open,
             retries: self.retries,
             over_admitted,
+            exact_log_wrongly_allowed: self.judge.as_ref().map(|j| j.wrongly_allowed),
+            exact_log_wrongly_denied: self.judge.as_ref().map(|j| j.wrongly_denied),
             latency_p50_us: q(0.5),
             latency_p95_us: q(0.95),
             latency_p99_us: q(0.99),

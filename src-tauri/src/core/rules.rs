@@ -19,6 +19,9 @@ pub struct RuleDraft {
     pub limit: Option<f64>,
     #[ts(optional)]
     pub window_ms: Option<f64>,
+    /// GCRA only; left out, it is the limit.
+    #[ts(optional)]
+    pub burst: Option<f64>,
 }
 
 /// A whole, non-negative number from a form field (JSON numbers arrive as floats).
@@ -47,7 +50,22 @@ impl RuleDraft {
                         .with_field("refill_per_sec")
                 })?,
             },
+            AlgorithmKind::Gcra => {
+                let limit = whole("limit", self.limit)?;
+                Algorithm::Gcra {
+                    limit,
+                    window_ms: whole("window_ms", self.window_ms)?,
+                    burst: match self.burst {
+                        Some(_) => whole("burst", self.burst)?,
+                        None => limit,
+                    },
+                }
+            }
             AlgorithmKind::SlidingWindowLog => Algorithm::SlidingWindowLog {
+                limit: whole("limit", self.limit)?,
+                window_ms: whole("window_ms", self.window_ms)?,
+            },
+            AlgorithmKind::SlidingWindowCounter => Algorithm::SlidingWindowCounter {
                 limit: whole("limit", self.limit)?,
                 window_ms: whole("window_ms", self.window_ms)?,
             },
@@ -141,6 +159,7 @@ mod tests {
             refill_per_sec: None,
             limit,
             window_ms: Some(1000.0),
+            burst: None,
         }
     }
 

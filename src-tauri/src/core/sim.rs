@@ -14,7 +14,7 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 use ts_rs::TS;
 
-/// Rule names of "compare all three" start with this.
+/// Rule names of "compare all five" start with this.
 pub const COMPARE_PREFIX: &str = "compare-";
 
 /// What to run against.
@@ -23,7 +23,7 @@ pub const COMPARE_PREFIX: &str = "compare-";
 pub enum SimTarget {
     /// One of the user's rules.
     Rule { name: String },
-    /// The three algorithms side by side with equal nominal limits: `limit` per `window_ms`.
+    /// The five algorithms side by side with equal nominal limits: `limit` per `window_ms`.
     Compare {
         #[ts(type = "number")]
         limit: u64,

@@ -79,14 +79,18 @@ pub enum Command {
     Serve(crate::cmd::serve::ServeArgs),
     /// Decisions per second and latency through the engine, beside Redis's own ceiling.
     Bench(crate::cmd::bench::BenchArgs),
-    /// Offer a workload to one rule, or to all three algorithms side by side.
+    /// Offer a workload to one rule, or to all five algorithms side by side.
     Simulate(crate::cmd::simulate::SimulateArgs),
+    /// Decide a real log's requests on its own clock: whom would these limits have denied?
+    Replay(crate::cmd::replay::ReplayArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AlgorithmArg {
     TokenBucket,
+    Gcra,
     SlidingWindowLog,
+    SlidingWindowCounter,
     FixedWindow,
 }
 
@@ -94,7 +98,9 @@ impl From<AlgorithmArg> for AlgorithmKind {
     fn from(a: AlgorithmArg) -> Self {
         match a {
             AlgorithmArg::TokenBucket => AlgorithmKind::TokenBucket,
+            AlgorithmArg::Gcra => AlgorithmKind::Gcra,
             AlgorithmArg::SlidingWindowLog => AlgorithmKind::SlidingWindowLog,
+            AlgorithmArg::SlidingWindowCounter => AlgorithmKind::SlidingWindowCounter,
             AlgorithmArg::FixedWindow => AlgorithmKind::FixedWindow,
         }
     }
@@ -112,12 +118,15 @@ pub struct RuleArgs {
     /// Token bucket: tokens added per second.
     #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
     pub refill_per_sec: f64,
-    /// Windows: requests admitted per window.
+    /// Windows and GCRA: requests admitted per window (GCRA: per period).
     #[arg(long, default_value_t = 10)]
     pub limit: u64,
-    /// Windows: the window's length in milliseconds.
+    /// Windows: the window's length in milliseconds (GCRA: its period).
     #[arg(long, default_value_t = 1000)]
     pub window_ms: u64,
+    /// GCRA: how many may pass at once (default: --limit).
+    #[arg(long)]
+    pub burst: Option<u64>,
 }
 
 impl RuleArgs {
@@ -132,7 +141,16 @@ impl RuleArgs {
                 capacity: self.capacity,
                 refill_per_sec: self.refill_per_sec,
             },
+            AlgorithmKind::Gcra => Algorithm::Gcra {
+                limit: self.limit,
+                window_ms: self.window_ms,
+                burst: self.burst.unwrap_or(self.limit),
+            },
             AlgorithmKind::SlidingWindowLog => Algorithm::SlidingWindowLog {
+                limit: self.limit,
+                window_ms: self.window_ms,
+            },
+            AlgorithmKind::SlidingWindowCounter => Algorithm::SlidingWindowCounter {
                 limit: self.limit,
                 window_ms: self.window_ms,
             },

@@ -5,4 +5,8 @@ import type { AlgorithmKind } from "./AlgorithmKind";
  * A rule as the editor holds it: every parameter optional, so a half-filled form still
  * reaches the engine's validation and comes back with a message naming the field.
  */
-export type RuleDraft = { name: string, algorithm: AlgorithmKind, capacity?: number, refill_per_sec?: number, limit?: number, window_ms?: number, };
+export type RuleDraft = { name: string, algorithm: AlgorithmKind, capacity?: number, refill_per_sec?: number, limit?: number, window_ms?: number, 
+/**
+ * GCRA only; left out, it is the limit.
+ */
+burst?: number, };

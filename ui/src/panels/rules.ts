@@ -11,7 +11,7 @@ import type { FieldError } from "../logic/workload";
 import { emit, on, state } from "../store";
 
 /** The algorithms the engine takes as rules; tsc fails here when the engine gains one. */
-const RULE_KINDS = { token_bucket: true, sliding_window_log: true, fixed_window: true } satisfies Record<AlgorithmKind, true>;
+const RULE_KINDS = { token_bucket: true, gcra: true, sliding_window_log: true, sliding_window_counter: true, fixed_window: true } satisfies Record<AlgorithmKind, true>;
 
 /** Input ids kept from the first version (the E2E test and muscle memory use them). */
 const INPUT_ID: Record<string, string> = { capacity: "rule-capacity", refill_per_sec: "rule-refill", limit: "rule-limit", window_ms: "rule-window", burst: "rule-burst" };

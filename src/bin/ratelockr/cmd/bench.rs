@@ -11,7 +11,7 @@ use std::time::Duration;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// The algorithm to measure; repeat it, or leave it out for all three.
+    /// The algorithm to measure; repeat it, or leave it out for all five.
     #[arg(long, value_enum)]
     pub algorithm: Vec<AlgorithmArg>,
     /// Seconds measured per run, warm-up excluded.
@@ -49,6 +49,17 @@ pub struct BenchArgs {
     /// own redis-server).
     #[arg(long)]
     pub stats: bool,
+    /// Replay benchmarks instead (a log generated in a temporary directory): parsing on one
+    /// core, the log end to end through a token bucket beside redis-benchmark running the
+    /// same script, and a sweep of 25 configurations.
+    #[arg(long)]
+    pub replay: bool,
+    /// Lines of the generated log for parsing and the end-to-end run.
+    #[arg(long, default_value_t = 1_000_000, requires = "replay")]
+    pub replay_lines: u64,
+    /// Lines of the generated log the 25-configuration sweep replays.
+    #[arg(long, default_value_t = 100_000, requires = "replay")]
+    pub sweep_lines: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -97,6 +108,9 @@ struct Output {
 }
 
 pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    if args.replay {
+        return super::bench_replay::run(global, args).await;
+    }
     anyhow::ensure!(
         args.duration_secs >= 1,
         "invalid --duration-secs: must be at least 1"

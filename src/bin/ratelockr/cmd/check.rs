@@ -13,8 +13,11 @@ pub struct CheckArgs {
     #[arg(long)]
     pub key: String,
     /// How much of the allowance this request takes.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, conflicts_with = "peek")]
     pub cost: u64,
+    /// Show what is left without consuming anything (a cost of 0; not counted in stats).
+    #[arg(long)]
+    pub peek: bool,
     /// Decide at this time (ms since the epoch) instead of the Redis server's clock.
     #[arg(long)]
     pub now_ms: Option<u64>,
@@ -24,11 +27,17 @@ pub struct CheckArgs {
 
 pub async fn run(global: &Global, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let rule = args.rule.rule(args.algorithm.into(), None)?;
-    rule.check_cost(args.cost).map_err(flag_error)?;
+    if !args.peek {
+        rule.check_cost(args.cost).map_err(flag_error)?;
+    }
     let backend = global.backend()?;
     let limiter = global.limiter(&backend)?;
     let at = args.now_ms.map_or(At::ServerClock, At::Millis);
-    let decision = match limiter.try_check_at(&rule, &args.key, args.cost, at).await {
+    let decided = match args.peek {
+        true => limiter.try_peek_at(&rule, &args.key, at).await,
+        false => limiter.try_check_at(&rule, &args.key, args.cost, at).await,
+    };
+    let decision = match decided {
         Ok(decision) => decision,
         Err(CheckError::Rule(err)) => return Err(flag_error(err)),
         Err(CheckError::Redis(failure)) => {
@@ -41,6 +50,14 @@ pub async fn run(global: &Global, args: &CheckArgs) -> anyhow::Result<ExitCode> 
     };
     if global.json {
         print_json(&decision)?;
+    } else if args.peek {
+        println!(
+            "peek      rule {}  key {}  remaining {}  full again in {} ms  (nothing consumed)",
+            rule.name(),
+            args.key,
+            decision.remaining,
+            decision.reset_after_ms
+        );
     } else if decision.allowed {
         println!(
             "allowed   rule {}  key {}  remaining {}  full again in {} ms",

@@ -1,7 +1,9 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod bench_replay;
 pub mod check;
+pub mod replay;
 pub mod reset;
 pub mod serve;
 pub mod simulate;
@@ -18,5 +20,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve::run(&cli.global, args).await,
         Command::Bench(args) => bench::run(&cli.global, args).await,
         Command::Simulate(args) => simulate::run(&cli.global, args).await,
+        Command::Replay(args) => replay::run(&cli.global, args).await,
     }
 }

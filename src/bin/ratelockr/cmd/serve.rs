@@ -14,12 +14,12 @@ pub struct ServeArgs {
     /// Where to listen. Loopback by default: the metrics name rules and reveal traffic.
     #[arg(long, default_value = "127.0.0.1:9464")]
     pub addr: SocketAddr,
-    /// Decisions per second of a demo workload through this process's limiter (all three
+    /// Decisions per second of a demo workload through this process's limiter (all five
     /// algorithms in turn, 5 client keys: some allowed, some denied), so the endpoint has something to count. 0: none;
     /// the endpoint then reports this process's decisions only, which are none.
     #[arg(long, default_value_t = 0)]
     pub demo_rps: u32,
-    /// The demo's algorithm; repeat it, or leave it out for all three.
+    /// The demo's algorithm; repeat it, or leave it out for all five.
     #[arg(long, value_enum)]
     pub algorithm: Vec<AlgorithmArg>,
 }
@@ -65,6 +65,17 @@ pub async fn run(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode> 
                         limit: 10,
                         window_ms: 5_000,
                     },
+                    ratelockr::Algorithm::Gcra { .. } => ratelockr::Algorithm::Gcra {
+                        limit: 10,
+                        window_ms: 5_000,
+                        burst: 10,
+                    },
+                    ratelockr::Algorithm::SlidingWindowCounter { .. } => {
+                        ratelockr::Algorithm::SlidingWindowCounter {
+                            limit: 10,
+                            window_ms: 5_000,
+                        }
+                    }
                 };
                 Ok(ratelockr::Rule::new(
                     format!("demo-{}", kind.cli_name()),

@@ -1,4 +1,4 @@
-//! `ratelockr simulate`: a workload against one rule or all three algorithms, with CSV and
+//! `ratelockr simulate`: a workload against one rule or all five algorithms, with CSV and
 //! chart export, a progress bar and a summary table.
 
 use crate::opts::{flag_error, print_json, AlgorithmArg, Global, RuleArgs};
@@ -27,7 +27,7 @@ pub enum PatternArg {
 
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
-    /// The algorithm to simulate (or --compare for all three).
+    /// The algorithm to simulate (or --compare for all five).
     #[arg(
         long,
         value_enum,
@@ -35,8 +35,9 @@ pub struct SimulateArgs {
         conflicts_with = "compare"
     )]
     pub algorithm: Option<AlgorithmArg>,
-    /// All three algorithms side by side on the same traffic, with equal nominal limits:
-    /// --limit per --window-ms (the token bucket holds --limit and refills --limit per window).
+    /// All five algorithms side by side on the same traffic, with equal nominal limits:
+    /// --limit per --window-ms (the token bucket holds --limit and refills --limit per window;
+    /// GCRA has burst --limit and period --window-ms).
     #[arg(long)]
     pub compare: bool,
     #[command(flatten)]
@@ -405,6 +406,26 @@ fn print_table(report: &Report, args: &SimulateArgs) {
             cost.calls, cost.usec_per_call
         ),
         _ => {}
+    }
+    for t in &report.targets {
+        if let (Some(allowed), Some(denied)) =
+            (t.exact_log_wrongly_allowed, t.exact_log_wrongly_denied)
+        {
+            let share = |n: u64| {
+                if t.requests == 0 {
+                    0.0
+                } else {
+                    n as f64 * 100.0 / t.requests as f64
+                }
+            };
+            println!(
+                "\n{} against the exact log on its own traffic: {allowed} admitted beyond the limit in the sliding window ({:.3} %), {denied} denied that the log would admit ({:.3} %), of {} requests",
+                t.rule,
+                share(allowed),
+                share(denied),
+                t.requests
+            );
+        }
     }
     if report
         .targets

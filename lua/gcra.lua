@@ -1,0 +1,197 @@
+--[[
+ratelockr GCRA (generic cell rate algorithm) — one atomic rate-limit decision.
+
+One number of state per client, the theoretical arrival time (TAT): when the client's allowance
+would be back to full if it sent nothing more. Each admission pushes the TAT one emission
+interval T = period_ms / limit per unit of cost; a request passes when the TAT it would push to
+lies no more than burst x T ahead of now. With burst = limit it admits exactly what a token
+bucket of capacity `limit` refilling `limit` per period admits. Redis runs a script on one
+thread, so reading and pushing the TAT cannot interleave with another client's call.
+
+The arithmetic is exact: time is counted in integer units of 1/limit ms, in which T is the
+integer period_ms, and every quantity stays below 2^53 (hence burst x period_ms <= 2^52), so
+Lua's doubles hold it without rounding. No drift accumulates, and the waits are exact.
+
+KEYS
+  [1] the TAT: a 24-byte string, struct.pack('<ddd', tat_ms, frac, limit): three little-endian
+      doubles holding integers, TAT = tat_ms + frac / limit ms (0 <= frac < limit); absent = a
+      full allowance. Stored under another limit, the TAT is rounded up to a whole ms.
+  [2] optional: the telemetry counter of allowed decisions (INCR'd when allowed)
+  [3] optional: the telemetry counter of denied decisions (INCR'd when denied)
+      KEYS[2] and KEYS[3] go together; give both or neither.
+
+ARGV
+  [1] limit        integer >= 1      requests per period (the long-run rate)
+  [2] period_ms    integer >= 1      the period in milliseconds
+  [3] burst        integer >= 1      how many may pass at once (burst x period_ms <= 2^52)
+  [4] now_ms       integer ms or ""  milliseconds since the epoch; "" = the Redis server's clock
+  [5] cost         integer >= 0      units this request takes (optional, default 1; <= burst);
+                                     0 is a peek: nothing is consumed, written or counted
+  [6] stats TTL    integer seconds   TTL of the telemetry counters (optional, default 120)
+
+REPLY  {allowed, remaining, retry_after_ms, reset_after_ms}
+  allowed         1 or 0; a denied request pushes nothing
+  remaining       whole requests that could still pass now (floor)
+  retry_after_ms  0 when allowed, else the exact wait (rounded up) after which this cost passes
+  reset_after_ms  the wait until the allowance is full again, ceil(TAT - now)
+
+With t = max(TAT, now): admit iff t + cost x T - now <= burst x T, then TAT = t + cost x T.
+Both waits are measured from the caller's now_ms. A clock that goes backwards mints nothing:
+it only makes the TAT look further ahead. Only an admission writes: one SET of the new TAT with
+PX ceil(TAT - now), so an idle key evicts itself exactly when it would read as full.
+Redis work: TIME, GET, and SET on admission only.
+
+EXAMPLE  (10 per 1000 ms, bursts of 5, server clock, cost 1)
+  redis-cli EVAL "$(cat gcra.lua)" 1 ratelockr:gc:{api}:user42 10 1000 5 "" 1
+  1) (integer) 1    2) (integer) 4    3) (integer) 0    4) (integer) 100
+]]
+
+-- The hot path checks the arguments with plain comparisons (x % 1 == 0 also rules out NaN and
+-- infinities); only a call with a bad one builds the helpers that name it.
+local nkeys = #KEYS
+local limit, period, burst = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local cost, stats_ttl = ARGV[5], ARGV[6]
+if cost == nil or cost == '' then cost = 1 else cost = tonumber(cost) end
+if stats_ttl == nil or stats_ttl == '' then stats_ttl = 120 else stats_ttl = tonumber(stats_ttl) end
+if not ((nkeys == 1 or nkeys == 3)
+    and limit and limit % 1 == 0 and limit >= 1 and limit <= 1e15
+    and period and period % 1 == 0 and period >= 1 and period <= 1e15
+    and burst and burst % 1 == 0 and burst >= 1 and burst <= 1e15
+    and burst * period <= 4503599627370496
+    and cost and cost % 1 == 0 and cost >= 0 and cost <= burst
+    and stats_ttl and stats_ttl % 1 == 0 and stats_ttl >= 1 and stats_ttl <= 1e15) then
+  local function fail(msg)
+    return redis.error_reply('ratelockr gcra: ' .. msg)
+  end
+
+  local function integer_arg(value, name, default, min)
+    if value == nil or value == '' then
+      if default ~= nil then return default end
+      return nil, name .. ' is required'
+    end
+    local n = tonumber(value)
+    if n == nil or n ~= n or n % 1 ~= 0 or n < min or n > 1e15 then
+      return nil, name .. ' must be an integer >= ' .. min .. ', got \'' .. tostring(value) .. '\''
+    end
+    return n
+  end
+
+  if nkeys ~= 1 and nkeys ~= 3 then
+    return fail('expected 1 key (TAT) or 3 (TAT, allowed counter, denied counter), got ' .. nkeys)
+  end
+  local err
+  limit, err = integer_arg(ARGV[1], 'limit', nil, 1)
+  if not limit then return fail(err) end
+  period, err = integer_arg(ARGV[2], 'period_ms', nil, 1)
+  if not period then return fail(err) end
+  burst, err = integer_arg(ARGV[3], 'burst', nil, 1)
+  if not burst then return fail(err) end
+  if burst * period > 4503599627370496 then
+    return fail('burst x period_ms must be at most 2^52 (4503599627370496) so that the arithmetic stays exact, got '
+      .. string.format('%.17g', burst * period))
+  end
+  cost, err = integer_arg(ARGV[5], 'cost', 1, 0)
+  if not cost then return fail(err) end
+  if cost > burst then
+    return fail('cost ' .. cost .. ' exceeds burst ' .. burst .. ': such a request can never pass')
+  end
+  stats_ttl, err = integer_arg(ARGV[6], 'stats TTL', 120, 1)
+  if not stats_ttl then return fail(err) end
+  return fail('invalid arguments')
+end
+
+local now = ARGV[4]
+if now == nil or now == '' then
+  local t = redis.call('TIME')
+  local us = t[2]
+  now = t[1] * 1000 + (us - us % 1000) / 1000
+else
+  now = tonumber(now)
+  if not (now and now % 1 == 0 and now >= 0 and now <= 9007199254740992) then
+    return redis.error_reply('ratelockr gcra: now_ms must be an integer >= 0 (at most 2^53) or "", got \''
+      .. tostring(ARGV[4]) .. '\'')
+  end
+end
+
+-- Floor division of integers below 2^53, exact: the double quotient may round across an
+-- integer, and the remainder says so.
+local function divmod(a, b)
+  local q = math.floor(a / b)
+  local r = a - q * b
+  if r < 0 then
+    q, r = q - 1, r + b
+  elseif r >= b then
+    q, r = q + 1, r - b
+  end
+  return q, r
+end
+
+local span = burst * period -- burst x T, in units of 1/limit ms
+local tat_ms, frac
+local state = redis.call('GET', KEYS[1])
+if state then
+  local stored_limit
+  if #state == 24 then tat_ms, frac, stored_limit = struct.unpack('<ddd', state) end
+  if not (tat_ms and tat_ms % 1 == 0 and frac % 1 == 0 and frac >= 0 and stored_limit >= 1
+      and frac < stored_limit) then
+    return redis.error_reply('ratelockr gcra: ' .. KEYS[1] .. ' holds ' .. #state
+      .. ' bytes that are not a TAT (24 bytes: tat_ms, frac, limit, little-endian doubles)')
+  end
+  if stored_limit ~= limit and frac > 0 then
+    -- Another limit's units: round the TAT up to a whole ms, which mints nothing.
+    tat_ms, frac = tat_ms + 1, 0
+  end
+end
+
+-- diff = max(TAT - now, 0) in units. Far ahead (a caller whose clock lags far behind) it is
+-- kept in whole ms instead, where it could exceed 2^53 units; such a request is denied anyway.
+local ahead = 0
+local diff = 0
+local far = false
+if tat_ms and tat_ms >= now then
+  ahead = tat_ms - now
+  if ahead <= span / limit + 2 then
+    diff = ahead * limit + frac
+  else
+    far = true
+  end
+end
+
+local allowed, remaining, retry_after, reset_after = 0, 0, 0, 0
+if not far and diff <= (burst - cost) * period then
+  allowed = 1
+  if cost > 0 then
+    diff = diff + cost * period
+    local whole, rest = divmod(diff, limit)
+    reset_after = whole
+    if rest > 0 then reset_after = whole + 1 end
+    redis.call('SET', KEYS[1], struct.pack('<ddd', now + whole, rest, limit), 'PX', reset_after)
+  else
+    local whole, rest = divmod(diff, limit)
+    reset_after = whole
+    if rest > 0 then reset_after = whole + 1 end
+  end
+  remaining = divmod(span - diff, period)
+elseif not far then
+  if diff < span then remaining = divmod(span - diff, period) end
+  -- The least whole ms w with diff - w x limit <= span - cost x T.
+  local whole, rest = divmod(diff + cost * period - span, limit)
+  retry_after = whole
+  if rest > 0 then retry_after = whole + 1 end
+  whole, rest = divmod(diff, limit)
+  reset_after = whole
+  if rest > 0 then reset_after = whole + 1 end
+else
+  local whole, rest = divmod(frac + cost * period - span, limit)
+  retry_after = ahead + whole
+  if rest > 0 then retry_after = retry_after + 1 end
+  reset_after = ahead
+  if frac > 0 then reset_after = ahead + 1 end
+end
+
+if nkeys == 3 and cost > 0 then
+  local counter = KEYS[3 - allowed]
+  if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, stats_ttl) end
+end
+
+return {allowed, remaining, retry_after, reset_after}

@@ -1,0 +1,444 @@
+//! `ratelockr replay`: a log decided on its own clock through one rule, several (`--rules`) or
+//! a sweep's grid, with CSV, chart and heatmap exports and a per-key report.
+
+use crate::opts::{print_json, AlgorithmArg, Global, RuleArgs};
+use anyhow::{anyhow, Context};
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use ratelockr::export::{self, CsvSink};
+use ratelockr::replay::{
+    self, FieldNames, LogFormat, LogSource, ParseSpec, ReplayObserver, ReplayProgress,
+    ReplayReport, ReplaySpec, SweepAxis,
+};
+use ratelockr::Rule;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    Combined,
+    Common,
+    Jsonl,
+    Csv,
+}
+
+impl From<FormatArg> for LogFormat {
+    fn from(f: FormatArg) -> Self {
+        match f {
+            FormatArg::Combined => LogFormat::Combined,
+            FormatArg::Common => LogFormat::Common,
+            FormatArg::Jsonl => LogFormat::Jsonl,
+            FormatArg::Csv => LogFormat::Csv,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The log: a file (gzip is recognised by its content) or - for stdin.
+    #[arg(long)]
+    pub log: String,
+    /// The log's format (default: detected from its first line).
+    #[arg(long, value_enum)]
+    pub format: Option<FormatArg>,
+    /// The client key: ip, method, path, path[N], field:NAME, header:NAME, joined by +
+    /// (ip+path[1]: the address and the first path segment).
+    #[arg(long, default_value = "ip")]
+    pub key: String,
+    /// JSON lines / CSV: the key's field (the same as --key field:NAME).
+    #[arg(long, conflicts_with = "key")]
+    pub key_field: Option<String>,
+    /// JSON lines / CSV: the timestamp's field (RFC 3339, epoch s or ms).
+    #[arg(long)]
+    pub time_field: Option<String>,
+    /// JSON lines / CSV: the cost's field (default: every request costs 1).
+    #[arg(long)]
+    pub cost_field: Option<String>,
+    /// Combined format: names of the fields after the user agent, in order (the headers the
+    /// log captures, e.g. x-api-key), for header:NAME and field:NAME.
+    #[arg(long, value_delimiter = ',')]
+    pub extra_fields: Vec<String>,
+    /// Only requests with this method (repeatable, or comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub method: Vec<String>,
+    /// Only requests whose target (path and query, as logged) matches this regex.
+    #[arg(long)]
+    pub path: Option<String>,
+    /// How far out of order (in seconds) requests may be and still be sorted.
+    #[arg(long, default_value_t = 10)]
+    pub lookahead_secs: u64,
+    /// The algorithm of the one rule to replay (or --rules).
+    #[arg(
+        long,
+        value_enum,
+        required_unless_present_any = ["rules", "preview"],
+        conflicts_with = "rules"
+    )]
+    pub algorithm: Option<AlgorithmArg>,
+    #[command(flatten)]
+    pub rule: RuleArgs,
+    /// Several rules side by side: a JSON list of rules (or {"rules": [...]}) or a TOML file
+    /// of [[rules]], in the rules' usual form ({"name", "algorithm", parameters}).
+    #[arg(long)]
+    pub rules: Option<PathBuf>,
+    /// Top client keys by denials, per rule.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// A grid around the (first) rule: PARAM=V1,V2,... (repeat for a second parameter).
+    #[arg(long)]
+    pub sweep: Vec<String>,
+    /// The suggestion's target: the smallest allowance under which at most this percentage
+    /// of keys are ever denied.
+    #[arg(long, default_value_t = 1.0)]
+    pub suggest_max_keys_pct: f64,
+    /// Keys held per rule for per-key figures (exact up to this many distinct keys).
+    #[arg(long, default_value_t = replay::keytable::DEFAULT_CAPACITY)]
+    pub key_capacity: usize,
+    /// Connections deciding at once (each key always on the same one).
+    #[arg(long, default_value_t = 4)]
+    pub lanes: usize,
+    /// Write one row per decision to this CSV file (the simulation CSV's columns).
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Draw decisions over log time to this PNG or SVG file.
+    #[arg(long)]
+    pub chart: Option<PathBuf>,
+    /// Draw the sweep's heatmaps (% requests denied, % keys denied) to this PNG or SVG file.
+    #[arg(long, requires = "sweep")]
+    pub sweep_chart: Option<PathBuf>,
+    /// Show the first N lines and the key each yields, and stop (no Redis needed).
+    #[arg(long)]
+    pub preview: Option<usize>,
+}
+
+impl ReplayArgs {
+    fn parse_spec(&self) -> ParseSpec {
+        let key = match &self.key_field {
+            Some(field) => format!("field:{field}"),
+            None => self.key.clone(),
+        };
+        ParseSpec {
+            format: self.format.map(Into::into),
+            fields: FieldNames {
+                time: self.time_field.clone(),
+                cost: self.cost_field.clone(),
+                extra: self.extra_fields.clone(),
+            },
+            key,
+            methods: self.method.clone(),
+            path: self.path.clone(),
+            lookahead_ms: self.lookahead_secs.saturating_mul(1000),
+        }
+    }
+
+    fn rules(&self) -> anyhow::Result<Vec<Rule>> {
+        if let Some(path) = &self.rules {
+            return read_rules(path);
+        }
+        let kind = self
+            .algorithm
+            .ok_or_else(|| anyhow!("give --algorithm or --rules"))?
+            .into();
+        Ok(vec![self.rule.rule(kind, None)?])
+    }
+
+    fn spec(&self) -> anyhow::Result<ReplaySpec> {
+        anyhow::ensure!(self.lanes >= 1, "invalid --lanes: must be at least 1");
+        anyhow::ensure!(
+            (0.0..=100.0).contains(&self.suggest_max_keys_pct),
+            "invalid --suggest-max-keys-pct: must be from 0 to 100"
+        );
+        let sweep = self
+            .sweep
+            .iter()
+            .map(|s| s.parse::<SweepAxis>().map_err(|e| anyhow!(e)))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(ReplaySpec {
+            parse: self.parse_spec(),
+            rules: self.rules()?,
+            sweep,
+            top: self.top,
+            suggest_max_keys_pct: self.suggest_max_keys_pct,
+            key_capacity: self.key_capacity,
+            lanes: self.lanes,
+            ..ReplaySpec::default()
+        })
+    }
+}
+
+/// The rules of `--rules FILE`.
+fn read_rules(path: &Path) -> anyhow::Result<Vec<Rule>> {
+    #[derive(serde::Deserialize)]
+    struct File {
+        rules: Vec<Rule>,
+    }
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("invalid --rules: cannot read {}", path.display()))?;
+    let toml = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
+    let rules = if toml {
+        toml::from_str::<File>(&text)
+            .map(|f| f.rules)
+            .map_err(|e| anyhow!("invalid --rules {}: {e}", path.display()))?
+    } else {
+        serde_json::from_str::<Vec<Rule>>(&text)
+            .or_else(|_| serde_json::from_str::<File>(&text).map(|f| f.rules))
+            .map_err(|e| anyhow!("invalid --rules {}: {e}", path.display()))?
+    };
+    anyhow::ensure!(
+        !rules.is_empty(),
+        "invalid --rules {}: it lists no rule",
+        path.display()
+    );
+    Ok(rules)
+}
+
+/// The progress bar, by bytes of the source when its size is known.
+struct Bar(ProgressBar);
+
+impl ReplayObserver for Bar {
+    fn on_progress(&self, p: &ReplayProgress) {
+        if let Some(total) = p.bytes_total {
+            self.0.set_length(total);
+            self.0.set_position(p.bytes_read);
+        }
+        self.0.set_message(format!("{} requests", p.requests));
+    }
+}
+
+pub async fn run(global: &Global, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
+    let source = LogSource::from_arg(&args.log);
+    if let Some(n) = args.preview {
+        let preview = replay::preview(&source, &args.parse_spec(), n).map_err(spec_error)?;
+        if global.json {
+            print_json(&preview)?;
+        } else {
+            println!(
+                "format: {}{}",
+                preview.format.map_or("not detected", |f| f.as_str()),
+                if preview.gzip { " (gzip)" } else { "" }
+            );
+            for line in &preview.lines {
+                match (&line.key, &line.issue) {
+                    (Some(key), _) => println!(
+                        "line {:>6}  {}  key {key}",
+                        line.line,
+                        line.time_ms.map(|t| t.to_string()).unwrap_or_default()
+                    ),
+                    (None, Some(issue)) => println!("line {:>6}  skipped: {issue}", line.line),
+                    (None, None) => {}
+                }
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let spec = args.spec()?;
+    spec.parse.compile().map_err(spec_error)?;
+    let mut csv = args.csv.as_deref().map(CsvSink::create).transpose()?;
+    for chart in [&args.chart, &args.sweep_chart].into_iter().flatten() {
+        export::ChartFormat::from_path(chart)?;
+        export::ensure_writable(chart)?;
+    }
+    let backend = global.backend()?;
+    let limiter = global.limiter(&backend)?;
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new(0);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes}  {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let observer = Bar(bar.clone());
+    let cancel = CancellationToken::new();
+    let on_ctrl_c = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_ctrl_c.cancel();
+        }
+    });
+    let report = replay::run(
+        &limiter,
+        &source,
+        &spec,
+        csv.as_mut()
+            .map(|s| s as &mut dyn ratelockr::sim::RecordSink),
+        &observer,
+        cancel,
+    )
+    .await
+    .map_err(spec_error)?;
+    bar.finish_and_clear();
+
+    if let Some(path) = &args.chart {
+        export::replay_chart::render(&report, path)
+            .with_context(|| format!("drawing {}", path.display()))?;
+    }
+    if let Some(path) = &args.sweep_chart {
+        export::heatmap::render(&report, path)
+            .with_context(|| format!("drawing {}", path.display()))?;
+    }
+    if global.json {
+        print_json(&report)?;
+    } else {
+        print_report(&report, args);
+    }
+    if let Some(err) = &report.input_error {
+        eprintln!("ratelockr: warning: {err}; the report covers the lines before it");
+    }
+    let fail_open: u64 = report.rules.iter().map(|r| r.fail_open).sum();
+    if fail_open > 0 {
+        eprintln!(
+            "ratelockr: warning: {fail_open} decisions failed open (Redis at {} could not decide them); they are counted apart, not as allowed",
+            limiter.target()
+        );
+    }
+    if report.cancelled {
+        eprintln!("ratelockr: cancelled; the report covers the requests decided so far");
+        return Ok(ExitCode::from(130));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Names the flag behind a spec error.
+fn spec_error(err: replay::ReplayError) -> anyhow::Error {
+    match err {
+        replay::ReplayError::InvalidSpec { parameter, reason } => {
+            let flag = match parameter {
+                "lookahead" => "lookahead-secs",
+                other => other,
+            };
+            anyhow!("invalid --{flag}: {reason}")
+        }
+        other => anyhow!(other),
+    }
+}
+
+/// A log time as people read it (UTC).
+fn log_time(ms: u64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms as i64)
+        .map(|t| t.format("%Y-%m-%d %H:%M:%S%.3f").to_string())
+        .unwrap_or_else(|| ms.to_string())
+}
+
+fn print_report(r: &ReplayReport, args: &ReplayArgs) {
+    let span = match (r.first_ms, r.last_ms) {
+        (Some(a), Some(b)) => format!(
+            "{} to {} UTC ({:.1} h)",
+            log_time(a),
+            log_time(b),
+            (b - a) as f64 / 3_600_000.0
+        ),
+        _ => String::new(),
+    };
+    println!(
+        "{} ({}{}): {} lines, {} requests decided by key {}, {} keys{}; {span}",
+        r.source,
+        r.format.as_str(),
+        if r.gzip { ", gzip" } else { "" },
+        r.lines,
+        r.requests,
+        r.key,
+        r.keys,
+        if r.keys_exact { "" } else { " (estimated)" },
+    );
+    println!(
+        "skipped: {} malformed, {} filtered out, {} without a key, {} out of order beyond {} s ({} sorted); {} decisions/s",
+        r.malformed,
+        r.filtered,
+        r.no_key,
+        r.out_of_order,
+        r.lookahead_ms / 1000,
+        r.reordered,
+        r.decisions_per_sec
+    );
+    for issue in &r.issues {
+        println!("  line {}: {}", issue.line, issue.reason);
+    }
+    for rule in &r.rules {
+        println!(
+            "\n{} ({}): {} requests, {} allowed ({}%), {} denied ({}%), {} failed open; {} of {} keys denied at least once ({}%)",
+            rule.rule,
+            rule.algorithm,
+            rule.requests,
+            rule.allowed,
+            rule.allowed_pct,
+            rule.denied,
+            rule.denied_pct,
+            rule.fail_open,
+            rule.keys_denied,
+            rule.keys,
+            rule.keys_denied_pct
+        );
+        if !rule.top_keys.is_empty() {
+            println!(
+                "  {:<40} {:>9} {:>9} {:>9} {:>23} {:>7}",
+                "top keys by denials",
+                "requests",
+                "denied",
+                "% denied",
+                "first denied (UTC)",
+                "streak"
+            );
+            for k in &rule.top_keys {
+                println!(
+                    "  {:<40} {:>9} {:>9} {:>9} {:>23} {:>7}",
+                    k.key,
+                    k.requests,
+                    k.denied,
+                    k.denied_pct,
+                    k.first_denied_ms.map(log_time).unwrap_or_default(),
+                    k.longest_denied_streak
+                );
+            }
+            if !rule.top_keys_exact {
+                println!("  (more keys than the table holds: denial counts are space-saving estimates, see denied_error in --json)");
+            }
+        }
+        if let Some(p) = &rule.peak_rates {
+            println!(
+                "  per-key peak per {} ms over {} keys: p50 {}, p90 {}, p99 {}, max {}",
+                p.window_ms, p.keys, p.p50, p.p90, p.p99, p.max
+            );
+        }
+        if let Some(s) = &rule.suggestion {
+            println!(
+                "  suggestion: {} {} denies {}% of keys at least once (target at most {}%, {})",
+                s.parameter, s.value, s.keys_denied_pct, s.max_keys_denied_pct, s.method
+            );
+        }
+    }
+    if !r.sweep.is_empty() {
+        println!("\nsweep:");
+        println!(
+            "  {:<48} {:>10} {:>10} {:>12}",
+            "configuration", "denied", "% denied", "% keys denied"
+        );
+        for p in &r.sweep {
+            let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            println!(
+                "  {:<48} {:>10} {:>10} {:>12}",
+                params.join(" "),
+                p.denied,
+                p.denied_pct,
+                p.keys_denied_pct
+            );
+        }
+    }
+    if let Some(csv) = &args.csv {
+        println!("\nCSV:   {}", csv.display());
+    }
+    if let Some(chart) = &args.chart {
+        println!("chart: {}", chart.display());
+    }
+    if let Some(chart) = &args.sweep_chart {
+        println!("heatmap: {}", chart.display());
+    }
+}
