@@ -22,6 +22,9 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use ts_rs::TS;
 
+/// How long one replay pipeline (thousands of script calls) may take before it fails open.
+const REPLAY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Lines a preview shows.
 pub const PREVIEW_LINES: usize = 20;
 
@@ -202,15 +205,16 @@ impl AppCore {
                 core: core.clone(),
                 events: events.clone(),
             };
-            let result = run(
-                &conn.limiter,
-                &source,
-                &spec,
-                &csv_path,
-                &relay,
-                cancel.clone(),
-            )
-            .await;
+            // Its own limiter: the 250 ms deadline that suits one interactive decision failed
+            // whole pipelines of thousands of calls open; the engine bounds each pipeline itself.
+            let limiter = ratelockr::Limiter::new(
+                conn.limiter.target(),
+                ratelockr::LimiterOptions {
+                    deadline: REPLAY_DEADLINE,
+                    ..conn.limiter.options().clone()
+                },
+            );
+            let result = run(&limiter, &source, &spec, &csv_path, &relay, cancel.clone()).await;
             let status = {
                 let mut slot = lock(&core.replay);
                 slot.cancel = None;
