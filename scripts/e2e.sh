@@ -18,7 +18,9 @@ run_inside_x() {
   # The app inherits these from tauri-driver; the test reads them too.
   RATELOCKR_DATA_DIR=$(mktemp -d)
   RATELOCKR_EXPORT_DIR=$(mktemp -d)
-  export RATELOCKR_DATA_DIR RATELOCKR_EXPORT_DIR
+  # The Replay panel's open dialog answers with the sample log.
+  RATELOCKR_OPEN_LOG=$PWD/samples/access.log.gz
+  export RATELOCKR_DATA_DIR RATELOCKR_EXPORT_DIR RATELOCKR_OPEN_LOG
   # Free loopback ports for tauri-driver and the WebKitWebDriver behind it (4444/4445 by
   # default, which another test on the machine may hold).
   read -r port native < <(node -e '

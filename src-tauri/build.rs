@@ -27,6 +27,13 @@ const COMMANDS: &[&str] = &[
     "limiter_reset",
     "decision_headers",
     "workload_preview",
+    "replay_open",
+    "replay_preview",
+    "replay_start",
+    "replay_cancel",
+    "replay_status",
+    "replay_export_csv",
+    "replay_export_chart",
 ];
 
 fn main() {

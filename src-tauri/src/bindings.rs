@@ -9,6 +9,7 @@ use crate::core::error::{AppError, ErrorCode};
 use crate::core::history::{HistorySettings, RunHistory, RunInfo, RunTarget};
 use crate::core::inspect::{ResetResult, WorkloadPreview};
 use crate::core::records::RunRecords;
+use crate::core::replay::{ReplayRequest, ReplayStatus};
 use crate::core::rules::RuleDraft;
 use crate::core::settings::{MetricsDraft, MetricsSettings};
 use crate::core::sim::{
@@ -19,6 +20,11 @@ use crate::core::{AppInfo, ChartFormat, Exported, MetricsStatus, RuleStats};
 use ratelockr::commandstats::RedisCost;
 use ratelockr::export::style::{BinStep, LineStyle};
 use ratelockr::headers::HttpAnswer;
+use ratelockr::replay::{
+    FieldNames, LineIssue, LogFormat, ParseSpec, PeakRates, Preview, PreviewLine, ReplayPoint,
+    ReplayProgress, ReplayReport, ReplaySeries, RuleReport, Suggestion, SweepAxis, SweepPoint,
+    TopKey,
+};
 use ratelockr::{Algorithm, AlgorithmKind, BackendKind, Decision, Rule, StatsPoint};
 use ts_rs::{Config, TS};
 
@@ -72,6 +78,24 @@ pub fn render() -> Vec<(String, String)> {
     one::<Decision>(&cfg, &mut out);
     one::<BinStep>(&cfg, &mut out);
     one::<LineStyle>(&cfg, &mut out);
+    one::<ReplayRequest>(&cfg, &mut out);
+    one::<ReplayStatus>(&cfg, &mut out);
+    one::<ParseSpec>(&cfg, &mut out);
+    one::<FieldNames>(&cfg, &mut out);
+    one::<LogFormat>(&cfg, &mut out);
+    one::<SweepAxis>(&cfg, &mut out);
+    one::<Preview>(&cfg, &mut out);
+    one::<PreviewLine>(&cfg, &mut out);
+    one::<ReplayProgress>(&cfg, &mut out);
+    one::<ReplayReport>(&cfg, &mut out);
+    one::<RuleReport>(&cfg, &mut out);
+    one::<ReplaySeries>(&cfg, &mut out);
+    one::<ReplayPoint>(&cfg, &mut out);
+    one::<TopKey>(&cfg, &mut out);
+    one::<PeakRates>(&cfg, &mut out);
+    one::<Suggestion>(&cfg, &mut out);
+    one::<SweepPoint>(&cfg, &mut out);
+    one::<LineIssue>(&cfg, &mut out);
     out.push(("chartStyle.ts".to_string(), chart_style_ts()));
     out.sort();
     out

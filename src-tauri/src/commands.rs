@@ -7,13 +7,16 @@ use crate::core::export_path::confirmed_format;
 use crate::core::history::{HistorySettings, RunHistory, RunInfo};
 use crate::core::inspect::{self, ResetResult, WorkloadPreview};
 use crate::core::records::RunRecords;
+use crate::core::replay::{self, ReplayRequest, ReplayStatus};
 use crate::core::rules::RuleDraft;
 use crate::core::settings::MetricsDraft;
 use crate::core::sim::{SimRequest, SimStatus};
 use crate::core::{AppCore, AppInfo, ChartFormat, Exported, MetricsStatus, RuleStats};
 use crate::events::WindowEvents;
+use crate::open_dialog::choose_log;
 use crate::save_dialog::choose_path;
 use ratelockr::headers::HttpAnswer;
+use ratelockr::replay::{ParseSpec, Preview};
 use ratelockr::{Decision, Rule};
 use std::sync::Arc;
 use tauri::{AppHandle, Runtime, State};
@@ -178,4 +181,62 @@ pub async fn metrics_configure(
     settings: MetricsDraft,
 ) -> Result<MetricsStatus, AppError> {
     core.metrics_configure(settings).await
+}
+
+/// The log to replay, from the open dialog.
+#[tauri::command]
+pub async fn replay_open<R: Runtime>(app: AppHandle<R>) -> Result<String, AppError> {
+    choose_log(&app)
+}
+
+#[tauri::command]
+pub async fn replay_preview(path: String, parse: ParseSpec) -> Result<Preview, AppError> {
+    replay::preview(&path, &parse)
+}
+
+/// Async so that it runs on the async runtime, where the replay is spawned.
+#[tauri::command]
+pub async fn replay_start<R: Runtime>(
+    app: AppHandle<R>,
+    core: Core<'_>,
+    request: ReplayRequest,
+) -> Result<ReplayStatus, AppError> {
+    core.replay_start(&request, Arc::new(WindowEvents::new(app)))
+}
+
+#[tauri::command]
+pub fn replay_cancel(core: Core<'_>) -> ReplayStatus {
+    core.replay_cancel()
+}
+
+#[tauri::command]
+pub fn replay_status(core: Core<'_>) -> ReplayStatus {
+    core.replay_status()
+}
+
+/// The last replay's decisions as CSV.
+#[tauri::command]
+pub async fn replay_export_csv<R: Runtime>(
+    app: AppHandle<R>,
+    core: Core<'_>,
+) -> Result<Exported, AppError> {
+    let dest = choose_path(&app, "ratelockr-replay.csv", "CSV", "csv")?;
+    core.replay_export_csv(&dest)
+}
+
+/// The last replay's chart (`heatmap` false) or its sweep's heatmaps, in the format the
+/// confirmed file name asks for.
+#[tauri::command]
+pub async fn replay_export_chart<R: Runtime>(
+    app: AppHandle<R>,
+    core: Core<'_>,
+    format: ChartFormat,
+    heatmap: bool,
+) -> Result<Exported, AppError> {
+    let stem = if heatmap { "heatmap" } else { "chart" };
+    let name = format!("ratelockr-replay-{stem}.{}", format.extension());
+    let kind = format.extension().to_uppercase();
+    let dest = choose_path(&app, &name, &kind, format.extension())?;
+    confirmed_format(&dest)?;
+    core.replay_export_chart(&dest, heatmap)
 }

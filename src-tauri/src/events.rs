@@ -1,11 +1,16 @@
-//! Simulator events to the window: `refetch-stats` per request, `sim-progress`, `sim-finished`.
+//! Simulator events to the window: `refetch-stats` per request, `sim-progress`, `sim-finished`;
+//! replay events: `replay-progress` (the engine paces it, about every 100 ms), `replay-finished`.
 
+use crate::core::replay::{ReplayEvents, ReplayStatus};
 use crate::core::sim::{SimEvents, SimFinished, SimProgress};
+use ratelockr::replay::ReplayProgress;
 use tauri::{AppHandle, Emitter, Runtime};
 
 pub const REFETCH_STATS: &str = "refetch-stats";
 pub const SIM_PROGRESS: &str = "sim-progress";
 pub const SIM_FINISHED: &str = "sim-finished";
+pub const REPLAY_PROGRESS: &str = "replay-progress";
+pub const REPLAY_FINISHED: &str = "replay-finished";
 
 pub struct WindowEvents<R: Runtime> {
     app: AppHandle<R>,
@@ -34,5 +39,15 @@ impl<R: Runtime> SimEvents for WindowEvents<R> {
 
     fn finished(&self, finished: &SimFinished) {
         let _ = self.app.emit(SIM_FINISHED, finished);
+    }
+}
+
+impl<R: Runtime> ReplayEvents for WindowEvents<R> {
+    fn progress(&self, progress: &ReplayProgress) {
+        let _ = self.app.emit(REPLAY_PROGRESS, progress);
+    }
+
+    fn finished(&self, status: &ReplayStatus) {
+        let _ = self.app.emit(REPLAY_FINISHED, status);
     }
 }

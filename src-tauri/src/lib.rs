@@ -12,6 +12,7 @@ pub mod bindings;
 pub mod commands;
 pub mod core;
 pub mod events;
+pub mod open_dialog;
 pub mod save_dialog;
 pub mod store;
 pub mod window_fit;
@@ -53,6 +54,13 @@ macro_rules! handler {
             $crate::commands::limiter_reset,
             $crate::commands::decision_headers,
             $crate::commands::workload_preview,
+            $crate::commands::replay_open,
+            $crate::commands::replay_preview,
+            $crate::commands::replay_start,
+            $crate::commands::replay_cancel,
+            $crate::commands::replay_status,
+            $crate::commands::replay_export_csv,
+            $crate::commands::replay_export_chart,
         ]
     };
 }

@@ -854,3 +854,151 @@ fn measure_a_200k_run() {
     );
     assert_eq!(rows as u64, requests);
 }
+
+/// The sample log (synthetic: a day of ordinary clients and one scraper), see scripts/sample_log.py.
+fn sample_log() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../samples/access.log.gz")
+        .display()
+        .to_string()
+}
+
+fn wait_for_replay(ui: &Ui) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let status = ui.ok("replay_status", json!({}));
+        if status["running"] == false {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the replay did not end: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_replay_of_the_sample_log_names_the_abusive_client_first() {
+    let server = redis();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ui = Ui::open(dir.path(), Some(&server.url()));
+    let log = sample_log();
+
+    let preview = ui.ok(
+        "replay_preview",
+        json!({ "path": log, "parse": { "key": "ip" } }),
+    );
+    assert_eq!(preview["format"], "combined", "{preview}");
+    assert_eq!(preview["gzip"], true);
+    let lines = preview["lines"].as_array().expect("lines");
+    assert!(!lines.is_empty(), "{preview}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["key"].as_str().is_some_and(|k| !k.is_empty())),
+        "every sample line yields an address: {preview}"
+    );
+    let err = ui
+        .call(
+            "replay_preview",
+            json!({ "path": log, "parse": { "key": "nonsense[" } }),
+        )
+        .expect_err("a bad key expression");
+    assert_eq!(
+        (&err["code"], &err["field"]),
+        (&json!("invalid_replay"), &json!("key")),
+        "{err}"
+    );
+    let err = ui
+        .call(
+            "replay_preview",
+            json!({ "path": dir.path().join("none.log"), "parse": {} }),
+        )
+        .expect_err("no such file");
+    assert_eq!(
+        (&err["code"], &err["field"]),
+        (&json!("log_unreadable"), &json!("path")),
+        "{err}"
+    );
+
+    // The rule of issue 10's "done when", from the rule book, and an inline one beside it.
+    ui.ok(
+        "rule_save",
+        json!({ "original": null, "draft": { "name": "per-ip", "algorithm": "token_bucket", "capacity": 20, "refill_per_sec": 2 } }),
+    );
+    let finished = Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+    let seen = finished.clone();
+    ui.app.listen_any("replay-finished", move |event| {
+        let status: Value = serde_json::from_str(event.payload()).expect("json");
+        seen.lock().expect("lock").push(status);
+    });
+    let err = ui
+        .call(
+            "replay_start",
+            json!({ "request": { "path": log, "rules": [] } }),
+        )
+        .expect_err("no rule");
+    assert_eq!(err["field"], "rules", "{err}");
+    ui.ok(
+        "replay_start",
+        json!({ "request": {
+            "path": log,
+            "parse": { "key": "ip" },
+            "rules": ["per-ip"],
+            "inline": { "name": "strict", "algorithm": "fixed_window", "limit": 30, "window_ms": 60000 },
+            "sweep": [{ "param": "capacity", "values": [10, 40] }],
+        } }),
+    );
+    let status = wait_for_replay(&ui);
+    assert!(status.get("error").is_none_or(Value::is_null), "{status}");
+    let report = &status["report"];
+    let rules = report["rules"].as_array().expect("rules");
+    assert_eq!(rules.len(), 2, "{report}");
+    for rule in rules {
+        // Decisions that fail open (allowed) are no verdict of the rule: the app's 250 ms
+        // interactive deadline once failed whole replay pipelines open. Said plainly.
+        assert_eq!(
+            rule["fail_open"], 0,
+            "decisions failed open (Redis did not answer in time): {rule}"
+        );
+        assert_eq!(
+            rule["top_keys"][0]["key"], "203.0.113.66",
+            "the scraper is the most denied key under {}",
+            rule["rule"]
+        );
+        assert!(rule["denied"].as_u64() > Some(0), "{rule}");
+    }
+    assert_eq!(
+        report["sweep"].as_array().map(Vec::len),
+        Some(2),
+        "{report}"
+    );
+    assert!(report["requests"].as_u64() > Some(0));
+    assert_eq!(
+        finished
+            .lock()
+            .expect("lock")
+            .last()
+            .map(|s| &s["report"]["requests"]),
+        Some(&report["requests"]),
+        "replay-finished carries the report"
+    );
+
+    // Exports, the save dialog answered by the export directory.
+    std::env::set_var(ratelockr_app::save_dialog::EXPORT_DIR_ENV, dir.path());
+    let exported = ui.ok("replay_export_csv", json!({}));
+    let text = std::fs::read_to_string(exported["path"].as_str().expect("path")).expect("csv");
+    let requests = report["requests"].as_u64().expect("requests");
+    assert_eq!(
+        text.lines().count() as u64 - 1,
+        4 * requests,
+        "one row per decision: two rules and two sweep points decide every request"
+    );
+    let heatmap = ui.ok(
+        "replay_export_chart",
+        json!({ "format": "svg", "heatmap": true }),
+    );
+    let svg = std::fs::read_to_string(heatmap["path"].as_str().expect("path")).expect("svg");
+    assert!(svg.contains("<svg"), "a heatmap");
+}

@@ -19,6 +19,7 @@ const DRIVER = process.env.TAURI_DRIVER_URL ?? "http://127.0.0.1:4444";
 const SCREENSHOT = join(ROOT, "docs/screenshot.png");
 const RUN_CHART_PNG = join(ROOT, "docs/run-chart.png");
 const PER_KEY_PNG = join(ROOT, "docs/per-key.png");
+const REPLAY_PNG = join(ROOT, "docs/replay.png");
 
 // The app inherits tauri-driver's environment, so scripts/e2e.sh sets these for both.
 const dataDir = process.env.RATELOCKR_DATA_DIR ?? mkdtempSync(join(tmpdir(), "ratelockr-e2e-data-"));
@@ -542,6 +543,34 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     const body = await (await fetch(url)).text();
     assert.match(body, /^ratelockr_active_rules 1$/m);
     assert.match(body, /ratelockr_evaluations_total\{algorithm="fixed_window",result="fail_open"\} [1-9]/);
+  });
+
+  it("replays the sample log and shows the abusive client on top of the per-key table", async () => {
+    // scripts/e2e.sh answers the open dialog with samples/access.log.gz (RATELOCKR_OPEN_LOG).
+    await click("#rule-new");
+    await fill("#rule-name", "per-ip");
+    await fill("#rule-algorithm", "token_bucket");
+    await fill("#rule-capacity", "20");
+    await fill("#rule-refill", "2");
+    await click("#rule-save");
+    await until(() => browser.execute(() => Boolean(document.querySelector('#replay-rules input[data-rule="per-ip"]'))), 5_000, "the rule is offered");
+    await browser.execute(() => {
+      for (const box of document.querySelectorAll("#replay-rules input[data-rule]")) {
+        box.checked = box.dataset.rule === "per-ip";
+        box.dispatchEvent(new Event("change", { bubbles: true }));
+      }
+    });
+    await domClick("#replay-open");
+    await until(async () => /access\.log\.gz$/.test(await text("#replay-path")), 10_000, "the log is chosen");
+    await until(async () => /combined, gzip/.test(await text("#replay-preview")), 10_000, "the preview shows the detected format");
+    await fill("#replay-sweep-xs", "10, 40");
+    await domClick("#replay-run");
+    await until(async () => /^Done/.test(await text("#replay-progress")), 120_000, "the replay ends");
+    const top = await browser.execute(() => document.querySelector("#replay-keys tr[data-key]")?.dataset.key);
+    assert.equal(top, "203.0.113.66", "the scraper is the most denied key");
+    assert.match(await text("#replay-results"), /per-ip/);
+    assert.ok(await browser.execute(() => document.querySelectorAll("#replay-heatmap table.heatmap").length === 2), "two heatmaps");
+    await photograph(REPLAY_PNG, ["sim-card", "run-card", "chart-card", "perkey-card", "inspector-card"]);
   });
 
   it("saves a screenshot of the window", async () => {

@@ -27,6 +27,11 @@ import type { RunHistory } from "./bindings/RunHistory";
 import type { RunInfo } from "./bindings/RunInfo";
 import type { RunRecords } from "./bindings/RunRecords";
 import type { WorkloadPreview } from "./bindings/WorkloadPreview";
+import type { ParseSpec } from "./bindings/ParseSpec";
+import type { Preview } from "./bindings/Preview";
+import type { ReplayProgress } from "./bindings/ReplayProgress";
+import type { ReplayRequest } from "./bindings/ReplayRequest";
+import type { ReplayStatus } from "./bindings/ReplayStatus";
 
 /** Narrows anything thrown by invoke() to an AppError. */
 export function toAppError(err: unknown): AppError {
@@ -78,6 +83,18 @@ export const api = {
   metricsStatus: () => call<MetricsStatus>("metrics_status"),
   metricsConfigure: (settings: MetricsSettings) =>
     call<MetricsStatus>("metrics_configure", { settings }),
+  /** The log to replay, from the open dialog (code `cancelled` when closed). */
+  replayOpen: () => call<string>("replay_open"),
+  /** The first lines of a log and the key each yields. */
+  replayPreview: (path: string, parse: ParseSpec) => call<Preview>("replay_preview", { path, parse }),
+  replayStart: (request: ReplayRequest) => call<ReplayStatus>("replay_start", { request }),
+  replayCancel: () => call<ReplayStatus>("replay_cancel"),
+  replayStatus: () => call<ReplayStatus>("replay_status"),
+  /** The last replay's decisions, one CSV row each. */
+  replayExportCsv: () => call<Exported>("replay_export_csv"),
+  /** The last replay's chart, or (heatmap) its sweep's heatmaps. */
+  replayExportChart: (format: ChartFormat, heatmap: boolean) =>
+    call<Exported>("replay_export_chart", { format, heatmap }),
 };
 
 /** The events the backend emits (see src-tauri/src/events.rs). */
@@ -88,4 +105,8 @@ export const events = {
     listen<SimProgress>("sim-progress", (e) => handler(e.payload)),
   onSimFinished: (handler: (f: SimFinished) => void): Promise<UnlistenFn> =>
     listen<SimFinished>("sim-finished", (e) => handler(e.payload)),
+  onReplayProgress: (handler: (p: ReplayProgress) => void): Promise<UnlistenFn> =>
+    listen<ReplayProgress>("replay-progress", (e) => handler(e.payload)),
+  onReplayFinished: (handler: (s: ReplayStatus) => void): Promise<UnlistenFn> =>
+    listen<ReplayStatus>("replay-finished", (e) => handler(e.payload)),
 };

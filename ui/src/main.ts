@@ -8,6 +8,7 @@ import { initHistory } from "./panels/history";
 import { initLive } from "./panels/live";
 import { initMetrics } from "./panels/metrics";
 import { initPerKey } from "./panels/perkey";
+import { initReplay } from "./panels/replay";
 import { initRules } from "./panels/rules";
 import { initRun } from "./panels/run";
 import { initWorkload } from "./panels/workload";
@@ -26,6 +27,7 @@ async function start() {
   await initWorkload();
   initMetrics();
   await initHistory();
+  await initReplay();
   await initConnection();
   document.body.dataset.ready = "true";
 }

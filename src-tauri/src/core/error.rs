@@ -39,6 +39,12 @@ pub enum ErrorCode {
     History,
     /// A setting was refused (the metrics port, say); `field` names it.
     InvalidSettings,
+    /// A replay's parameters were refused (key expression, path regex, rules, sweep); `field`
+    /// names it.
+    InvalidReplay,
+    /// A log could not be opened, or nothing in it parsed.
+    LogUnreadable,
+    ReplayRunning,
     Internal,
 }
 

@@ -13,6 +13,7 @@
 //! - [`inspect`]    reset, the HTTP headers of a decision, the workload preview
 //! - [`export_path`] chart exports go exactly where the user confirmed
 //! - [`coalesce`]   at most one `refetch-stats` per frame
+//! - [`replay`]     a log replayed through rules: preview, progress, cancel, the last report
 
 pub mod coalesce;
 pub mod connection;
@@ -21,6 +22,7 @@ pub mod export_path;
 pub mod history;
 pub mod inspect;
 pub mod records;
+pub mod replay;
 pub mod rules;
 pub mod runs;
 pub mod settings;
@@ -137,6 +139,8 @@ pub struct AppCore {
     metrics_slot: Mutex<MetricsSlot>,
     /// Serializes applying metrics settings (binding is async).
     metrics_apply: tokio::sync::Mutex<()>,
+    /// One replay at a time, and the last one's report.
+    replay: Mutex<replay::ReplaySlot>,
     data_dir: PathBuf,
 }
 
@@ -248,6 +252,7 @@ impl AppCore {
                 error: None,
             }),
             metrics_apply: tokio::sync::Mutex::new(()),
+            replay: Mutex::default(),
             data_dir,
         })
     }

@@ -1,0 +1,320 @@
+//! Replay in the app: a log opened by path, a preview of its first lines and the keys they
+//! yield, one replay at a time through the engine's [`ratelockr::replay::run`] on the app's
+//! Redis (connected or embedded, in the engine's private `<prefix>:replay:<id>` namespace),
+//! progress and cancel, and the last report kept with its decisions' CSV for the exports.
+//!
+//! The run history (issue 9) keeps simulations only; the last replay lives here, in memory
+//! and as `<data dir>/replay/last.csv`, until a history entry can hold a replay.
+
+use super::error::{AppError, ErrorCode};
+use super::rules::RuleDraft;
+use super::{lock, AppCore, Exported};
+use ratelockr::export::{self, CsvSink};
+use ratelockr::replay::{
+    self, LogSource, ParseSpec, Preview, ReplayError, ReplayObserver, ReplayProgress, ReplayReport,
+    ReplaySpec, SweepAxis,
+};
+use ratelockr::sim::RecordSink;
+use ratelockr::Rule;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use ts_rs::TS;
+
+/// How long one replay pipeline (thousands of script calls) may take before it fails open.
+const REPLAY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Lines a preview shows.
+pub const PREVIEW_LINES: usize = 20;
+
+/// A replay as the panel asks for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ReplayRequest {
+    /// The log's path (a file; `.gz` too).
+    pub path: String,
+    #[serde(default)]
+    pub parse: ParseSpec,
+    /// Names of rules in the rule book.
+    #[serde(default)]
+    pub rules: Vec<String>,
+    /// A rule typed in the panel, decided beside the book's.
+    #[ts(optional)]
+    #[serde(default)]
+    pub inline: Option<RuleDraft>,
+    /// A grid around the first rule (one or two axes).
+    #[serde(default)]
+    pub sweep: Vec<SweepAxis>,
+    /// Top keys per rule (default 10).
+    #[ts(optional)]
+    #[serde(default)]
+    pub top: Option<usize>,
+}
+
+/// The replay slot: running or not, how far, and the last outcome.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, TS)]
+pub struct ReplayStatus {
+    pub running: bool,
+    /// The log being (or last) replayed.
+    pub path: Option<String>,
+    pub progress: Option<ReplayProgress>,
+    /// The last replay's report (partial when it was cancelled).
+    pub report: Option<ReplayReport>,
+    pub cancelled: bool,
+    pub error: Option<AppError>,
+}
+
+/// Where a replay's progress and ending go (the window, or a test's recorder).
+pub trait ReplayEvents: Send + Sync {
+    fn progress(&self, progress: &ReplayProgress);
+    fn finished(&self, status: &ReplayStatus);
+}
+
+/// What [`AppCore`] keeps of replays.
+#[derive(Debug, Default)]
+pub struct ReplaySlot {
+    cancel: Option<CancellationToken>,
+    status: ReplayStatus,
+}
+
+/// The engine's progress, forwarded to the slot and the window (the engine paces it, about
+/// every 100 ms).
+struct Relay {
+    core: Arc<AppCore>,
+    events: Arc<dyn ReplayEvents>,
+}
+
+impl ReplayObserver for Relay {
+    fn on_progress(&self, progress: &ReplayProgress) {
+        lock(&self.core.replay).status.progress = Some(*progress);
+        self.events.progress(progress);
+    }
+}
+
+impl From<ReplayError> for AppError {
+    fn from(err: ReplayError) -> Self {
+        let message = err.to_string();
+        match err {
+            ReplayError::InvalidSpec { parameter, .. } => {
+                AppError::new(ErrorCode::InvalidReplay, message).with_field(parameter)
+            }
+            ReplayError::Open { .. } | ReplayError::Detect { .. } => {
+                AppError::new(ErrorCode::LogUnreadable, message).with_field("path")
+            }
+            ReplayError::NothingParsed { .. } => {
+                AppError::new(ErrorCode::LogUnreadable, message).with_field("format")
+            }
+            ReplayError::Redis(failure) => failure.into(),
+            ReplayError::Export(_) => AppError::new(ErrorCode::Export, message),
+        }
+    }
+}
+
+/// A log path the user gave: a readable file.
+fn log_source(path: &str) -> Result<LogSource, AppError> {
+    let trimmed = path.trim();
+    if trimmed.is_empty() {
+        return Err(
+            AppError::new(ErrorCode::LogUnreadable, "choose a log file first").with_field("path"),
+        );
+    }
+    let path = PathBuf::from(trimmed);
+    if !path.is_file() {
+        return Err(AppError::new(
+            ErrorCode::LogUnreadable,
+            format!("{} is not a file that can be read", path.display()),
+        )
+        .with_field("path"));
+    }
+    Ok(LogSource::File(path))
+}
+
+/// The first lines of the log at `path`, parsed as `parse` says, with the key each yields.
+pub fn preview(path: &str, parse: &ParseSpec) -> Result<Preview, AppError> {
+    Ok(replay::preview(&log_source(path)?, parse, PREVIEW_LINES)?)
+}
+
+impl AppCore {
+    /// The rules a request names: the book's, then the inline one.
+    fn replay_rules(&self, request: &ReplayRequest) -> Result<Vec<Rule>, AppError> {
+        let mut rules = Vec::new();
+        {
+            let book = lock(&self.rules);
+            for name in &request.rules {
+                let rule = book.get(name).cloned().ok_or_else(|| {
+                    AppError::new(ErrorCode::RuleNotFound, format!("no rule named {name:?}"))
+                        .with_field("rules")
+                })?;
+                rules.push(rule);
+            }
+        }
+        if let Some(draft) = &request.inline {
+            rules.push(self.rule_validate(draft)?);
+        }
+        if rules.is_empty() {
+            return Err(AppError::new(
+                ErrorCode::InvalidReplay,
+                "choose at least one rule to replay the log through",
+            )
+            .with_field("rules"));
+        }
+        Ok(rules)
+    }
+
+    fn replay_csv_path(&self) -> PathBuf {
+        self.data_dir.join("replay").join("last.csv")
+    }
+
+    /// Starts replaying; one replay at a time. The report arrives with `events.finished`.
+    pub fn replay_start(
+        self: &Arc<Self>,
+        request: &ReplayRequest,
+        events: Arc<dyn ReplayEvents>,
+    ) -> Result<ReplayStatus, AppError> {
+        let source = log_source(&request.path)?;
+        let spec = ReplaySpec {
+            parse: request.parse.clone(),
+            rules: self.replay_rules(request)?,
+            sweep: request.sweep.clone(),
+            top: request.top.unwrap_or(10).clamp(1, 1000),
+            ..ReplaySpec::default()
+        };
+        // Checked now, so a bad key expression or regex is said at once, beside its field.
+        spec.parse.compile()?;
+        let csv_path = self.replay_csv_path();
+        let cancel = CancellationToken::new();
+        {
+            let mut slot = lock(&self.replay);
+            if slot.cancel.is_some() {
+                return Err(AppError::new(
+                    ErrorCode::ReplayRunning,
+                    "a replay is already running; cancel it first",
+                ));
+            }
+            slot.cancel = Some(cancel.clone());
+            slot.status = ReplayStatus {
+                running: true,
+                path: Some(request.path.clone()),
+                ..ReplayStatus::default()
+            };
+        }
+        let core = self.clone();
+        let conn = self.connection();
+        tokio::spawn(async move {
+            let relay = Relay {
+                core: core.clone(),
+                events: events.clone(),
+            };
+            // Its own limiter: the 250 ms deadline that suits one interactive decision failed
+            // whole pipelines of thousands of calls open; the engine bounds each pipeline itself.
+            let limiter = ratelockr::Limiter::new(
+                conn.limiter.target(),
+                ratelockr::LimiterOptions {
+                    deadline: REPLAY_DEADLINE,
+                    ..conn.limiter.options().clone()
+                },
+            );
+            let result = run(&limiter, &source, &spec, &csv_path, &relay, cancel.clone()).await;
+            let status = {
+                let mut slot = lock(&core.replay);
+                slot.cancel = None;
+                let status = &mut slot.status;
+                status.running = false;
+                status.cancelled = cancel.is_cancelled();
+                match result {
+                    Ok(report) => status.report = Some(report),
+                    Err(err) => status.error = Some(err),
+                }
+                status.clone()
+            };
+            events.finished(&status);
+        });
+        Ok(self.replay_status())
+    }
+
+    pub fn replay_cancel(&self) -> ReplayStatus {
+        if let Some(cancel) = &lock(&self.replay).cancel {
+            cancel.cancel();
+        }
+        self.replay_status()
+    }
+
+    pub fn replay_status(&self) -> ReplayStatus {
+        lock(&self.replay).status.clone()
+    }
+
+    fn last_replay(&self) -> Result<ReplayReport, AppError> {
+        let slot = lock(&self.replay);
+        match (&slot.cancel, &slot.status.report) {
+            (None, Some(report)) => Ok(report.clone()),
+            (Some(_), _) => Err(AppError::new(
+                ErrorCode::ReplayRunning,
+                "the replay is still running; export when it ends",
+            )),
+            (None, None) => Err(AppError::new(
+                ErrorCode::NoRun,
+                "no replay has finished yet",
+            )),
+        }
+    }
+
+    /// Copies the last replay's decisions (one row per decision, the simulation CSV's columns
+    /// with the log's time as `sent_at_ms`) to `dest`.
+    pub fn replay_export_csv(&self, dest: &Path) -> Result<Exported, AppError> {
+        self.last_replay()?;
+        std::fs::copy(self.replay_csv_path(), dest).map_err(|e| {
+            AppError::new(
+                ErrorCode::Export,
+                format!("cannot write {}: {e}", dest.display()),
+            )
+        })?;
+        Ok(Exported {
+            path: dest.display().to_string(),
+        })
+    }
+
+    /// The last replay's decisions over log time (`heatmap` false) or its sweep's heatmaps,
+    /// PNG or SVG by `dest`'s extension (the engine's renderers).
+    pub fn replay_export_chart(&self, dest: &Path, heatmap: bool) -> Result<Exported, AppError> {
+        let report = self.last_replay()?;
+        let drawn = if heatmap {
+            if report.sweep.is_empty() {
+                return Err(AppError::new(
+                    ErrorCode::NoRun,
+                    "the last replay had no sweep; give it a grid first",
+                )
+                .with_field("sweep"));
+            }
+            export::heatmap::render(&report, dest)
+        } else {
+            export::replay_chart::render(&report, dest)
+        };
+        drawn.map_err(|e| AppError::new(ErrorCode::Export, e.to_string()))?;
+        Ok(Exported {
+            path: dest.display().to_string(),
+        })
+    }
+}
+
+/// One replay, its decisions written to `csv_path` as they are made.
+async fn run(
+    limiter: &ratelockr::Limiter,
+    source: &LogSource,
+    spec: &ReplaySpec,
+    csv_path: &Path,
+    observer: &dyn ReplayObserver,
+    cancel: CancellationToken,
+) -> Result<ReplayReport, AppError> {
+    if let Some(dir) = csv_path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            AppError::new(
+                ErrorCode::Export,
+                format!("cannot create {}: {e}", dir.display()),
+            )
+        })?;
+    }
+    let mut csv =
+        CsvSink::create(csv_path).map_err(|e| AppError::new(ErrorCode::Export, e.to_string()))?;
+    let sink: &mut dyn RecordSink = &mut csv;
+    Ok(replay::run(limiter, source, spec, Some(sink), observer, cancel).await?)
+}

@@ -1,0 +1,350 @@
+//! The Replay panel: open a log (dialog or drop), preview its first lines and their keys,
+//! choose rules from the book, replay with progress and cancel, then each rule's results, the
+//! top client keys, the sweep's heatmaps and the exports.
+import { getCurrentWebview } from "@tauri-apps/api/webview";
+import { api, events, toAppError } from "../api";
+import type { AppError } from "../bindings/AppError";
+import type { ChartFormat } from "../bindings/ChartFormat";
+import type { LogFormat } from "../bindings/LogFormat";
+import type { ParseSpec } from "../bindings/ParseSpec";
+import type { ReplayProgress } from "../bindings/ReplayProgress";
+import type { ReplayReport } from "../bindings/ReplayReport";
+import type { ReplayStatus } from "../bindings/ReplayStatus";
+import type { RuleReport } from "../bindings/RuleReport";
+import type { SweepAxis } from "../bindings/SweepAxis";
+import { $, h, showFieldErrors } from "../dom";
+import { algorithmLabel } from "../logic/algorithms";
+import { fmtClock, fmtInt } from "../logic/format";
+import { sortKeys } from "../logic/perkey";
+import { heatColour, heatmap, keyRows, parseAxis, progressShare, sweepParams, type HeatMetric } from "../logic/replay";
+import { describeRule } from "../logic/rules";
+import { on, state } from "../store";
+
+/** How far out of order a log's requests may be and still be sorted: the engine's default. */
+const LOOKAHEAD_MS = 10_000;
+
+let path = "";
+let report: ReplayReport | null = null;
+let running = false;
+/** Rules ticked, by name; the first rule in the book is ticked when nothing is. */
+const chosen = new Set<string>();
+let previewSeq = 0;
+
+const card = () => $("replay-card");
+
+function parseSpec(): ParseSpec {
+  const format = $<HTMLSelectElement>("replay-format").value;
+  const methods = $<HTMLInputElement>("replay-methods").value.split(/[\s,]+/).filter(Boolean);
+  const filter = $<HTMLInputElement>("replay-filter").value.trim();
+  return {
+    format: format === "" ? null : (format as LogFormat),
+    fields: { time: null, cost: null, extra: [] },
+    key: $<HTMLInputElement>("replay-key").value.trim() || "ip",
+    methods,
+    path: filter === "" ? null : filter,
+    // The engine's default reorder window (DEFAULT_LOOKAHEAD_MS, src/replay/order.rs).
+    lookahead_ms: LOOKAHEAD_MS,
+  };
+}
+
+/** An engine error's field in the panel's terms (`path` is the regex there, the file here). */
+function showErrors(errors: AppError[]) {
+  showFieldErrors(
+    card(),
+    "error-for",
+    errors.map((e) => ({ field: e.field === "path" && e.code === "invalid_replay" ? "path_filter" : (e.field ?? "_form"), message: e.message })),
+  );
+}
+
+async function refreshPreview() {
+  const table = $("replay-preview");
+  if (!path) return;
+  const seq = ++previewSeq;
+  try {
+    const preview = await api.replayPreview(path, parseSpec());
+    if (seq !== previewSeq) return;
+    showErrors([]);
+    const head = h("tr", {}, ...["Line", "Time", "Key", "Cost", ""].map((t) => h("th", { text: t })));
+    const rows = preview.lines.map((l) =>
+      h(
+        "tr",
+        {},
+        h("td", { className: "num", text: String(l.line) }),
+        h("td", { className: "mono", text: l.time_ms == null ? "" : fmtClock(l.time_ms) }),
+        h("td", { className: "mono", text: l.key ?? "" }),
+        h("td", { className: "num", text: l.cost == null ? "" : String(l.cost) }),
+        h("td", { className: l.issue ? "bad-soft" : "", text: l.issue ?? "" }),
+      ),
+    );
+    const caption = h("caption", { text: `${preview.format ?? "unknown format"}${preview.gzip ? ", gzip" : ""}: the first ${preview.lines.length} lines and the key each yields` });
+    table.replaceChildren(caption, head, ...rows);
+  } catch (err) {
+    if (seq !== previewSeq) return;
+    table.replaceChildren();
+    showErrors([toAppError(err)]);
+  }
+  renderButtons();
+}
+
+function setPath(p: string) {
+  path = p;
+  $("replay-path").textContent = p;
+  void refreshPreview();
+}
+
+function renderRules() {
+  const box = $("replay-rules");
+  for (const name of [...chosen]) if (!state.rules.some((r) => r.name === name)) chosen.delete(name);
+  if (chosen.size === 0 && state.rules.length > 0) chosen.add(state.rules[0].name);
+  if (state.rules.length === 0) {
+    box.replaceChildren(h("span", { className: "hint", text: "Create a rule in the Rules card to replay the log through it." }));
+  } else {
+    box.replaceChildren(
+      ...state.rules.map((rule) => {
+        const input = h("input", { type: "checkbox", checked: chosen.has(rule.name), data: { rule: rule.name } });
+        input.addEventListener("change", () => {
+          if (input.checked) chosen.add(rule.name);
+          else chosen.delete(rule.name);
+          renderSweepParams();
+          renderButtons();
+        });
+        return h("label", { className: "inline" }, input, ` ${rule.name} `, h("small", { className: "hint", text: `${algorithmLabel(rule.algorithm)}, ${describeRule(rule)}` }));
+      }),
+    );
+  }
+  renderSweepParams();
+  renderButtons();
+}
+
+/** The sweep varies the first chosen rule's parameters. */
+function renderSweepParams() {
+  const first = state.rules.find((r) => chosen.has(r.name));
+  const params = first ? sweepParams(first.algorithm) : [];
+  for (const [id, fallback] of [["replay-sweep-x", 0], ["replay-sweep-y", 1]] as const) {
+    const select = $<HTMLSelectElement>(id);
+    const current = select.value;
+    select.replaceChildren(...params.map((p) => new Option(p, p)));
+    select.value = params.includes(current) ? current : (params[fallback] ?? "");
+  }
+}
+
+function sweepAxes(): { ok: true; axes: SweepAxis[] } | { ok: false; message: string } {
+  const axes: SweepAxis[] = [];
+  for (const [sel, inp] of [["replay-sweep-x", "replay-sweep-xs"], ["replay-sweep-y", "replay-sweep-ys"]]) {
+    const parsed = parseAxis($<HTMLSelectElement>(sel).value, $<HTMLInputElement>(inp).value);
+    if (!parsed.ok) return parsed;
+    if (parsed.axis) axes.push(parsed.axis);
+  }
+  if (axes.length === 2 && axes[0].param === axes[1].param) return { ok: false, message: "sweep two different parameters" };
+  return { ok: true, axes };
+}
+
+function renderButtons() {
+  $<HTMLButtonElement>("replay-run").disabled = running || !path || chosen.size === 0;
+  $<HTMLButtonElement>("replay-cancel").disabled = !running;
+  const done = !running && report !== null;
+  $<HTMLButtonElement>("replay-export-csv").disabled = !done;
+  $<HTMLButtonElement>("replay-export-png").disabled = !done;
+  $<HTMLButtonElement>("replay-export-heatmap").disabled = !done || (report?.sweep.length ?? 0) === 0;
+}
+
+function renderProgress(p: ReplayProgress | null, text?: string) {
+  const share = p ? progressShare(p) : undefined;
+  $("replay-bar").style.width = `${Math.round((share ?? (running ? 0 : 1)) * 100)}%`;
+  $("replay-progress").textContent =
+    text ?? (p ? `${fmtInt(p.requests)} requests decided${p.log_ms != null ? `, log time ${fmtClock(p.log_ms)}` : ""}${share !== undefined ? ` (${Math.round(share * 100)} % read)` : ""}` : "Idle");
+}
+
+const pct = (n: number) => `${n.toFixed(n < 10 ? 2 : 1)} %`;
+
+function ruleRow(r: RuleReport) {
+  const s = r.suggestion;
+  const peak = r.peak_rates;
+  return h(
+    "tr",
+    {},
+    h("td", { text: r.rule }, h("small", { text: algorithmLabel(r.algorithm) })),
+    h("td", { className: "num", text: fmtInt(r.requests) }),
+    h("td", { className: "num", text: fmtInt(r.allowed) }, h("small", { text: pct(r.allowed_pct) })),
+    h("td", { className: "num" + (r.denied > 0 ? " bad-soft" : ""), text: fmtInt(r.denied) }, h("small", { text: pct(r.denied_pct) })),
+    h("td", { className: "num", text: `${fmtInt(r.keys_denied)} of ${fmtInt(r.keys)}` }, h("small", { text: pct(r.keys_denied_pct) })),
+    h("td", { className: "num" + (r.fail_open > 0 ? " warn" : ""), text: fmtInt(r.fail_open) }),
+    h("td", { text: peak ? `${fmtInt(peak.p50)} / ${fmtInt(peak.p90)} / ${fmtInt(peak.p99)}` : "—", title: peak ? `each key's most requests in one ${peak.window_ms} ms window; max ${peak.max}` : "" }),
+    h("td", {
+      text: s ? `${s.parameter} ${fmtInt(s.value)}` : "—",
+      title: s ? `the smallest ${s.parameter} that denies at most ${s.max_keys_denied_pct} % of keys (${s.keys_denied_pct} % here; ${s.method})` : "",
+    }),
+  );
+}
+
+function renderResults() {
+  const box = $("replay-results");
+  const select = $<HTMLSelectElement>("replay-keys-rule");
+  if (!report) {
+    box.replaceChildren();
+    select.replaceChildren();
+    $("replay-keys").replaceChildren();
+    $("replay-heatmap").replaceChildren();
+    return;
+  }
+  const r = report;
+  const head = h("tr", {}, ...["Rule", "Requests", "Allowed", "Denied", "Keys denied", "Fail-open", "Peak p50/p90/p99", "Suggestion"].map((t, i) => h("th", { className: i > 0 && i < 6 ? "num" : "", text: t })));
+  const skipped = r.malformed + r.filtered + r.no_key + r.out_of_order;
+  const about = h("div", {
+    className: "hint",
+    text:
+      `${r.format}${r.gzip ? " (gzip)" : ""}, key ${r.key}: ${fmtInt(r.requests)} requests from ${fmtInt(r.keys)} keys` +
+      (r.first_ms != null && r.last_ms != null ? `, ${fmtClock(r.first_ms)} to ${fmtClock(r.last_ms)}` : "") +
+      (skipped ? `; ${fmtInt(r.malformed)} malformed, ${fmtInt(r.filtered)} filtered out, ${fmtInt(r.no_key)} without a key, ${fmtInt(r.out_of_order)} out of order` : "") +
+      (r.cancelled ? " — cancelled: the figures cover what was decided" : "") +
+      (r.input_error ? ` — the input ended early: ${r.input_error}` : ""),
+  });
+  box.replaceChildren(about, h("table", { className: "summary", data: { testid: "replay-rules-table" } }, head, ...r.rules.map(ruleRow)));
+  const current = select.value;
+  select.replaceChildren(...r.rules.map((rule) => new Option(rule.rule, rule.rule)));
+  select.value = r.rules.some((x) => x.rule === current) ? current : (r.rules[0]?.rule ?? "");
+  renderKeys();
+  renderHeatmap();
+}
+
+function renderKeys() {
+  const table = $("replay-keys");
+  const rule = report?.rules.find((x) => x.rule === $<HTMLSelectElement>("replay-keys-rule").value);
+  if (!rule) {
+    table.replaceChildren();
+    return;
+  }
+  const head = h("tr", {}, ...["Key", "Requests", "Allowed", "Denied", "% denied", "First denial", "Longest denied streak"].map((t, i) => h("th", { className: i ? "num" : "", text: t })));
+  const rows = sortKeys(keyRows(rule.top_keys), "denied", "desc").map((k) =>
+    h(
+      "tr",
+      { data: { key: k.name } },
+      h("td", { className: "mono", text: k.name }),
+      h("td", { className: "num", text: fmtInt(k.requests) }),
+      h("td", { className: "num", text: fmtInt(k.allowed) }),
+      h("td", { className: "num" + (k.denied ? " bad-soft" : ""), text: fmtInt(k.denied) }),
+      h("td", { className: "num", text: pct(k.deniedShare * 100) }),
+      h("td", { className: "num", text: k.firstDeniedMs === undefined ? "—" : fmtClock(k.firstDeniedMs) }),
+      h("td", { className: "num", text: fmtInt(k.longestDeniedStreak) }),
+    ),
+  );
+  const note = rule.top_keys_exact ? [] : [h("caption", { text: "More keys than the table holds: denial counts are upper bounds (space-saving)." })];
+  table.replaceChildren(...note, head, ...(rows.length ? rows : [h("tr", {}, h("td", { text: "No key was denied." }))]));
+}
+
+function renderHeatmap() {
+  const box = $("replay-heatmap");
+  if (!report || report.sweep.length === 0) {
+    box.replaceChildren();
+    return;
+  }
+  const maps = ([["denied_pct", "% of requests denied"], ["keys_denied_pct", "% of keys denied"]] as [HeatMetric, string][]).map(([metric, title]) => {
+    const m = heatmap(report!.sweep, metric);
+    if (!m) return h("div");
+    const head = h("tr", {}, h("th", { text: m.y ? `${m.y} ╲ ${m.x}` : m.x }), ...m.xs.map((x) => h("th", { text: String(x) })));
+    const rows = m.ys.map((y, row) =>
+      h(
+        "tr",
+        {},
+        h("th", { text: m.y ? String(y) : "" }),
+        ...m.xs.map((_, col) => {
+          const v = m.cells[row][col];
+          const td = h("td", { text: v === undefined ? "" : pct(v) });
+          td.style.background = heatColour(v);
+          return td;
+        }),
+      ),
+    );
+    return h("table", { className: "heatmap" }, h("caption", { text: `Sweep of ${report!.rules[0]?.rule ?? "the first rule"}: ${title}` }), head, ...rows);
+  });
+  box.replaceChildren(...maps);
+}
+
+function applyStatus(status: ReplayStatus) {
+  running = status.running;
+  if (status.report) report = status.report;
+  if (status.error) showErrors([status.error]);
+  renderProgress(status.progress, status.running ? undefined : status.error ? `Failed: ${status.error.message}` : status.report ? `Done: ${fmtInt(status.report.requests)} requests in ${(status.report.elapsed_ms / 1000).toFixed(1)} s${status.cancelled ? " (cancelled)" : ""}` : undefined);
+  renderButtons();
+  renderResults();
+}
+
+async function start() {
+  const sweep = sweepAxes();
+  if (!sweep.ok) {
+    showErrors([{ code: "invalid_replay", message: sweep.message, field: "sweep" }]);
+    return;
+  }
+  showErrors([]);
+  $("replay-note").textContent = "";
+  try {
+    const rules = state.rules.filter((r) => chosen.has(r.name)).map((r) => r.name);
+    running = true;
+    renderProgress(null, "Starting…");
+    applyStatus(await api.replayStart({ path, parse: parseSpec(), rules, sweep: sweep.axes }));
+  } catch (err) {
+    running = false;
+    renderProgress(null, "Idle");
+    showErrors([toAppError(err)]);
+    renderButtons();
+  }
+}
+
+async function exportWith(run: () => Promise<{ path: string }>) {
+  const note = $("replay-note");
+  try {
+    note.textContent = `Saved ${(await run()).path}`;
+  } catch (err) {
+    const e = toAppError(err);
+    note.textContent = e.code === "cancelled" ? "" : e.message;
+  }
+}
+
+function initDrop() {
+  const zone = $("replay-drop");
+  // The window's drag-and-drop hands over file paths (the DOM's drop event has none).
+  void getCurrentWebview()
+    .onDragDropEvent((event) => {
+      const p = event.payload;
+      if (p.type === "over" || p.type === "enter") zone.classList.add("over");
+      else zone.classList.remove("over");
+      if (p.type === "drop" && p.paths.length > 0) {
+        setPath(p.paths[0]);
+        card().scrollIntoView({ block: "start" });
+      }
+    })
+    .catch(() => undefined);
+}
+
+export async function initReplay() {
+  $("replay-open").addEventListener("click", async () => {
+    try {
+      setPath(await api.replayOpen());
+    } catch (err) {
+      const e = toAppError(err);
+      if (e.code !== "cancelled") showErrors([e]);
+    }
+  });
+  for (const id of ["replay-format", "replay-key", "replay-methods", "replay-filter"]) {
+    $(id).addEventListener("change", () => void refreshPreview());
+  }
+  $("replay-run").addEventListener("click", () => void start());
+  $("replay-cancel").addEventListener("click", async () => applyStatus(await api.replayCancel()));
+  $("replay-keys-rule").addEventListener("change", renderKeys);
+  $("replay-export-csv").addEventListener("click", () => exportWith(api.replayExportCsv));
+  $("replay-export-png").addEventListener("click", () => exportWith(() => api.replayExportChart("png" as ChartFormat, false)));
+  $("replay-export-heatmap").addEventListener("click", () => exportWith(() => api.replayExportChart("svg" as ChartFormat, true)));
+  await events.onReplayProgress((p) => {
+    if (running) renderProgress(p);
+  });
+  await events.onReplayFinished(applyStatus);
+  initDrop();
+  on("rules", renderRules);
+  renderRules();
+  const status = await api.replayStatus();
+  if (status.path) {
+    path = status.path;
+    $("replay-path").textContent = path;
+  }
+  applyStatus(status);
+}
