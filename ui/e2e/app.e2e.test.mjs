@@ -329,7 +329,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     assert.ok(rows.every((r) => r.cells[2] === "10,000"), JSON.stringify(rows));
   });
 
-  it("compares the three algorithms side by side", async () => {
+  it("compares the five algorithms side by side", async () => {
     await fill("#sim-target", "__compare");
     await fill("#sim-limit", "50");
     await fill("#sim-window", "1000");
@@ -340,17 +340,30 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await until(finished, 60_000, "the comparison ends").catch(async (e) => {
       throw new Error(`${e.message}: ${JSON.stringify(await simState())}`);
     });
+    const five = [
+      "compare-token-bucket",
+      "compare-gcra",
+      "compare-sliding-window-log",
+      "compare-sliding-window-counter",
+      "compare-fixed-window",
+    ];
     const rows = await summaryRows();
-    assert.deepEqual(rows.map((r) => r.rule), ["compare-token-bucket", "compare-sliding-window-log", "compare-fixed-window"]);
+    assert.deepEqual(rows.map((r) => r.rule), five);
+    // The run chart draws the five side by side, one panel each.
+    await click('[data-layout="panels"]');
+    await until(async () => {
+      const panels = await browser.execute(() => [...document.querySelectorAll("#run-charts .run-panel")].map((el) => el.dataset.rule));
+      return five.every((r) => panels.includes(r));
+    }, 20_000, "five panels on the run chart");
     await until(async () => {
       const t = await chartTotals();
       // Every decision is on the chart. On a loaded machine some miss their deadline and fail
       // open, while the script they sent may still run and count in Redis: then one request
       // shows twice (fail-open here, allowed or denied there), never zero times.
-      return ["compare-token-bucket", "compare-sliding-window-log", "compare-fixed-window"].every(
+      return five.every(
         (r) => t[r] && t[r].allowed + t[r].denied <= 1500 && t[r].allowed + t[r].denied + t[r].failOpen >= 1500,
       );
-    }, 10_000, "three charts with every decision").catch(async (e) => {
+    }, 10_000, "five charts with every decision").catch(async (e) => {
       throw new Error(`${e.message}: ${JSON.stringify(await chartTotals())}`);
     });
     await until(async () => !(await visible("#failopen-banner")), 10_000, "no banner");
