@@ -21,7 +21,7 @@
 //! - [`metrics`]   Prometheus metrics of decisions, served at `GET /api/metrics`
 //! - [`replay`]    a real log decided on its own clock through the rules' scripts: who was denied
 //! - [`api`]       the decision endpoint for any language: `POST /api/check`, `GET /api/rules`
-//! - [`rules_file`] a list of rules from a JSON or TOML file (`serve --rules`)
+//! - [`rules_file`] a list of rules from a JSON or TOML file (`serve --rules`, `replay --rules`)
 //! - [`bench`]     load tests: the engine against redis-benchmark's ceiling, Lua cost, stats cost
 
 pub mod api;

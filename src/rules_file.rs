@@ -1,5 +1,5 @@
 //! A rules file: a list of rules in their serde form (`{"name", "algorithm", parameters}`),
-//! for `serve --rules` (and any other command that takes several rules).
+//! for `serve --rules` and `replay --rules`.
 //!
 //! Accepted shapes: a JSON list, a JSON object `{"rules": [...]}`, or TOML `[[rules]]` tables
 //! (by the `.toml` extension). Every rule is validated as [`Rule`] deserialization validates;
