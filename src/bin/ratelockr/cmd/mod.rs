@@ -10,7 +10,10 @@ pub mod simulate;
 pub mod stats;
 
 use crate::opts::{Cli, Command};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
 use std::process::ExitCode;
+use tokio_util::sync::CancellationToken;
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
@@ -22,4 +25,28 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Simulate(args) => simulate::run(&cli.global, args).await,
         Command::Replay(args) => replay::run(&cli.global, args).await,
     }
+}
+
+/// A progress bar of `len` drawn with `template` on a terminal, hidden otherwise (stderr piped).
+pub fn progress_bar(len: u64, template: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len);
+    bar.set_style(
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// A token that Ctrl-C cancels: a long run stops and keeps what it has.
+pub fn cancel_on_ctrl_c() -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let on_ctrl_c = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_ctrl_c.cancel();
+        }
+    });
+    cancel
 }

@@ -4,17 +4,15 @@
 use crate::opts::{print_json, AlgorithmArg, Global, RuleArgs};
 use anyhow::{anyhow, Context};
 use clap::{Args, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use ratelockr::export::{self, CsvSink};
 use ratelockr::replay::{
     self, FieldNames, LogFormat, LogSource, ParseSpec, ReplayObserver, ReplayProgress,
     ReplayReport, ReplaySpec, SweepAxis,
 };
 use ratelockr::Rule;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FormatArg {
@@ -217,26 +215,12 @@ pub async fn run(global: &Global, args: &ReplayArgs) -> anyhow::Result<ExitCode>
     }
     let backend = global.backend()?;
     let limiter = global.limiter(&backend)?;
-    let bar = if std::io::stderr().is_terminal() {
-        let bar = ProgressBar::new(0);
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes}  {msg}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
+    let bar = super::progress_bar(
+        0,
+        "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes}  {msg}",
+    );
     let observer = Bar(bar.clone());
-    let cancel = CancellationToken::new();
-    let on_ctrl_c = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_ctrl_c.cancel();
-        }
-    });
+    let cancel = super::cancel_on_ctrl_c();
     let report = replay::run(
         &limiter,
         &source,

@@ -4,7 +4,7 @@
 use crate::opts::{flag_error, print_json, AlgorithmArg, Global, RuleArgs};
 use anyhow::{anyhow, Context};
 use clap::{Args, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use ratelockr::export::timeline::TimelineObserver;
 use ratelockr::export::{self, CsvSink, TimelineBuilder};
 use ratelockr::sim::{
@@ -12,10 +12,8 @@ use ratelockr::sim::{
     Workload,
 };
 use serde::Serialize;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PatternArg {
@@ -310,18 +308,10 @@ pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCod
         );
     }
 
-    let bar = if std::io::stderr().is_terminal() {
-        let bar = ProgressBar::new(spec.workload.planned_requests().unwrap_or(0));
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} requests  {per_sec}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
+    let bar = super::progress_bar(
+        spec.workload.planned_requests().unwrap_or(0),
+        "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} requests  {per_sec}",
+    );
     let observer = Watch {
         bar: bar.clone(),
         timeline: args
@@ -329,13 +319,7 @@ pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCod
             .as_ref()
             .map(|_| TimelineBuilder::new(&spec, 0).observer()),
     };
-    let cancel = CancellationToken::new();
-    let on_ctrl_c = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_ctrl_c.cancel();
-        }
-    });
+    let cancel = super::cancel_on_ctrl_c();
     let report = sim::run(
         &limiter,
         &spec,
