@@ -9,6 +9,7 @@
 //! - [`local_limiter`] degraded mode: the rule's per-instance share, decided in process
 //! - [`headers`]   the HTTP status and RateLimit headers a decision implies
 //! - [`keys`]      the key layout under a prefix, rule names hash-tagged for Redis Cluster
+//! - [`refund`]    giving back what an admitted request took, when a later rule denies it
 //! - [`reset`]     deleting a rule's (or one client's) limiter state: a maintenance SCAN
 //! - [`telemetry`] per-second counters written by the scripts, read as 60 GETs in one pipeline
 //! - [`target`]    Redis URLs that never show their password
@@ -38,6 +39,7 @@ pub mod keys;
 pub mod limiter;
 pub mod local_limiter;
 pub mod metrics;
+pub mod refund;
 pub mod replay;
 pub mod reset;
 pub mod rule;
@@ -55,6 +57,7 @@ pub use error::{FailureKind, RedisFailure};
 pub use keys::KeySpace;
 pub use limiter::{CheckError, DecisionObserver, FailureMode, Limiter, LimiterOptions};
 pub use metrics::Metrics;
+pub use refund::RefundError;
 pub use reset::ResetError;
 pub use rule::{Algorithm, AlgorithmKind, Rule, RuleError};
 pub use scripts::At;

@@ -499,6 +499,13 @@ impl Limiter {
         }
     }
 
+    /// Counts and logs (at most once a second per kind) a failure of a call besides a decision
+    /// (a refund, [`crate::refund`]), and hands it back.
+    pub(crate) fn failed(&self, failure: RedisFailure) -> RedisFailure {
+        self.record_failure(&failure);
+        failure
+    }
+
     fn record_failure(&self, failure: &RedisFailure) {
         let inner = &*self.inner;
         inner.ledger.record_failure(failure.kind);
