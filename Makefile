@@ -14,9 +14,11 @@ run-cli: deps-engine
 
 test: deps-engine test-engine test-ui test-app test-e2e
 
-# The engine alone (the workspace's default member; the app crate needs WebKitGTK and ui/dist).
+# The engine and its tower layer (the workspace's default members; the app crate needs
+# WebKitGTK and ui/dist). --all-targets leaves doctests out, so the layer's run on their own.
 test-engine:
 	$(CARGO) test --all-targets
+	$(CARGO) test --doc -p ratelockr-tower
 
 lint: deps-app ui
 	$(CARGO) fmt --all -- --check

@@ -1,0 +1,46 @@
+//! What the layer decided, as a request and response extension the service can read.
+
+use ratelockr::Decision;
+
+/// One rule's decision for a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleDecision {
+    /// The rule's name.
+    pub rule: String,
+    /// What it decided.
+    pub decision: Decision,
+    /// True when a later rule denied the request and this rule's admission was given back.
+    pub refunded: bool,
+}
+
+/// The layer's decisions for one request: in the request's extensions for the handler, and in
+/// the response's for the layers outside this one. Present on every request the layer
+/// decided (admitted or denied).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateLimitInfo {
+    /// The client key the rules limited.
+    pub key: String,
+    /// What the request cost each rule.
+    pub cost: u64,
+    /// The rules' decisions in the order they were decided; after a denial, the rules behind
+    /// it were not asked and are missing.
+    pub decisions: Vec<RuleDecision>,
+}
+
+impl RateLimitInfo {
+    /// True when every rule admitted the request.
+    pub fn allowed(&self) -> bool {
+        self.decisions.iter().all(|d| d.decision.allowed)
+    }
+
+    /// True when some rule could not ask Redis and let the request through (fail-open, or an
+    /// admission by degraded mode's local limiter): the request passed unmetered by Redis.
+    pub fn fail_open(&self) -> bool {
+        self.decisions.iter().any(|d| d.decision.fail_open)
+    }
+
+    /// True when some rule was decided without Redis (fail-open, fail-closed or degraded).
+    pub fn degraded(&self) -> bool {
+        self.decisions.iter().any(|d| d.decision.is_degraded())
+    }
+}
