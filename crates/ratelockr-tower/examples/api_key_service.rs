@@ -1,0 +1,220 @@
+//! A service rate-limited by API key with RateLockr's Redis scripts.
+//!
+//! ```text
+//! cargo run -p ratelockr-tower --example api_key_service -- --redis redis://127.0.0.1:6379
+//! curl -i -H 'x-api-key: alice' http://127.0.0.1:3000/hello     # 200, then 429s
+//! curl http://127.0.0.1:3000/api/metrics | grep cache_denied      # the deny cache's hits
+//! ```
+//!
+//! Each API key gets a token bucket (`--capacity`, `--refill-per-sec`). Denials carry
+//! `Retry-After` and the RateLimit fields; admissions carry them too. The deny cache is on, so
+//! a key hammering past its limit costs Redis one call per retry period, and its hits show in
+//! `GET /api/metrics` (the engine's exporter, not rate-limited) as `result="cache_denied"`.
+//! Stop Redis and the service goes on in the `--failure-mode` chosen (open: requests pass,
+//! marked `ratelimit-fail-open: 1`; closed: 429; degraded: this instance's share of the
+//! bucket); start it again and Redis decides again, with no restart of the service.
+
+use axum::routing::get;
+use axum::{Extension, Router};
+use clap::{Parser, ValueEnum};
+use ratelockr::metrics::MetricsServer;
+use ratelockr::{DenyCacheOptions, FailureMode, Metrics, RedisTarget, Rule};
+use ratelockr_tower::{KeyExtractor, RateLimitInfo, RateLimitLayer};
+use std::net::SocketAddr;
+
+#[derive(Debug, Parser)]
+struct Args {
+    /// The Redis to decide on.
+    #[arg(long, env = "REDIS_URL", default_value = ratelockr::DEFAULT_REDIS_URL)]
+    redis: String,
+    /// Where to listen (loopback by default).
+    #[arg(long, default_value = "127.0.0.1:3000")]
+    addr: SocketAddr,
+    /// What a decision is while Redis is down.
+    #[arg(long, value_enum, default_value_t = Mode::Open)]
+    failure_mode: Mode,
+    /// Degraded mode: how many instances of this service share the limit.
+    #[arg(long, default_value_t = 1)]
+    instances: u32,
+    /// Requests a key may burst.
+    #[arg(long, default_value_t = 10)]
+    capacity: u64,
+    /// Requests a key regains per second.
+    #[arg(long, default_value_t = 1.0)]
+    refill_per_sec: f64,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Mode {
+    Open,
+    Closed,
+    Degraded,
+}
+
+/// The service's routes behind the layer, and the metrics the layer counts into.
+fn app(args: &Args) -> anyhow::Result<(Router, Metrics)> {
+    let failure_mode = match args.failure_mode {
+        Mode::Open => FailureMode::Open,
+        Mode::Closed => FailureMode::Closed,
+        Mode::Degraded => FailureMode::Degraded {
+            instances: args.instances,
+        },
+    };
+    let metrics = Metrics::new();
+    let limit = RateLimitLayer::builder(KeyExtractor::header("x-api-key".parse()?))
+        .redis(RedisTarget::parse(&args.redis)?)
+        .rule(Rule::token_bucket(
+            "api",
+            args.capacity,
+            args.refill_per_sec,
+        )?)
+        .failure_mode(failure_mode)
+        .deny_cache(DenyCacheOptions::default())
+        .metrics(metrics.clone())
+        .headers_on_admitted(true)
+        .fail_open_header(true)
+        .missing_key_status(axum::http::StatusCode::UNAUTHORIZED)
+        .build()?;
+    let routes = Router::new().route("/hello", get(hello)).layer(limit);
+    Ok((routes, metrics))
+}
+
+async fn hello(Extension(info): Extension<RateLimitInfo>) -> String {
+    if info.fail_open() {
+        format!("hello {} (Redis is down: not metered)\n", info.key)
+    } else {
+        format!("hello {}\n", info.key)
+    }
+}
+
+/// Binds `addr` and serves the routes beside `GET /api/metrics` until `shutdown`.
+async fn run(
+    routes: Router,
+    metrics: Metrics,
+    addr: SocketAddr,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<(SocketAddr, tokio::task::JoinHandle<anyhow::Result<()>>)> {
+    let server = MetricsServer::bind(metrics, addr).await?;
+    let bound = server.local_addr()?;
+    let task = tokio::spawn(async move { Ok(server.run_with(routes, shutdown).await?) });
+    Ok((bound, task))
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let args = Args::parse();
+    let (routes, metrics) = app(&args)?;
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let (addr, task) = run(routes, metrics, args.addr, shutdown).await?;
+    eprintln!("listening on http://{addr}/hello (x-api-key header), metrics at /api/metrics");
+    task.await?
+}
+
+#[cfg(test)]
+#[path = "../../../tests/common/mod.rs"]
+mod common;
+
+/// The example itself over real HTTP against a real redis-server that is killed and
+/// started again on the same port.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::{Child, Command};
+    use std::time::Duration;
+
+    fn args(redis: String, failure_mode: Mode) -> Args {
+        Args {
+            redis,
+            addr: "127.0.0.1:0".parse().expect("addr"),
+            failure_mode,
+            instances: 1,
+            capacity: 3,
+            refill_per_sec: 0.01,
+        }
+    }
+
+    async fn hello(addr: SocketAddr, key: &str) -> (u16, String) {
+        let (status, headers, _) =
+            common::http_with(addr, "GET", "/hello", &[("x-api-key", key)], "").await;
+        let marks = ["retry-after", "ratelimit", "ratelimit-fail-open"]
+            .iter()
+            .filter_map(|name| headers.get(*name).map(|v| format!("{name}={v}")))
+            .collect::<Vec<_>>()
+            .join(" ");
+        (status, marks)
+    }
+
+    /// A redis-server on a given port (the one a killed server had), killed on drop.
+    struct Restarted(Child);
+
+    impl Drop for Restarted {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    #[tokio::test]
+    async fn limits_by_key_counts_cache_hits_and_survives_a_redis_restart() {
+        let server = common::redis();
+        let port = server.port();
+        let (routes, metrics) = app(&args(server.url(), Mode::Open)).expect("app");
+        let (addr, _task) = run(
+            routes,
+            metrics,
+            "127.0.0.1:0".parse().expect("addr"),
+            async { std::future::pending::<()>().await },
+        )
+        .await
+        .expect("serve");
+
+        for _ in 0..3 {
+            assert_eq!(hello(addr, "alice").await.0, 200);
+        }
+        for _ in 0..5 {
+            let (status, marks) = hello(addr, "alice").await;
+            assert_eq!(status, 429);
+            assert!(marks.contains("retry-after="), "{marks}");
+            assert!(marks.contains("ratelimit=\"api\";r=0"), "{marks}");
+        }
+        let (_, _, body) = common::http(addr, "GET", "/api/metrics", "").await;
+        let cache_hits = body
+            .lines()
+            .find(|l| l.contains("token_bucket") && l.contains("result=\"cache_denied\""))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .expect("a cache_denied series");
+        assert_eq!(
+            cache_hits, 4,
+            "the first denial asked Redis, the rest hit the cache"
+        );
+
+        // Redis goes away: the service fails open, visibly.
+        drop(server);
+        let (status, marks) = hello(addr, "bob").await;
+        assert_eq!((status, marks.as_str()), (200, "ratelimit-fail-open=1"));
+
+        // Redis comes back on the same port, empty: Redis decides again.
+        let restarted = Restarted(
+            Command::new("redis-server")
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--save", "", "--appendonly", "no"])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("redis-server"),
+        );
+        let back = common::eventually(Duration::from_secs(15), || async {
+            let (status, marks) = hello(addr, "carol").await;
+            status == 200 && marks.contains("ratelimit=\"api\"")
+        })
+        .await;
+        assert!(back, "Redis decides again after its restart");
+        drop(restarted);
+    }
+}
