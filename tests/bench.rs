@@ -1,7 +1,7 @@
 //! The load-test machinery against a real redis-server: it counts decisions and errors apart,
 //! and refuses to start against a Redis that does not answer. No timing assertions.
 
-use ratelockr::bench::{bench_rule, engine::EngineBench};
+use ratelockr::bench::{api::ApiBench, bench_rule, engine::EngineBench};
 use ratelockr::{AlgorithmKind, EmbeddedRedis, KeySpace, Limiter, LimiterOptions, Metrics};
 use ratelockr::{Outcome, RedisTarget};
 use std::sync::Arc;
@@ -74,5 +74,59 @@ async fn refuses_to_measure_a_redis_that_does_not_answer() {
         .run(&limiter)
         .await
         .expect_err("no Redis there");
+    assert!(err.to_string().contains("does not answer"), "{err}");
+}
+
+fn short_api() -> ApiBench {
+    ApiBench {
+        rule: bench_rule(AlgorithmKind::TokenBucket).expect("rule"),
+        connections: 4,
+        keys: 3,
+        warmup: Duration::from_millis(100),
+        duration: Duration::from_millis(300),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_http_load_generator_counts_answers_redis_decided() {
+    let redis = EmbeddedRedis::start().expect("redis-server on PATH");
+    let target = RedisTarget::parse(&redis.url()).expect("url");
+    let metrics = Metrics::new();
+    let limiter = Limiter::new(
+        &target,
+        LimiterOptions {
+            keys: KeySpace::new("bench-api-test"),
+            deadline: Duration::from_secs(2),
+            ..LimiterOptions::default()
+        },
+    )
+    .with_observer(Arc::new(metrics.clone()));
+    let report = short_api()
+        .run_on_own_runtime(&limiter, 1)
+        .await
+        .expect("bench runs");
+    assert!(report.decisions > 0, "{report:?}");
+    assert_eq!(report.errors, 0, "{report:?}");
+    assert_eq!(report.allowed + report.denied, report.decisions);
+    assert!(report.p50_us <= report.p99_us && report.p99_us <= report.max_us);
+    // Every counted answer was a decision the engine made behind the endpoint.
+    let kind = AlgorithmKind::TokenBucket;
+    let seen: u64 = [Outcome::Allowed, Outcome::Denied]
+        .into_iter()
+        .map(|o| metrics.evaluations(kind, o))
+        .sum();
+    assert!(seen >= report.decisions, "{seen} < {}", report.decisions);
+}
+
+#[tokio::test]
+async fn the_http_load_generator_refuses_a_redis_that_does_not_answer() {
+    let limiter = Limiter::new(
+        &RedisTarget::parse("redis://127.0.0.1:1").expect("url"),
+        LimiterOptions {
+            deadline: Duration::from_millis(200),
+            ..LimiterOptions::default()
+        },
+    );
+    let err = short_api().run(&limiter).await.expect_err("no Redis there");
     assert!(err.to_string().contains("does not answer"), "{err}");
 }

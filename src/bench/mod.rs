@@ -1,5 +1,6 @@
 //! Load tests of the engine, measured against what Redis itself can do in the same run.
 //!
+//! - [`api`]      decisions per second over HTTP keep-alive through `POST /api/check`
 //! - [`engine`]   decisions per second and latency percentiles through [`Limiter`](crate::Limiter)
 //! - [`ceiling`]  redis-benchmark running the very same script with EVALSHA, pipelined: the
 //!   physical limit the engine is measured against, and the Lua cost of each script
@@ -8,6 +9,7 @@
 //!
 //! Every measurement is bounded in time and meant for a Redis on this machine.
 
+pub mod api;
 pub mod ceiling;
 pub mod engine;
 pub mod replay;

@@ -71,6 +71,12 @@ pub struct BenchArgs {
     /// Attacking keys in the --attack mix.
     #[arg(long, default_value_t = 100)]
     pub attackers: usize,
+    /// Decisions over HTTP keep-alive instead: `serve`'s POST /api/check started in process on
+    /// a loopback port, driven by --concurrency keep-alive connections, beside the engine's
+    /// in-process figure (same rule, keys and concurrency) in each round. Token bucket unless
+    /// --algorithm says otherwise.
+    #[arg(long, conflicts_with_all = ["replay", "attack", "deny_cache", "lua", "stats"])]
+    pub api: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -138,6 +144,9 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
         "invalid --concurrency: must be at least 1"
     );
     anyhow::ensure!(args.keys >= 1, "invalid --keys: must be at least 1");
+    if args.api {
+        return super::bench_api::run(global, args).await;
+    }
     anyhow::ensure!(
         args.attackers >= 1,
         "invalid --attackers: must be at least 1"

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod bench_api;
 pub mod bench_replay;
 pub mod check;
 pub mod replay;
