@@ -353,3 +353,28 @@ async fn build_errors_name_what_is_missing() {
         .expect_err("options beside a limiter");
     assert!(both.to_string().contains("LimiterOptions"), "{both}");
 }
+
+#[tokio::test]
+async fn degraded_mode_admits_the_local_share_then_denies_with_its_own_wait() {
+    // Redis is not there at all: each key gets this instance's share (all of it: 1 instance).
+    let layer = builder(KeyExtractor::peer_ip(), &common::dead_url(), "degraded")
+        .rule(Rule::fixed_window("api", 2, 60_000).expect("valid"))
+        .failure_mode(FailureMode::Degraded { instances: 1 })
+        .fail_open_header(true)
+        .headers_on_admitted(true)
+        .build()
+        .expect("layer");
+    let addr = serve(layer).await;
+    for _ in 0..2 {
+        let (status, headers, body) = get_with(addr, &[]).await;
+        assert_eq!(
+            (status, body.as_str()),
+            (200, "key=127.0.0.1 fail_open=true")
+        );
+        assert_eq!(headers.get("ratelimit-fail-open"), Some("1"));
+    }
+    let (status, headers, _) = get_with(addr, &[]).await;
+    assert_eq!(status, 429, "past the local share");
+    assert!(headers.get("retry-after").is_some());
+    assert_eq!(headers.get("ratelimit"), None, "Redis's state is unknown");
+}
