@@ -22,6 +22,8 @@ function nameInput(r: ReplayRunInfo): HTMLElement {
     try {
       r.name = (await api.replayRename(r.id, input.value)).name;
       input.value = r.name;
+      // What the backend kept (the E2E test waits on it).
+      input.dataset.saved = r.name;
       input.classList.remove("invalid");
       error.textContent = "";
     } catch (err) {

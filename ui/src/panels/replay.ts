@@ -20,6 +20,7 @@ import { sortKeys } from "../logic/perkey";
 import { heatColour, heatmap, keyRows, parseAxis, progressShare, sweepParams, type HeatMetric } from "../logic/replay";
 import { describeRule } from "../logic/rules";
 import { on, state } from "../store";
+import { dropHandler } from "./replay-drop";
 import { initKept, refreshKept } from "./replay-kept";
 
 /** How far out of order a log's requests may be and still be sorted: the engine's default. */
@@ -334,18 +335,12 @@ async function exportWith(run: () => Promise<{ path: string }>) {
 }
 
 function initDrop() {
-  const zone = $("replay-drop");
-  // The window's drag-and-drop hands over file paths (the DOM's drop event has none).
+  const choose = (p: string) => {
+    setPath(p);
+    card().scrollIntoView({ block: "start" });
+  };
   void getCurrentWebview()
-    .onDragDropEvent((event) => {
-      const p = event.payload;
-      if (p.type === "over" || p.type === "enter") zone.classList.add("over");
-      else zone.classList.remove("over");
-      if (p.type === "drop" && p.paths.length > 0) {
-        setPath(p.paths[0]);
-        card().scrollIntoView({ block: "start" });
-      }
-    })
+    .onDragDropEvent(dropHandler($("replay-drop"), choose))
     .catch(() => undefined);
 }
 
