@@ -32,6 +32,8 @@ const COMMANDS: &[&str] = &[
     "replay_start",
     "replay_cancel",
     "replay_status",
+    "replay_reopen",
+    "replay_rename",
     "replay_export_csv",
     "replay_export_chart",
 ];

@@ -452,6 +452,32 @@ async fn jsonl_and_csv_quirks_end_to_end() {
         got,
         [("::1|api", true), ("::1|static", true), ("::1|api", false)]
     );
+
+    // A quoted field holding line breaks (a blank line too) is one record, numbered from its
+    // first line; a quote still open at the end is one malformed record, not a crash.
+    let log = concat!(
+        "time,ip,note\n",
+        "1700000000,10.0.0.1,\"two\n\nlines, \"\"quoted\"\"\"\n",
+        "1700000001,10.0.0.1,plain\n",
+        "1700000002,10.0.0.2,\"never closed\n",
+        "1700000003,10.0.0.2,swallowed\n",
+    );
+    let spec_lines = ReplaySpec {
+        parse: ParseSpec {
+            key: "ip".into(),
+            ..ParseSpec::default()
+        },
+        ..spec(vec![Rule::fixed_window("fw", 1, 60_000).expect("valid")])
+    };
+    let (report, records) = replay(&limiter, log, &spec_lines).await.expect("replays");
+    let got: Vec<(&str, u64, bool)> = records
+        .iter()
+        .map(|r| (r.key.as_str(), r.sent_at_ms - 1_700_000_000_000, r.allowed))
+        .collect();
+    assert_eq!(got, [("10.0.0.1", 0, true), ("10.0.0.1", 1000, false)]);
+    assert_eq!(report.malformed, 1, "{:?}", report.issues);
+    assert_eq!(report.issues[0].line, 6, "{:?}", report.issues);
+    assert!(report.issues[0].reason.contains("unterminated"));
 }
 
 #[tokio::test]

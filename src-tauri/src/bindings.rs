@@ -8,6 +8,7 @@ use crate::core::connection::{ConnectionStatus, ConnectionTest, LinkState};
 use crate::core::error::{AppError, ErrorCode};
 use crate::core::history::{HistorySettings, RunHistory, RunInfo, RunTarget};
 use crate::core::inspect::{ResetResult, WorkloadPreview};
+use crate::core::kept_replay::{LogIdentity, ReplayRunInfo};
 use crate::core::records::RunRecords;
 use crate::core::replay::{ReplayRequest, ReplayStatus};
 use crate::core::rules::RuleDraft;
@@ -80,6 +81,8 @@ pub fn render() -> Vec<(String, String)> {
     one::<LineStyle>(&cfg, &mut out);
     one::<ReplayRequest>(&cfg, &mut out);
     one::<ReplayStatus>(&cfg, &mut out);
+    one::<ReplayRunInfo>(&cfg, &mut out);
+    one::<LogIdentity>(&cfg, &mut out);
     one::<ParseSpec>(&cfg, &mut out);
     one::<FieldNames>(&cfg, &mut out);
     one::<LogFormat>(&cfg, &mut out);

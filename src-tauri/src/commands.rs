@@ -6,6 +6,7 @@ use crate::core::error::AppError;
 use crate::core::export_path::confirmed_format;
 use crate::core::history::{HistorySettings, RunHistory, RunInfo};
 use crate::core::inspect::{self, ResetResult, WorkloadPreview};
+use crate::core::kept_replay::ReplayRunInfo;
 use crate::core::records::RunRecords;
 use crate::core::replay::{self, ReplayRequest, ReplayStatus};
 use crate::core::rules::RuleDraft;
@@ -214,29 +215,42 @@ pub fn replay_status(core: Core<'_>) -> ReplayStatus {
     core.replay_status()
 }
 
-/// The last replay's decisions as CSV.
+/// A kept replay, to show again (after a restart too).
+#[tauri::command]
+pub fn replay_reopen(core: Core<'_>, id: String) -> Result<ReplayStatus, AppError> {
+    core.replay_reopen(&id)
+}
+
+#[tauri::command]
+pub fn replay_rename(core: Core<'_>, id: String, name: String) -> Result<ReplayRunInfo, AppError> {
+    core.replay_rename(&id, &name)
+}
+
+/// A kept replay's decisions as CSV; `id` None: the newest replay.
 #[tauri::command]
 pub async fn replay_export_csv<R: Runtime>(
     app: AppHandle<R>,
     core: Core<'_>,
+    id: Option<String>,
 ) -> Result<Exported, AppError> {
     let dest = choose_path(&app, "ratelockr-replay.csv", "CSV", "csv")?;
-    core.replay_export_csv(&dest)
+    core.replay_export_csv(&dest, id.as_deref())
 }
 
-/// The last replay's chart (`heatmap` false) or its sweep's heatmaps, in the format the
-/// confirmed file name asks for.
+/// A kept replay's chart (`heatmap` false) or its sweep's heatmaps, in the format the
+/// confirmed file name asks for; `id` None: the newest replay.
 #[tauri::command]
 pub async fn replay_export_chart<R: Runtime>(
     app: AppHandle<R>,
     core: Core<'_>,
     format: ChartFormat,
     heatmap: bool,
+    id: Option<String>,
 ) -> Result<Exported, AppError> {
     let stem = if heatmap { "heatmap" } else { "chart" };
     let name = format!("ratelockr-replay-{stem}.{}", format.extension());
     let kind = format.extension().to_uppercase();
     let dest = choose_path(&app, &name, &kind, format.extension())?;
     confirmed_format(&dest)?;
-    core.replay_export_chart(&dest, heatmap)
+    core.replay_export_chart(&dest, heatmap, id.as_deref())
 }

@@ -59,6 +59,8 @@ macro_rules! handler {
             $crate::commands::replay_start,
             $crate::commands::replay_cancel,
             $crate::commands::replay_status,
+            $crate::commands::replay_reopen,
+            $crate::commands::replay_rename,
             $crate::commands::replay_export_csv,
             $crate::commands::replay_export_chart,
         ]

@@ -1002,3 +1002,173 @@ fn a_replay_of_the_sample_log_names_the_abusive_client_first() {
     let svg = std::fs::read_to_string(heatmap["path"].as_str().expect("path")).expect("svg");
     assert!(svg.contains("<svg"), "a heatmap");
 }
+
+/// A small combined-format log: `clients` addresses, one request each per second for `secs`.
+fn write_log(path: &Path, clients: u32, secs: u32) {
+    use std::fmt::Write as _;
+    let mut text = String::new();
+    for s in 0..secs {
+        let (m, sec) = (s / 60, s % 60);
+        for c in 0..clients {
+            writeln!(
+                text,
+                "10.0.{}.{} - - [24/Nov/2026:07:{m:02}:{sec:02} +0000] \"GET /api/items HTTP/1.1\" 200 10 \"-\" \"t\"",
+                c / 250,
+                c % 250
+            )
+            .expect("write");
+        }
+    }
+    std::fs::write(path, text).expect("log");
+}
+
+#[test]
+fn a_replay_is_kept_in_the_history_renamed_reopened_after_a_restart_exported_and_deleted() {
+    let server = redis();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("small.log");
+    write_log(&log, 3, 20);
+    let (id, requests);
+    {
+        let ui = Ui::open(dir.path(), Some(&server.url()));
+        ui.ok(
+            "rule_save",
+            json!({ "original": null, "draft": { "name": "tb", "algorithm": "token_bucket", "capacity": 5, "refill_per_sec": 0.5 } }),
+        );
+        let started = ui.ok(
+            "replay_start",
+            json!({ "request": { "path": log, "parse": { "key": "ip" }, "rules": ["tb"] } }),
+        );
+        id = started["id"]
+            .as_str()
+            .expect("an id in the history")
+            .to_string();
+        let status = wait_for_replay(&ui);
+        assert_eq!(status["id"], id.as_str(), "{status}");
+        requests = status["report"]["requests"].as_u64().expect("requests");
+        assert_eq!(requests, 60, "{status}");
+        let history = ui.ok("runs_list", json!({}));
+        let kept = &history["replays"][0];
+        assert_eq!(
+            (&kept["id"], &kept["status"], &kept["requests"]),
+            (&json!(id), &json!("finished"), &json!(60)),
+            "{history}"
+        );
+        assert_eq!(kept["name"], "Replay of small.log");
+        assert_eq!(kept["log"]["name"], "small.log");
+        assert_eq!(
+            kept["log"]["bytes"].as_u64(),
+            Some(std::fs::metadata(&log).expect("meta").len())
+        );
+        assert_eq!(kept["log"]["sha256"].as_str().map(str::len), Some(64));
+        assert_eq!(kept["rules"][0]["name"], "tb");
+        assert!(kept["bytes"].as_u64() > Some(0), "its decisions count");
+        assert!(
+            history["runs"].as_array().is_some_and(Vec::is_empty),
+            "a replay is not listed as a simulation: {history}"
+        );
+        let err = ui
+            .call("run_records", json!({ "id": id }))
+            .expect_err("not a simulation");
+        assert_eq!(err["code"], "run_not_found", "{err}");
+        let err = ui
+            .call("replay_rename", json!({ "id": id, "name": " " }))
+            .expect_err("an empty name");
+        assert_eq!(err["field"], "name", "{err}");
+        let renamed = ui.ok(
+            "replay_rename",
+            json!({ "id": id, "name": "  last Tuesday  " }),
+        );
+        assert_eq!(renamed["name"], "last Tuesday");
+    }
+    // Restarted: the replay is listed, reopens with its report, and exports.
+    let ui = Ui::open(dir.path(), None);
+    let history = ui.ok("runs_list", json!({}));
+    assert_eq!(history["replays"][0]["name"], "last Tuesday", "{history}");
+    let reopened = ui.ok("replay_reopen", json!({ "id": id }));
+    assert_eq!(reopened["name"], "last Tuesday");
+    assert_eq!(reopened["report"]["requests"], requests);
+    assert_eq!(reopened["report"]["rules"][0]["rule"], "tb");
+    assert!(reopened["report"]["rules"][0]["denied"].as_u64() > Some(0));
+    assert_eq!(reopened["cancelled"], false);
+    std::env::set_var(ratelockr_app::save_dialog::EXPORT_DIR_ENV, dir.path());
+    let exported = ui.ok("replay_export_csv", json!({ "id": id }));
+    let text = std::fs::read_to_string(exported["path"].as_str().expect("path")).expect("csv");
+    assert_eq!(text.lines().count() as u64 - 1, requests, "one row each");
+    let chart = ui.ok(
+        "replay_export_chart",
+        json!({ "format": "png", "heatmap": false, "id": id }),
+    );
+    let png = std::fs::read(chart["path"].as_str().expect("path")).expect("png");
+    assert_eq!(&png[1..4], b"PNG");
+    let history = ui.ok("run_delete", json!({ "id": id }));
+    assert_eq!(history["replays"], json!([]), "{history}");
+    assert!(!dir.path().join("runs").join(&id).exists());
+    let err = ui
+        .call("replay_reopen", json!({ "id": id }))
+        .expect_err("deleted");
+    assert_eq!(err["code"], "run_not_found");
+}
+
+#[test]
+fn a_cancelled_replay_is_kept_as_cancelled_and_a_dead_one_as_failed() {
+    let server = redis();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("long.log");
+    // 400,000 requests: far more than are decided before the cancel lands.
+    write_log(&log, 500, 800);
+    let id;
+    {
+        let ui = Ui::open(dir.path(), Some(&server.url()));
+        ui.ok(
+            "rule_save",
+            json!({ "original": null, "draft": { "name": "fw", "algorithm": "fixed_window", "limit": 10, "window_ms": 1000 } }),
+        );
+        let started = ui.ok(
+            "replay_start",
+            json!({ "request": { "path": log, "parse": { "key": "ip" }, "rules": ["fw"] } }),
+        );
+        id = started["id"].as_str().expect("id").to_string();
+        let err = ui
+            .call("replay_export_csv", json!({ "id": id }))
+            .expect_err("still running");
+        assert_eq!(err["code"], "replay_running", "{err}");
+        let err = ui
+            .call("run_delete", json!({ "id": id }))
+            .expect_err("still running");
+        assert_eq!(err["code"], "simulation_running", "{err}");
+        ui.ok("replay_cancel", json!({}));
+        let status = wait_for_replay(&ui);
+        assert_eq!(status["cancelled"], true, "{status}");
+        assert_eq!(status["report"]["cancelled"], true, "{status}");
+        let decided = status["report"]["requests"].as_u64().expect("requests");
+        assert!(decided < 400_000, "cancelled before the end: {decided}");
+        let history = ui.ok("runs_list", json!({}));
+        assert_eq!(history["replays"][0]["status"], "cancelled", "{history}");
+        let reopened = ui.ok("replay_reopen", json!({ "id": id }));
+        assert_eq!(reopened["cancelled"], true);
+    }
+    // A replay the app died during: its replay.json still says running.
+    let dead = dir.path().join("runs").join("0000000000002");
+    std::fs::create_dir_all(&dead).expect("mkdir");
+    let mut stored: Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("runs").join(&id).join("replay.json")).expect("kept"),
+    )
+    .expect("json");
+    stored["id"] = json!("0000000000002");
+    stored["status"] = json!("running");
+    stored["report"] = Value::Null;
+    std::fs::write(dead.join("replay.json"), stored.to_string()).expect("write");
+    let ui = Ui::open(dir.path(), None);
+    let history = ui.ok("runs_list", json!({}));
+    let replays = history["replays"].as_array().expect("replays");
+    assert_eq!(replays.len(), 2, "{history}");
+    let died = replays
+        .iter()
+        .find(|r| r["id"] == "0000000000002")
+        .expect("listed");
+    assert_eq!(died["status"], "failed", "{died}");
+    assert!(died["error"]["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("stopped during")));
+}

@@ -1,7 +1,7 @@
 //! CSV with a header row: the header names the fields, then one request per line. Fields are
-//! split as RFC 4180 says (quotes around fields with commas or spaces, `""` for a quote), one
-//! line at a time: a quoted field cannot span lines here, since lines are read with a bounded
-//! length before they are parsed.
+//! split as RFC 4180 says (quotes around fields with commas or spaces, `""` for a quote). A
+//! quoted field may hold line breaks: the reader (`read.rs`) joins a record's lines until its
+//! quotes balance, bounded like one line, and hands the whole record here.
 
 use std::borrow::Cow;
 

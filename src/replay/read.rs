@@ -66,6 +66,11 @@ pub fn read(
     let mut parser: Option<LogParser> = spec.format.map(|f| LogParser::new(f, spec.fields.clone()));
     let mut reorder: Reorder<(String, u64)> = Reorder::new(spec.lookahead_ms);
     let mut open = true;
+    // CSV: a record whose quoted field holds line breaks, read on until its quotes balance
+    // (bounded like one line), from its first line's number; then the whole record.
+    let mut record = String::new();
+    let mut record_line = 0;
+    let mut joined = String::new();
     while open {
         if stats.lines % 1024 == 0 {
             let read = lines
@@ -89,6 +94,7 @@ pub fn read(
             }
         };
         stats.lines = number;
+        let mut number = number;
         let text = match line {
             Line::Text(t) => t,
             Line::TooLong(n) => {
@@ -104,6 +110,36 @@ pub fn read(
                 stats.issue(number, "not text (binary, or not UTF-8)".into());
                 continue;
             }
+        };
+        let csv = parser
+            .as_ref()
+            .is_some_and(|p| p.format() == LogFormat::Csv);
+        let text: &str = if csv && (!record.is_empty() || odd_quotes(text)) {
+            if record.is_empty() {
+                record_line = number;
+            } else {
+                record.push('\n');
+            }
+            record.push_str(text);
+            if record.len() > MAX_LINE_BYTES {
+                stats.malformed += 1;
+                stats.issue(
+                    record_line,
+                    format!("a quoted CSV field runs on past {MAX_LINE_BYTES} bytes (an unbalanced quote?)"),
+                );
+                record.clear();
+                continue;
+            }
+            if odd_quotes(&record) {
+                continue;
+            }
+            number = record_line;
+            // Swapped, so both buffers keep their capacity for the next record.
+            std::mem::swap(&mut joined, &mut record);
+            record.clear();
+            &joined
+        } else {
+            text
         };
         if text.trim().is_empty() {
             continue;
@@ -192,6 +228,13 @@ pub fn read(
             }
         }
     }
+    if !record.is_empty() {
+        stats.malformed += 1;
+        stats.issue(
+            record_line,
+            "an unterminated quoted field at the end of the log".into(),
+        );
+    }
     stats.format = parser.map(|p| p.format());
     reorder.finish();
     while let Some(t) = reorder.pop() {
@@ -218,6 +261,12 @@ pub fn read(
         });
     }
     Ok(stats)
+}
+
+/// True when `text` leaves a CSV quote open: an odd number of `"` (an escaped `""` counts
+/// two, so it never changes the parity).
+fn odd_quotes(text: &str) -> bool {
+    memchr::memchr_iter(b'"', text.as_bytes()).count() % 2 == 1
 }
 
 fn next(lines: &mut Lines) -> std::io::Result<Option<(u64, Line<'_>)>> {

@@ -155,6 +155,25 @@ async function chartTotals() {
 }
 
 
+/** Starts the app (a new WebDriver session launches it) on the test's data directory. */
+async function openApp() {
+  const url = new URL(DRIVER);
+  browser = await remote({
+    hostname: url.hostname,
+    port: Number(url.port),
+    logLevel: "warn",
+    connectionRetryTimeout: 120_000,
+    capabilities: {
+      "wdio:enforceWebDriverClassic": true,
+      browserName: "wry",
+      "tauri:options": { application: APP },
+    },
+  });
+  await until(() => browser.execute(() => document.body.dataset.ready === "true"), 30_000, "the dashboard is ready");
+  // The window fits the screen with a margin; the screenshots want it filling the screen.
+  await browser.setWindowRect(0, 0, 1360, 900).catch(() => {});
+}
+
 describe("RateLockr desktop app", { timeout: 240_000 }, () => {
   before(async () => {
     redisPort = await freePort();
@@ -170,21 +189,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
         return false;
       }
     }, 30_000, "tauri-driver answers /status");
-    const url = new URL(DRIVER);
-    browser = await remote({
-      hostname: url.hostname,
-      port: Number(url.port),
-      logLevel: "warn",
-      connectionRetryTimeout: 120_000,
-      capabilities: {
-        "wdio:enforceWebDriverClassic": true,
-        browserName: "wry",
-        "tauri:options": { application: APP },
-      },
-    });
-    await until(() => browser.execute(() => document.body.dataset.ready === "true"), 30_000, "the dashboard is ready");
-    // The window fits the screen with a margin; the screenshots want it filling the screen.
-    await browser.setWindowRect(0, 0, 1360, 900).catch(() => {});
+    await openApp();
   });
 
   after(async () => {
@@ -584,6 +589,62 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     assert.match(await text("#replay-results"), /per-ip/);
     assert.ok(await browser.execute(() => document.querySelectorAll("#replay-heatmap table.heatmap").length === 2), "two heatmaps");
     await photograph(REPLAY_PNG, ["sim-card", "run-card", "chart-card", "perkey-card", "inspector-card"]);
+  });
+
+  it("keeps the replay in the history: renamed, then found and reopened after a restart of the app", async () => {
+    const kept = '#replay-kept li[data-replay][data-status="finished"]';
+    await until(() => browser.execute((s) => Boolean(document.querySelector(s)), kept), 10_000, "the replay is listed as kept");
+    const id = await browser.execute((s) => document.querySelector(s).dataset.replay, kept);
+    assert.match(await text(`#replay-kept li[data-replay="${id}"]`), /access\.log\.gz \(.*sha256 [0-9a-f]{12}/, "the log is named, sized and hashed");
+    await browser.execute((s) => {
+      const input = document.querySelector(`${s} [data-testid="replay-kept-name"]`);
+      input.value = "Tuesday, per IP";
+      input.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
+    }, `#replay-kept li[data-replay="${id}"]`);
+    await until(() => browser.execute((s) => document.querySelector(`${s} [data-testid="replay-kept-name"]`).dataset.saved === "Tuesday, per IP", `#replay-kept li[data-replay="${id}"]`), 5_000, "the new name is saved");
+    // Restarted: a new session launches the app again on the same data directory.
+    await browser.deleteSession();
+    await openApp();
+    const item = `#replay-kept li[data-replay="${id}"]`;
+    await until(() => browser.execute((s) => Boolean(document.querySelector(s)), item), 10_000, "the kept replay is listed after the restart");
+    assert.equal(await browser.execute((s) => document.querySelector(`${s} input`).value, item), "Tuesday, per IP");
+    assert.equal(await text("#replay-results"), "", "nothing is shown before it is opened");
+    await domClick(`${item} [data-testid="replay-kept-open"]`);
+    await until(async () => /^Done: Tuesday, per IP/.test(await text("#replay-progress")), 10_000, "the reopened replay says it is done");
+    const top = await browser.execute(() => document.querySelector("#replay-keys tr[data-key]")?.dataset.key);
+    assert.equal(top, "203.0.113.66", "the reopened report has the scraper on top");
+    assert.equal(await browser.execute(() => document.getElementById("replay-export-csv").disabled), false, "its exports are offered");
+  });
+
+  it("cancels a replay mid-way: the panel says cancelled, and the kept replay too, never done", async () => {
+    // Twenty-five sweep points on top of the rule: long enough to be cancelled mid-way.
+    await until(() => browser.execute(() => Boolean(document.querySelector('#replay-rules input[data-rule="per-ip"]'))), 5_000, "the rule is offered");
+    await browser.execute(() => {
+      for (const box of document.querySelectorAll("#replay-rules input[data-rule]")) {
+        box.checked = box.dataset.rule === "per-ip";
+        box.dispatchEvent(new Event("change", { bubbles: true }));
+      }
+    });
+    await domClick("#replay-open");
+    await until(async () => /access\.log\.gz$/.test(await text("#replay-path")), 10_000, "the log is chosen");
+    await fill("#replay-sweep-x", "capacity");
+    await fill("#replay-sweep-y", "refill_per_sec");
+    await fill("#replay-sweep-xs", "5, 10, 20, 40, 80");
+    await fill("#replay-sweep-ys", "0.5, 1, 2, 4, 8");
+    await domClick("#replay-run");
+    await until(async () => /requests decided/.test(await text("#replay-progress")), 60_000, "the replay is under way").catch(async (err) => {
+      throw new Error(`${err.message}: ${await text("#replay-progress")} ${await text("#replay-card .field-error")}`);
+    });
+    await domClick("#replay-cancel");
+    await until(() => browser.execute(() => document.getElementById("replay-card").dataset.replayState !== "running"), 60_000, "the replay stops");
+    assert.equal(await browser.execute(() => document.getElementById("replay-card").dataset.replayState), "cancelled");
+    const progress = await text("#replay-progress");
+    assert.match(progress, /^Cancelled: .*only the first [\d,]+ requests were decided/, progress);
+    assert.match(await text("#replay-results"), /cancelled: the figures cover what was decided/);
+    const status = await browser.execute(() => document.querySelector("#replay-kept li[data-replay]")?.dataset.status);
+    assert.equal(status, "cancelled", "the newest kept replay is marked cancelled");
+    await fill("#replay-sweep-xs", "");
+    await fill("#replay-sweep-ys", "");
   });
 
   it("saves a screenshot of the window", async () => {

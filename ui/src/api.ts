@@ -32,6 +32,7 @@ import type { Preview } from "./bindings/Preview";
 import type { ReplayProgress } from "./bindings/ReplayProgress";
 import type { ReplayRequest } from "./bindings/ReplayRequest";
 import type { ReplayStatus } from "./bindings/ReplayStatus";
+import type { ReplayRunInfo } from "./bindings/ReplayRunInfo";
 
 /** Narrows anything thrown by invoke() to an AppError. */
 export function toAppError(err: unknown): AppError {
@@ -90,11 +91,14 @@ export const api = {
   replayStart: (request: ReplayRequest) => call<ReplayStatus>("replay_start", { request }),
   replayCancel: () => call<ReplayStatus>("replay_cancel"),
   replayStatus: () => call<ReplayStatus>("replay_status"),
-  /** The last replay's decisions, one CSV row each. */
-  replayExportCsv: () => call<Exported>("replay_export_csv"),
-  /** The last replay's chart, or (heatmap) its sweep's heatmaps. */
-  replayExportChart: (format: ChartFormat, heatmap: boolean) =>
-    call<Exported>("replay_export_chart", { format, heatmap }),
+  /** A kept replay, to show again (after a restart too). */
+  replayReopen: (id: string) => call<ReplayStatus>("replay_reopen", { id }),
+  replayRename: (id: string, name: string) => call<ReplayRunInfo>("replay_rename", { id, name }),
+  /** A kept replay's decisions, one CSV row each; `id` omitted: the newest replay. */
+  replayExportCsv: (id?: string) => call<Exported>("replay_export_csv", { id: id ?? null }),
+  /** A kept replay's chart, or (heatmap) its sweep's heatmaps; `id` omitted: the newest. */
+  replayExportChart: (format: ChartFormat, heatmap: boolean, id?: string) =>
+    call<Exported>("replay_export_chart", { format, heatmap, id: id ?? null }),
 };
 
 /** The events the backend emits (see src-tauri/src/events.rs). */

@@ -2,17 +2,21 @@
 //! records, bounded by count and by bytes with the oldest dropped first (and said so).
 //!
 //! ```text
-//! runs/<id>/run.json     the request, the engine's spec, the report, name, status
+//! runs/<id>/run.json     a simulation: the request, the engine's spec, the report, name, status
+//! runs/<id>/replay.json  or a replay: the log (name, size, SHA-256), request, rules, report
 //! runs/<id>/records.csv  one row per decision (the engine's CSV, written as the run goes)
 //! runs-aside/            entries that could not be read, moved here and reported, never deleted
 //! ```
 //!
 //! Ids are the creation time in milliseconds, zero-padded, so names sort by age. `run.json` is
 //! replaced atomically (written beside, then renamed), so a crash leaves the old or the new
-//! version, never half of one.
+//! version, never half of one. Both kinds share the ids, the bounds, rename and delete; the
+//! simulation lookups (`get`, `latest`) see simulations only, the replay ones replays only.
 
 use super::error::{AppError, ErrorCode};
+use super::kept_replay::{ReplayRunInfo, StoredReplay};
 use super::sim::{RunStatus, RunSummary, SimRequest};
+use ratelockr::replay::ReplayReport;
 use ratelockr::sim::{Report, SimSpec};
 use ratelockr::Rule;
 use serde::{Deserialize, Serialize};
@@ -22,6 +26,7 @@ use ts_rs::TS;
 pub const RUNS_DIR: &str = "runs";
 pub const ASIDE_DIR: &str = "runs-aside";
 const META_FILE: &str = "run.json";
+const REPLAY_FILE: &str = "replay.json";
 pub const RECORDS_FILE: &str = "records.csv";
 /// The longest run name.
 pub const MAX_NAME_CHARS: usize = 100;
@@ -107,8 +112,10 @@ pub struct RunInfo {
 /// The history list.
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct RunHistory {
-    /// Newest first.
+    /// Simulations, newest first.
     pub runs: Vec<RunInfo>,
+    /// Replays, newest first (counted in the same bounds).
+    pub replays: Vec<ReplayRunInfo>,
     /// What the user should know: runs dropped to stay within bounds, entries that could not
     /// be read and where they were moved.
     pub warnings: Vec<String>,
@@ -118,9 +125,59 @@ pub struct RunHistory {
     pub bytes: u64,
 }
 
+/// What one history entry holds.
+enum Kept {
+    Sim(StoredRun),
+    Replay(StoredReplay),
+}
+
 struct Entry {
-    run: StoredRun,
+    kept: Kept,
     bytes: u64,
+}
+
+impl Entry {
+    fn id(&self) -> &str {
+        match &self.kept {
+            Kept::Sim(run) => &run.id,
+            Kept::Replay(replay) => &replay.id,
+        }
+    }
+
+    fn name(&self) -> &str {
+        match &self.kept {
+            Kept::Sim(run) => &run.name,
+            Kept::Replay(replay) => &replay.name,
+        }
+    }
+
+    fn status(&self) -> RunStatus {
+        match &self.kept {
+            Kept::Sim(run) => run.status,
+            Kept::Replay(replay) => replay.status,
+        }
+    }
+
+    fn sim(&self) -> Option<&StoredRun> {
+        match &self.kept {
+            Kept::Sim(run) => Some(run),
+            Kept::Replay(_) => None,
+        }
+    }
+
+    fn replay(&self) -> Option<&StoredReplay> {
+        match &self.kept {
+            Kept::Replay(replay) => Some(replay),
+            Kept::Sim(_) => None,
+        }
+    }
+
+    fn write(&self, dir: &Path) -> Result<(), AppError> {
+        match &self.kept {
+            Kept::Sim(run) => write_json(dir, META_FILE, run),
+            Kept::Replay(replay) => write_json(dir, REPLAY_FILE, replay),
+        }
+    }
 }
 
 /// The runs on disk, oldest first.
@@ -194,21 +251,32 @@ impl History {
             .collect();
         dirs.sort();
         for dir in dirs {
-            match read_run(&dir) {
-                Ok(mut run) => {
-                    if run.status == RunStatus::Running {
-                        run.status = RunStatus::Failed;
-                        run.error = Some(AppError::new(
+            match read_entry(&dir) {
+                Ok(mut entry) => {
+                    if entry.status() == RunStatus::Running {
+                        let stopped = Some(AppError::new(
                             ErrorCode::History,
                             "the app stopped during this run; the records written until then are kept",
                         ));
-                        if let Err(err) = write_run(&dir, &run) {
+                        match &mut entry.kept {
+                            Kept::Sim(run) => {
+                                (run.status, run.error) = (RunStatus::Failed, stopped)
+                            }
+                            Kept::Replay(replay) => {
+                                (replay.status, replay.error) = (RunStatus::Failed, stopped)
+                            }
+                        }
+                        if let Err(err) = entry.write(&dir) {
                             history.notice(err.message);
                         }
                     }
-                    history.last_id_ms = history.last_id_ms.max(run.created_ms);
-                    let bytes = size_of(&dir);
-                    history.entries.push(Entry { run, bytes });
+                    let created_ms = match &entry.kept {
+                        Kept::Sim(run) => run.created_ms,
+                        Kept::Replay(replay) => replay.created_ms,
+                    };
+                    history.last_id_ms = history.last_id_ms.max(created_ms);
+                    entry.bytes = size_of(&dir);
+                    history.entries.push(entry);
                 }
                 Err(reason) => history.set_aside(&dir, &reason),
             }
@@ -291,9 +359,66 @@ impl History {
             report: None,
             error: None,
         };
-        write_run(&dir, &run)?;
-        self.entries.push(Entry { run, bytes: 0 });
+        let entry = Entry {
+            kept: Kept::Sim(run),
+            bytes: 0,
+        };
+        entry.write(&dir)?;
+        self.entries.push(entry);
         Ok(())
+    }
+
+    /// Records a replay that is starting (its decisions go to [`History::records_path`]).
+    pub fn begin_replay(&mut self, replay: StoredReplay) -> Result<(), AppError> {
+        let dir = self.run_dir(&replay.id);
+        std::fs::create_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
+        let entry = Entry {
+            kept: Kept::Replay(StoredReplay {
+                status: RunStatus::Running,
+                report: None,
+                error: None,
+                ..replay
+            }),
+            bytes: 0,
+        };
+        entry.write(&dir)?;
+        self.entries.push(entry);
+        Ok(())
+    }
+
+    /// Records how a replay ended (cancelled when its report says so), then keeps the
+    /// history within bounds. Returns what was dropped, in words.
+    pub fn finish_replay(
+        &mut self,
+        id: &str,
+        result: Result<ReplayReport, AppError>,
+    ) -> Result<Vec<String>, AppError> {
+        let dir = self.run_dir(id);
+        let entry = self
+            .entries
+            .iter_mut()
+            .find(|e| e.id() == id)
+            .ok_or_else(|| not_found(id))?;
+        let Kept::Replay(replay) = &mut entry.kept else {
+            return Err(not_a_replay(id));
+        };
+        match result {
+            Ok(report) => {
+                replay.status = if report.cancelled {
+                    RunStatus::Cancelled
+                } else {
+                    RunStatus::Finished
+                };
+                replay.report = Some(report);
+            }
+            Err(err) => {
+                replay.status = RunStatus::Failed;
+                replay.error = Some(err);
+            }
+        }
+        entry.write(&dir)?;
+        entry.bytes = size_of(&dir);
+        Ok(self.enforce(Some(id)))
     }
 
     /// Records how a run ended, then keeps the history within bounds. Returns what was
@@ -307,23 +432,26 @@ impl History {
         let entry = self
             .entries
             .iter_mut()
-            .find(|e| e.run.id == id)
+            .find(|e| e.id() == id)
             .ok_or_else(|| not_found(id))?;
+        let Kept::Sim(run) = &mut entry.kept else {
+            return Err(not_found(id));
+        };
         match result {
             Ok(report) => {
-                entry.run.status = if report.cancelled {
+                run.status = if report.cancelled {
                     RunStatus::Cancelled
                 } else {
                     RunStatus::Finished
                 };
-                entry.run.report = Some(report);
+                run.report = Some(report);
             }
             Err(err) => {
-                entry.run.status = RunStatus::Failed;
-                entry.run.error = Some(err);
+                run.status = RunStatus::Failed;
+                run.error = Some(err);
             }
         }
-        write_run(&dir, &entry.run)?;
+        entry.write(&dir)?;
         entry.bytes = size_of(&dir);
         Ok(self.enforce(Some(id)))
     }
@@ -340,9 +468,11 @@ impl History {
             if !over_count && !over_bytes {
                 break;
             }
-            let Some(at) = self.entries.iter().position(|e| {
-                Some(e.run.id.as_str()) != keep && e.run.status != RunStatus::Running
-            }) else {
+            let Some(at) = self
+                .entries
+                .iter()
+                .position(|e| Some(e.id()) != keep && e.status() != RunStatus::Running)
+            else {
                 // Only the run that just ended (or a running one) is left: it is kept, and
                 // the user is told that it alone is over the bound.
                 let message = format!(
@@ -360,11 +490,12 @@ impl History {
                 format!("{:.0} MB", self.settings.max_bytes as f64 / 1e6)
             };
             let entry = self.entries.remove(at);
-            let dir = self.run_dir(&entry.run.id);
+            let dir = self.run_dir(entry.id());
             let message = match std::fs::remove_dir_all(&dir) {
                 Ok(()) => format!(
                     "the oldest run, \"{}\" ({}), was dropped from the history to keep it within {why}",
-                    entry.run.name, entry.run.id
+                    entry.name(),
+                    entry.id()
                 ),
                 Err(err) => {
                     // Listed again so that nothing disappears from view while it is on disk.
@@ -384,63 +515,110 @@ impl History {
         dropped
     }
 
+    /// A kept simulation.
     pub fn get(&self, id: &str) -> Result<&StoredRun, AppError> {
         self.entries
             .iter()
-            .map(|e| &e.run)
+            .filter_map(Entry::sim)
             .find(|r| r.id == id)
             .ok_or_else(|| not_found(id))
     }
 
-    /// The newest run that is not running.
+    /// The newest simulation that is not running.
     pub fn latest(&self) -> Option<&StoredRun> {
         self.entries
             .iter()
             .rev()
-            .map(|e| &e.run)
+            .filter_map(Entry::sim)
+            .find(|r| r.status != RunStatus::Running)
+    }
+
+    /// A kept replay.
+    pub fn get_replay(&self, id: &str) -> Result<&StoredReplay, AppError> {
+        match self.entries.iter().find(|e| e.id() == id) {
+            Some(entry) => entry.replay().ok_or_else(|| not_a_replay(id)),
+            None => Err(not_found(id)),
+        }
+    }
+
+    /// The newest replay that is not running.
+    pub fn latest_replay(&self) -> Option<&StoredReplay> {
+        self.entries
+            .iter()
+            .rev()
+            .filter_map(Entry::replay)
             .find(|r| r.status != RunStatus::Running)
     }
 
     pub fn info(&self, id: &str) -> Result<RunInfo, AppError> {
         self.entries
             .iter()
-            .find(|e| e.run.id == id)
-            .map(info)
+            .filter(|e| e.sim().is_some())
+            .find(|e| e.id() == id)
+            .and_then(info)
             .ok_or_else(|| not_found(id))
     }
 
     pub fn list(&self) -> RunHistory {
         RunHistory {
-            runs: self.entries.iter().rev().map(info).collect(),
+            runs: self.entries.iter().rev().filter_map(info).collect(),
+            replays: self
+                .entries
+                .iter()
+                .rev()
+                .filter_map(|e| e.replay().map(|r| r.info(e.bytes)))
+                .collect(),
             warnings: self.notices.clone(),
             settings: self.settings,
             bytes: self.entries.iter().map(|e| e.bytes).sum(),
         }
     }
 
+    /// Renames a kept simulation (a replay: [`History::rename_replay`]).
     pub fn rename(&mut self, id: &str, name: &str) -> Result<RunInfo, AppError> {
+        self.get(id)?;
+        self.rename_any(id, name)?;
+        self.info(id)
+    }
+
+    /// Renames a kept replay.
+    pub fn rename_replay(&mut self, id: &str, name: &str) -> Result<ReplayRunInfo, AppError> {
+        self.get_replay(id)?;
+        let bytes = self.rename_any(id, name)?;
+        Ok(self.get_replay(id)?.info(bytes))
+    }
+
+    /// Renames the entry `id`, on disk first; returns its bytes.
+    fn rename_any(&mut self, id: &str, name: &str) -> Result<u64, AppError> {
         let name = valid_name(name)?;
         let dir = self.run_dir(id);
         let entry = self
             .entries
             .iter_mut()
-            .find(|e| e.run.id == id)
+            .find(|e| e.id() == id)
             .ok_or_else(|| not_found(id))?;
-        let before = std::mem::replace(&mut entry.run.name, name);
-        if let Err(err) = write_run(&dir, &entry.run) {
-            entry.run.name = before;
+        let slot = match &mut entry.kept {
+            Kept::Sim(run) => &mut run.name,
+            Kept::Replay(replay) => &mut replay.name,
+        };
+        let before = std::mem::replace(slot, name);
+        if let Err(err) = entry.write(&dir) {
+            match &mut entry.kept {
+                Kept::Sim(run) => run.name = before,
+                Kept::Replay(replay) => replay.name = before,
+            }
             return Err(err);
         }
-        Ok(info(entry))
+        Ok(entry.bytes)
     }
 
     pub fn delete(&mut self, id: &str) -> Result<(), AppError> {
         let at = self
             .entries
             .iter()
-            .position(|e| e.run.id == id)
+            .position(|e| e.id() == id)
             .ok_or_else(|| not_found(id))?;
-        if self.entries[at].run.status == RunStatus::Running {
+        if self.entries[at].status() == RunStatus::Running {
             return Err(AppError::new(
                 ErrorCode::SimulationRunning,
                 "this run is still going; cancel it before deleting it",
@@ -453,9 +631,10 @@ impl History {
     }
 }
 
-fn info(entry: &Entry) -> RunInfo {
-    let run = &entry.run;
-    RunInfo {
+/// A simulation's listing (None for a replay).
+fn info(entry: &Entry) -> Option<RunInfo> {
+    let run = entry.sim()?;
+    Some(RunInfo {
         id: run.id.clone(),
         name: run.name.clone(),
         created_ms: run.created_ms,
@@ -475,13 +654,20 @@ fn info(entry: &Entry) -> RunInfo {
         summary: run.summary(),
         error: run.error.clone(),
         bytes: entry.bytes,
-    }
+    })
 }
 
 fn not_found(id: &str) -> AppError {
     AppError::new(
         ErrorCode::RunNotFound,
         format!("no run {id:?} in the history (it may have been dropped or deleted)"),
+    )
+}
+
+fn not_a_replay(id: &str) -> AppError {
+    AppError::new(
+        ErrorCode::RunNotFound,
+        format!("run {id:?} in the history is a simulation, not a replay"),
     )
 }
 
@@ -499,26 +685,37 @@ pub fn valid_name(name: &str) -> Result<String, AppError> {
     Ok(name.to_string())
 }
 
-fn read_run(dir: &Path) -> Result<StoredRun, String> {
-    let path = dir.join(META_FILE);
+/// A run's entry: `replay.json` makes it a replay, otherwise `run.json` a simulation.
+fn read_entry(dir: &Path) -> Result<Entry, String> {
+    let (file, is_replay) = if dir.join(REPLAY_FILE).is_file() {
+        (REPLAY_FILE, true)
+    } else {
+        (META_FILE, false)
+    };
+    let path = dir.join(file);
     let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let run: StoredRun =
-        serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let unreadable = |e: serde_json::Error| format!("{}: {e}", path.display());
+    let kept = if is_replay {
+        Kept::Replay(serde_json::from_slice(&bytes).map_err(unreadable)?)
+    } else {
+        Kept::Sim(serde_json::from_slice(&bytes).map_err(unreadable)?)
+    };
+    let entry = Entry { kept, bytes: 0 };
     let name = dir.file_name().unwrap_or_default().to_string_lossy();
-    if run.id != name {
+    if entry.id() != name {
         return Err(format!(
             "{} names run {:?} but lies in {name:?}",
             path.display(),
-            run.id
+            entry.id()
         ));
     }
-    Ok(run)
+    Ok(entry)
 }
 
-fn write_run(dir: &Path, run: &StoredRun) -> Result<(), AppError> {
-    let path = dir.join(META_FILE);
-    let tmp = dir.join(format!("{META_FILE}.tmp"));
-    let json = serde_json::to_vec_pretty(run)
+fn write_json<T: Serialize>(dir: &Path, file: &str, value: &T) -> Result<(), AppError> {
+    let path = dir.join(file);
+    let tmp = dir.join(format!("{file}.tmp"));
+    let json = serde_json::to_vec_pretty(value)
         .map_err(|e| AppError::new(ErrorCode::Internal, e.to_string()))?;
     std::fs::write(&tmp, json).map_err(|e| io_error("write", &tmp, e))?;
     std::fs::rename(&tmp, &path).map_err(|e| io_error("write", &path, e))

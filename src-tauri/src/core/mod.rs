@@ -13,7 +13,8 @@
 //! - [`inspect`]    reset, the HTTP headers of a decision, the workload preview
 //! - [`export_path`] chart exports go exactly where the user confirmed
 //! - [`coalesce`]   at most one `refetch-stats` per frame
-//! - [`replay`]     a log replayed through rules: preview, progress, cancel, the last report
+//! - [`replay`]     a log replayed through rules: preview, progress, cancel, kept in the history
+//! - [`kept_replay`] a replay as the history keeps it: the log identified, rules, report
 
 pub mod coalesce;
 pub mod connection;
@@ -21,6 +22,7 @@ pub mod error;
 pub mod export_path;
 pub mod history;
 pub mod inspect;
+pub mod kept_replay;
 pub mod records;
 pub mod replay;
 pub mod rules;

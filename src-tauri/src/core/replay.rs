@@ -1,12 +1,12 @@
 //! Replay in the app: a log opened by path, a preview of its first lines and the keys they
 //! yield, one replay at a time through the engine's [`ratelockr::replay::run`] on the app's
 //! Redis (connected or embedded, in the engine's private `<prefix>:replay:<id>` namespace),
-//! progress and cancel, and the last report kept with its decisions' CSV for the exports.
-//!
-//! The run history (issue 9) keeps simulations only; the last replay lives here, in memory
-//! and as `<data dir>/replay/last.csv`, until a history entry can hold a replay.
+//! progress and cancel. Every replay is kept in the run history (`runs/<id>/replay.json` and
+//! its decisions' `records.csv`, see [`super::kept_replay`]): listed, renamed, reopened after a
+//! restart, exported and deleted like a simulation's run.
 
 use super::error::{AppError, ErrorCode};
+use super::kept_replay::{LogIdentity, ReplayRunInfo, StoredReplay};
 use super::rules::RuleDraft;
 use super::{lock, AppCore, Exported};
 use ratelockr::export::{self, CsvSink};
@@ -54,6 +54,10 @@ pub struct ReplayRequest {
 /// The replay slot: running or not, how far, and the last outcome.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, TS)]
 pub struct ReplayStatus {
+    /// The replay's entry in the run history.
+    pub id: Option<String>,
+    /// Its name there.
+    pub name: Option<String>,
     pub running: bool,
     /// The log being (or last) replayed.
     pub path: Option<String>,
@@ -62,6 +66,8 @@ pub struct ReplayStatus {
     pub report: Option<ReplayReport>,
     pub cancelled: bool,
     pub error: Option<AppError>,
+    /// What the history said when the replay was kept (older runs dropped to stay in bounds).
+    pub notes: Vec<String>,
 }
 
 /// Where a replay's progress and ending go (the window, or a test's recorder).
@@ -112,6 +118,10 @@ impl From<ReplayError> for AppError {
 
 /// A log path the user gave: a readable file.
 fn log_source(path: &str) -> Result<LogSource, AppError> {
+    log_file(path).map(LogSource::File)
+}
+
+fn log_file(path: &str) -> Result<PathBuf, AppError> {
     let trimmed = path.trim();
     if trimmed.is_empty() {
         return Err(
@@ -126,7 +136,7 @@ fn log_source(path: &str) -> Result<LogSource, AppError> {
         )
         .with_field("path"));
     }
-    Ok(LogSource::File(path))
+    Ok(path)
 }
 
 /// The first lines of the log at `path`, parsed as `parse` says, with the key each yields.
@@ -161,17 +171,13 @@ impl AppCore {
         Ok(rules)
     }
 
-    fn replay_csv_path(&self) -> PathBuf {
-        self.data_dir.join("replay").join("last.csv")
-    }
-
     /// Starts replaying; one replay at a time. The report arrives with `events.finished`.
     pub fn replay_start(
         self: &Arc<Self>,
         request: &ReplayRequest,
         events: Arc<dyn ReplayEvents>,
     ) -> Result<ReplayStatus, AppError> {
-        let source = log_source(&request.path)?;
+        let file = log_file(&request.path)?;
         let spec = ReplaySpec {
             parse: request.parse.clone(),
             rules: self.replay_rules(request)?,
@@ -181,8 +187,11 @@ impl AppCore {
         };
         // Checked now, so a bad key expression or regex is said at once, beside its field.
         spec.parse.compile()?;
-        let csv_path = self.replay_csv_path();
+        // Identified before it is read, so the history names the bytes that were decided.
+        let log = LogIdentity::of(&file)?;
+        let source = LogSource::File(file);
         let cancel = CancellationToken::new();
+        let (id, name, csv_path);
         {
             let mut slot = lock(&self.replay);
             if slot.cancel.is_some() {
@@ -191,8 +200,30 @@ impl AppCore {
                     "a replay is already running; cancel it first",
                 ));
             }
+            let mut history = lock(&self.history);
+            id = history.next_id();
+            name = format!("Replay of {}", log.name)
+                .chars()
+                .take(super::history::MAX_NAME_CHARS)
+                .collect::<String>();
+            history.begin_replay(StoredReplay {
+                id: id.clone(),
+                name: name.clone(),
+                created_ms: id
+                    .parse()
+                    .unwrap_or_else(|_| ratelockr::telemetry::now_ms()),
+                status: super::sim::RunStatus::Running,
+                log,
+                request: request.clone(),
+                rules: spec.rules.clone(),
+                report: None,
+                error: None,
+            })?;
+            csv_path = history.records_path(&id);
             slot.cancel = Some(cancel.clone());
             slot.status = ReplayStatus {
+                id: Some(id.clone()),
+                name: Some(name),
                 running: true,
                 path: Some(request.path.clone()),
                 ..ReplayStatus::default()
@@ -218,12 +249,18 @@ impl AppCore {
             let status = {
                 let mut slot = lock(&core.replay);
                 slot.cancel = None;
+                // Kept first, so that whatever the window hears is already in the history.
+                let kept = lock(&core.history).finish_replay(&id, result.clone());
                 let status = &mut slot.status;
                 status.running = false;
                 status.cancelled = cancel.is_cancelled();
                 match result {
                     Ok(report) => status.report = Some(report),
                     Err(err) => status.error = Some(err),
+                }
+                match kept {
+                    Ok(dropped) => status.notes = dropped,
+                    Err(err) => status.notes = vec![err.message],
                 }
                 status.clone()
             };
@@ -243,26 +280,56 @@ impl AppCore {
         lock(&self.replay).status.clone()
     }
 
-    fn last_replay(&self) -> Result<ReplayReport, AppError> {
-        let slot = lock(&self.replay);
-        match (&slot.cancel, &slot.status.report) {
-            (None, Some(report)) => Ok(report.clone()),
-            (Some(_), _) => Err(AppError::new(
+    /// A kept replay (`id` None: the newest that ended) and its decisions' CSV.
+    fn kept_replay(&self, id: Option<&str>) -> Result<(StoredReplay, PathBuf), AppError> {
+        let history = lock(&self.history);
+        let replay = match id {
+            Some(id) => history.get_replay(id)?.clone(),
+            None => history
+                .latest_replay()
+                .cloned()
+                .ok_or_else(|| AppError::new(ErrorCode::NoRun, "no replay has finished yet"))?,
+        };
+        if replay.status == super::sim::RunStatus::Running {
+            return Err(AppError::new(
                 ErrorCode::ReplayRunning,
                 "the replay is still running; export when it ends",
-            )),
-            (None, None) => Err(AppError::new(
-                ErrorCode::NoRun,
-                "no replay has finished yet",
-            )),
+            ));
         }
+        let csv = history.records_path(&replay.id);
+        Ok((replay, csv))
     }
 
-    /// Copies the last replay's decisions (one row per decision, the simulation CSV's columns
-    /// with the log's time as `sent_at_ms`) to `dest`.
-    pub fn replay_export_csv(&self, dest: &Path) -> Result<Exported, AppError> {
-        self.last_replay()?;
-        std::fs::copy(self.replay_csv_path(), dest).map_err(|e| {
+    /// A kept replay as the panel shows it (its report, cancelled or failed as it ended).
+    pub fn replay_reopen(&self, id: &str) -> Result<ReplayStatus, AppError> {
+        let (replay, _) = self.kept_replay(Some(id))?;
+        Ok(ReplayStatus {
+            id: Some(replay.id),
+            name: Some(replay.name),
+            running: false,
+            path: Some(replay.log.path),
+            progress: None,
+            cancelled: replay.status == super::sim::RunStatus::Cancelled,
+            report: replay.report,
+            error: replay.error,
+            notes: Vec::new(),
+        })
+    }
+
+    pub fn replay_rename(&self, id: &str, name: &str) -> Result<ReplayRunInfo, AppError> {
+        let info = lock(&self.history).rename_replay(id, name)?;
+        let mut slot = lock(&self.replay);
+        if slot.status.id.as_deref() == Some(id) {
+            slot.status.name = Some(info.name.clone());
+        }
+        Ok(info)
+    }
+
+    /// Copies a kept replay's decisions (one row per decision, the simulation CSV's columns
+    /// with the log's time as `sent_at_ms`) to `dest`; `id` None: the newest.
+    pub fn replay_export_csv(&self, dest: &Path, id: Option<&str>) -> Result<Exported, AppError> {
+        let (_, csv) = self.kept_replay(id)?;
+        std::fs::copy(csv, dest).map_err(|e| {
             AppError::new(
                 ErrorCode::Export,
                 format!("cannot write {}: {e}", dest.display()),
@@ -273,15 +340,26 @@ impl AppCore {
         })
     }
 
-    /// The last replay's decisions over log time (`heatmap` false) or its sweep's heatmaps,
-    /// PNG or SVG by `dest`'s extension (the engine's renderers).
-    pub fn replay_export_chart(&self, dest: &Path, heatmap: bool) -> Result<Exported, AppError> {
-        let report = self.last_replay()?;
+    /// A kept replay's decisions over log time (`heatmap` false) or its sweep's heatmaps,
+    /// PNG or SVG by `dest`'s extension (the engine's renderers); `id` None: the newest.
+    pub fn replay_export_chart(
+        &self,
+        dest: &Path,
+        heatmap: bool,
+        id: Option<&str>,
+    ) -> Result<Exported, AppError> {
+        let (replay, _) = self.kept_replay(id)?;
+        let report = replay.report.ok_or_else(|| {
+            AppError::new(
+                ErrorCode::NoRun,
+                "this replay failed before it had a report; export its CSV instead",
+            )
+        })?;
         let drawn = if heatmap {
             if report.sweep.is_empty() {
                 return Err(AppError::new(
                     ErrorCode::NoRun,
-                    "the last replay had no sweep; give it a grid first",
+                    "this replay had no sweep; give it a grid first",
                 )
                 .with_field("sweep"));
             }

@@ -6,7 +6,15 @@ import type { ReplayReport } from "./ReplayReport";
 /**
  * The replay slot: running or not, how far, and the last outcome.
  */
-export type ReplayStatus = { running: boolean, 
+export type ReplayStatus = { 
+/**
+ * The replay's entry in the run history.
+ */
+id: string | null, 
+/**
+ * Its name there.
+ */
+name: string | null, running: boolean, 
 /**
  * The log being (or last) replayed.
  */
@@ -14,4 +22,8 @@ path: string | null, progress: ReplayProgress | null,
 /**
  * The last replay's report (partial when it was cancelled).
  */
-report: ReplayReport | null, cancelled: boolean, error: AppError | null, };
+report: ReplayReport | null, cancelled: boolean, error: AppError | null, 
+/**
+ * What the history said when the replay was kept (older runs dropped to stay in bounds).
+ */
+notes: Array<string>, };

@@ -1,6 +1,7 @@
 //! The Replay panel: open a log (dialog or drop), preview its first lines and their keys,
 //! choose rules from the book, replay with progress and cancel, then each rule's results, the
-//! top client keys, the sweep's heatmaps and the exports.
+//! top client keys, the sweep's heatmaps and the exports. Every replay is kept in the run
+//! history; the kept ones are listed below the results (./replay-kept.ts) and reopen here.
 import { getCurrentWebview } from "@tauri-apps/api/webview";
 import { api, events, toAppError } from "../api";
 import type { AppError } from "../bindings/AppError";
@@ -19,12 +20,16 @@ import { sortKeys } from "../logic/perkey";
 import { heatColour, heatmap, keyRows, parseAxis, progressShare, sweepParams, type HeatMetric } from "../logic/replay";
 import { describeRule } from "../logic/rules";
 import { on, state } from "../store";
+import { dropHandler } from "./replay-drop";
+import { initKept, refreshKept } from "./replay-kept";
 
 /** How far out of order a log's requests may be and still be sorted: the engine's default. */
 const LOOKAHEAD_MS = 10_000;
 
 let path = "";
 let report: ReplayReport | null = null;
+/** The shown replay's id in the run history: what the exports export. */
+let shownId: string | null = null;
 let running = false;
 /** Rules ticked, by name; the first rule in the book is ticked when nothing is. */
 const chosen = new Set<string>();
@@ -260,13 +265,40 @@ function renderHeatmap() {
   box.replaceChildren(...maps);
 }
 
+/** How the shown replay ended, in words: a cancelled one never reads as done. */
+function endText(status: ReplayStatus): string | undefined {
+  const name = status.name ? `${status.name}: ` : "";
+  if (status.error) return `Failed: ${name}${status.error.message}`;
+  const r = status.report;
+  if (!r) return undefined;
+  const secs = (r.elapsed_ms / 1000).toFixed(1);
+  if (status.cancelled || r.cancelled) return `Cancelled: ${name}only the first ${fmtInt(r.requests)} requests were decided (${secs} s); the results cover those alone`;
+  return `Done: ${name}${fmtInt(r.requests)} requests in ${secs} s`;
+}
+
 function applyStatus(status: ReplayStatus) {
   running = status.running;
-  if (status.report) report = status.report;
+  if (status.id) shownId = status.id;
+  report = status.report ?? (status.id ? null : report);
   if (status.error) showErrors([status.error]);
-  renderProgress(status.progress, status.running ? undefined : status.error ? `Failed: ${status.error.message}` : status.report ? `Done: ${fmtInt(status.report.requests)} requests in ${(status.report.elapsed_ms / 1000).toFixed(1)} s${status.cancelled ? " (cancelled)" : ""}` : undefined);
+  card().dataset.replayState = status.running ? "running" : status.error ? "failed" : status.cancelled || status.report?.cancelled ? "cancelled" : status.report ? "finished" : "idle";
+  renderProgress(status.progress, status.running ? undefined : endText(status));
+  if (status.notes.length) $("replay-note").textContent = status.notes.join(" ");
   renderButtons();
   renderResults();
+}
+
+/** A kept replay, reopened from the list. */
+function showKept(status: ReplayStatus) {
+  if (running) return;
+  showErrors([]);
+  $("replay-note").textContent = "";
+  if (status.path) {
+    // Not previewed: the log may have moved since; Replay reads it again.
+    path = status.path;
+    $("replay-path").textContent = path;
+  }
+  applyStatus(status);
 }
 
 async function start() {
@@ -281,7 +313,9 @@ async function start() {
     const rules = state.rules.filter((r) => chosen.has(r.name)).map((r) => r.name);
     running = true;
     renderProgress(null, "Starting…");
-    applyStatus(await api.replayStart({ path, parse: parseSpec(), rules, sweep: sweep.axes }));
+    const started = await api.replayStart({ path, parse: parseSpec(), rules, sweep: sweep.axes });
+    applyStatus(started);
+    void refreshKept(started.id);
   } catch (err) {
     running = false;
     renderProgress(null, "Idle");
@@ -301,18 +335,12 @@ async function exportWith(run: () => Promise<{ path: string }>) {
 }
 
 function initDrop() {
-  const zone = $("replay-drop");
-  // The window's drag-and-drop hands over file paths (the DOM's drop event has none).
+  const choose = (p: string) => {
+    setPath(p);
+    card().scrollIntoView({ block: "start" });
+  };
   void getCurrentWebview()
-    .onDragDropEvent((event) => {
-      const p = event.payload;
-      if (p.type === "over" || p.type === "enter") zone.classList.add("over");
-      else zone.classList.remove("over");
-      if (p.type === "drop" && p.paths.length > 0) {
-        setPath(p.paths[0]);
-        card().scrollIntoView({ block: "start" });
-      }
-    })
+    .onDragDropEvent(dropHandler($("replay-drop"), choose))
     .catch(() => undefined);
 }
 
@@ -331,13 +359,17 @@ export async function initReplay() {
   $("replay-run").addEventListener("click", () => void start());
   $("replay-cancel").addEventListener("click", async () => applyStatus(await api.replayCancel()));
   $("replay-keys-rule").addEventListener("change", renderKeys);
-  $("replay-export-csv").addEventListener("click", () => exportWith(api.replayExportCsv));
-  $("replay-export-png").addEventListener("click", () => exportWith(() => api.replayExportChart("png" as ChartFormat, false)));
-  $("replay-export-heatmap").addEventListener("click", () => exportWith(() => api.replayExportChart("svg" as ChartFormat, true)));
+  const id = () => shownId ?? undefined;
+  $("replay-export-csv").addEventListener("click", () => exportWith(() => api.replayExportCsv(id())));
+  $("replay-export-png").addEventListener("click", () => exportWith(() => api.replayExportChart("png" as ChartFormat, false, id())));
+  $("replay-export-heatmap").addEventListener("click", () => exportWith(() => api.replayExportChart("svg" as ChartFormat, true, id())));
   await events.onReplayProgress((p) => {
     if (running) renderProgress(p);
   });
-  await events.onReplayFinished(applyStatus);
+  await events.onReplayFinished((status) => {
+    applyStatus(status);
+    void refreshKept(status.id);
+  });
   initDrop();
   on("rules", renderRules);
   renderRules();
@@ -347,4 +379,5 @@ export async function initReplay() {
     $("replay-path").textContent = path;
   }
   applyStatus(status);
+  await initKept(showKept);
 }
