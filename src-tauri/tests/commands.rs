@@ -737,11 +737,13 @@ fn refetch_cues_are_coalesced_and_one_follows_the_last_decision() {
         "rule_save",
         json!({ "original": null, "draft": draft("cue", 5) }),
     );
-    // Every event in arrival order: "r" for a cue, "f" for the end of the run.
+    // Every event in arrival order: "r" for a cue, "p" for progress, "f" for the end of the run.
     let order = Arc::new(std::sync::Mutex::new(String::new()));
-    let (o1, o2) = (order.clone(), order.clone());
+    let (o1, o2, o3) = (order.clone(), order.clone(), order.clone());
     ui.app
         .listen_any("refetch-stats", move |_| o1.lock().expect("lock").push('r'));
+    ui.app
+        .listen_any("sim-progress", move |_| o3.lock().expect("lock").push('p'));
     ui.app
         .listen_any("sim-finished", move |_| o2.lock().expect("lock").push('f'));
     let requests = 5_000;
@@ -762,17 +764,23 @@ fn refetch_cues_are_coalesced_and_one_follows_the_last_decision() {
         cues >= 2,
         "the first decision and the last are cued: {order}"
     );
-    // At most one per 16 ms frame, plus the first and the last.
+    // At most one per gap, plus the first and the last.
+    let gap = ratelockr_app::core::coalesce::EVENT_GAP.as_millis() as u64;
     assert!(
-        cues <= duration_ms / 16 + 2,
+        cues <= duration_ms / gap + 2,
         "{cues} cues in {duration_ms} ms"
     );
     assert!(
         cues < requests,
         "coalesced: {cues} cues for {requests} decisions"
     );
+    let progress = order.matches('p').count() as u64;
     assert!(
-        order.ends_with("rf"),
+        progress <= duration_ms / gap + 1,
+        "progress events are coalesced too: {progress} in {duration_ms} ms"
+    );
+    assert!(
+        order.replace('p', "").ends_with("rf"),
         "a cue follows the last decision, before the end: {order}"
     );
 }

@@ -1,7 +1,7 @@
 //! The simulator panel's side: a request from the form, turned into the engine's `SimSpec`;
 //! the run's progress and result as the UI shows them.
 
-use super::coalesce::{Coalesce, FRAME};
+use super::coalesce::{Coalesce, EVENT_GAP};
 use super::error::{AppError, ErrorCode};
 use super::records::Columns;
 use ratelockr::sim::{
@@ -358,14 +358,14 @@ pub struct SimFinished {
 /// Where a run's events go. The app emits them to the window; tests record them.
 pub trait SimEvents: Send + Sync + 'static {
     /// The live chart's cue (design.md, "The live chart's refetch"): at once for the first
-    /// decision, then at most once per frame, and always once after the last decision.
+    /// decision, then at most once per `EVENT_GAP`, and always once after the last decision.
     fn refetch_stats(&self);
     fn progress(&self, progress: &SimProgress);
     fn finished(&self, finished: &SimFinished);
 }
 
 /// Turns the engine's observer calls into [`SimEvents`], counting fail-open decisions and
-/// coalescing the per-decision cue to one per frame ([`super::coalesce`]).
+/// coalescing the per-decision cue to one per `EVENT_GAP` ([`super::coalesce`]).
 pub(crate) struct Relay<'a> {
     events: Arc<dyn SimEvents>,
     /// Every request yields one record per target; the cue counts the first target's.
@@ -374,23 +374,26 @@ pub(crate) struct Relay<'a> {
     latest: &'a std::sync::Mutex<Option<SimProgress>>,
     /// Emits happen under this lock, so a flush's cue is ordered after every earlier one.
     cue: Arc<Mutex<Coalesce>>,
+    /// Progress goes to the window at most once per `EVENT_GAP`; the latest is always kept
+    /// (`latest`), and `sim_status` after `sim-finished` shows the final one.
+    progress_gate: Mutex<Coalesce>,
     ticker: CancellationToken,
     /// The run's records in columns, built as they come (see [`Relay::with_columns`]).
     columns: Option<Mutex<Columns>>,
 }
 
 impl<'a> Relay<'a> {
-    /// A relay with its frame ticker running (call within a Tokio runtime).
+    /// A relay with its cue ticker running (call within a Tokio runtime).
     pub fn new(
         events: Arc<dyn SimEvents>,
         first_rule: String,
         latest: &'a std::sync::Mutex<Option<SimProgress>>,
     ) -> Self {
-        let cue = Arc::new(Mutex::new(Coalesce::new(FRAME)));
+        let cue = Arc::new(Mutex::new(Coalesce::new(EVENT_GAP)));
         let ticker = CancellationToken::new();
         let (tick_cue, tick_events, stop) = (cue.clone(), events.clone(), ticker.clone());
         tokio::spawn(async move {
-            let mut frames = tokio::time::interval(FRAME);
+            let mut frames = tokio::time::interval(EVENT_GAP);
             frames.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tokio::select! {
@@ -410,6 +413,7 @@ impl<'a> Relay<'a> {
             fail_open: AtomicU64::new(0),
             latest,
             cue,
+            progress_gate: Mutex::new(Coalesce::new(EVENT_GAP)),
             ticker,
             columns: None,
         }
@@ -482,6 +486,9 @@ impl SimObserver for Relay<'_> {
             fail_open: self.fail_open.load(Ordering::Relaxed),
         };
         *self.latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(progress);
-        self.events.progress(&progress);
+        let mut gate = self.progress_gate.lock().unwrap_or_else(|e| e.into_inner());
+        if gate.event(Instant::now()) {
+            self.events.progress(&progress);
+        }
     }
 }

@@ -9,6 +9,7 @@ import type { RuleStats } from "../bindings/RuleStats";
 import { algorithmLabel } from "../logic/algorithms";
 import { fmtInt } from "../logic/format";
 import { liveColumns, totals } from "../logic/live";
+import { setData, setText } from "../paint";
 import { yAxis } from "./axes";
 
 export const COLORS = {
@@ -22,6 +23,8 @@ interface Panel {
   plot: uPlot;
   totals: HTMLElement;
   error: HTMLElement;
+  /** The columns last drawn, as JSON: an equal update is skipped. */
+  drawn?: string;
 }
 
 function fill(color: string): string {
@@ -72,17 +75,23 @@ export class ChartGrid {
     for (const s of stats) {
       const panel = this.panels.get(s.rule);
       if (!panel) continue;
-      panel.plot.setData(liveColumns(s.points));
+      // Unchanged points (a refetch within the same second, an idle rule) draw nothing.
+      const columns = liveColumns(s.points);
+      const key = JSON.stringify(columns);
+      if (key !== panel.drawn) {
+        panel.drawn = key;
+        panel.plot.setData(columns);
+      }
       const t = totals(s.points);
-      panel.totals.innerHTML =
+      const html =
         `<span class="allowed"><b>${fmtInt(t.allowed)}</b> allowed</span>` +
         `<span class="denied"><b>${fmtInt(t.denied)}</b> denied</span>` +
         `<span class="failopen"><b>${fmtInt(t.fail_open)}</b> fail-open</span>`;
-      panel.totals.title = "Every decision for this rule in the last 30 seconds, from every run and caller. A run's own totals are in its summary.";
-      panel.root.dataset.allowed = String(t.allowed);
-      panel.root.dataset.denied = String(t.denied);
-      panel.root.dataset.failOpen = String(t.fail_open);
-      panel.error.textContent = s.error ? `Redis: ${s.error}` : "";
+      if (panel.totals.innerHTML !== html) panel.totals.innerHTML = html;
+      setData(panel.root, "allowed", String(t.allowed));
+      setData(panel.root, "denied", String(t.denied));
+      setData(panel.root, "failOpen", String(t.fail_open));
+      setText(panel.error, s.error ? `Redis: ${s.error}` : "");
     }
   }
 
@@ -120,6 +129,7 @@ export class ChartGrid {
     }
     const totalsEl = document.createElement("div");
     totalsEl.className = "chart-totals";
+    totalsEl.title = "Every decision for this rule in the last 30 seconds, from every run and caller. A run's own totals are in its summary.";
     const plotEl = document.createElement("div");
     const error = document.createElement("div");
     error.className = "chart-error";

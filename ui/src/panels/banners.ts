@@ -2,6 +2,7 @@
 //! unexpected errors), which the user can dismiss.
 import { toAppError } from "../api";
 import { $, h } from "../dom";
+import { setText } from "../paint";
 import { on, state } from "../store";
 
 const warnings: string[] = [];
@@ -42,10 +43,13 @@ function renderFailOpen() {
   const down = conn?.state === "unreachable";
   const recent = conn?.fail_open_recent ?? 0;
   $("failopen-banner").classList.toggle("hidden", !(down || recent > 0));
-  $("failopen-title").textContent = down ? "Redis is unreachable — decisions are failing open." : "Redis answers again.";
-  $("failopen-detail").textContent = down
+  setText($("failopen-title"), down ? "Redis is unreachable — decisions are failing open." : "Redis answers again.");
+  setText(
+    $("failopen-detail"),
+    down
     ? `Redis at ${conn?.url} does not answer (${conn?.error ?? "no reply"}). Requests are let through unlimited (remaining = −1); the app reconnects by itself.`
-    : `${recent} decision${recent === 1 ? " was" : "s were"} let through without Redis (remaining = −1) in the last 10 s.`;
+      : `${recent} decision${recent === 1 ? " was" : "s were"} let through without Redis (remaining = −1) in the last 10 s.`,
+  );
 }
 
 export function initBanners() {

@@ -3,27 +3,29 @@ import { api, toAppError } from "../api";
 import type { ConnectionStatus } from "../bindings/ConnectionStatus";
 import { $ } from "../dom";
 import { fmtRtt } from "../logic/format";
+import { painter, setData, setText } from "../paint";
 import { emit, state } from "../store";
 
 const STATE_TEXT = { connected: "Connected", embedded: "Embedded Redis", unreachable: "Unreachable" };
 
 function render(s: ConnectionStatus) {
   state.conn = s;
-  const pill = $("conn-pill");
-  pill.dataset.state = s.state;
-  $("conn-pill-text").textContent = `${STATE_TEXT[s.state]} · ${fmtRtt(s.rtt_ms)}`;
-  $("conn-state").textContent =
+  setData($("conn-pill"), "state", s.state);
+  setText($("conn-pill-text"), `${STATE_TEXT[s.state]} · ${fmtRtt(s.rtt_ms)}`);
+  setText(
+    $("conn-state"),
     s.state === "embedded"
       ? "Embedded (a private redis-server started by this app)"
       : s.state === "connected"
         ? s.configured
           ? "Connected"
           : "Connected (local default)"
-        : "Unreachable — failing open";
-  $("conn-state").dataset.state = s.state;
-  $("conn-url").textContent = s.url;
-  $("conn-url").title = s.url;
-  $("conn-rtt").textContent = fmtRtt(s.rtt_ms);
+        : "Unreachable — failing open",
+  );
+  setData($("conn-state"), "state", s.state);
+  setText($("conn-url"), s.url);
+  if ($("conn-url").title !== s.url) $("conn-url").title = s.url;
+  setText($("conn-rtt"), fmtRtt(s.rtt_ms));
   emit("connection");
 }
 
@@ -32,7 +34,9 @@ async function poll() {
   if (inFlight) return;
   inFlight = true;
   try {
-    render(await api.connectionStatus());
+    const s = await api.connectionStatus();
+    // A poll is a streaming update: drawn in the painter's shared frames.
+    painter.later("connection", () => render(s));
   } catch (err) {
     $("conn-note").textContent = toAppError(err).message;
   } finally {

@@ -22,6 +22,7 @@ import {
   type FieldError,
   type WorkloadForm,
 } from "../logic/workload";
+import { painter, setText } from "../paint";
 import { emit, on, state } from "../store";
 
 const form = () => $<HTMLFormElement>("sim-form");
@@ -140,18 +141,19 @@ function previewSoon() {
 function renderProgress(p: SimProgress | undefined, running: boolean) {
   const bar = $("sim-bar");
   const fraction = p && p.planned ? Math.min(1, p.completed / p.planned) : 0;
-  bar.style.width = `${Math.round(fraction * 100)}%`;
+  const width = `${Math.round(fraction * 100)}%`;
+  if (bar.style.width !== width) bar.style.width = width;
   bar.classList.toggle("running", running);
   const progress = $("sim-progress");
   if (!p) {
-    progress.textContent = running ? "Starting…" : "Idle";
+    setText(progress, running ? "Starting…" : "Idle");
     return;
   }
   const planned = p.planned !== undefined ? ` / ${fmtInt(p.planned)}` : "";
   const failOpen = p.fail_open > 0 ? ` · ${fmtInt(p.fail_open)} fail-open` : "";
   // The backend's status of the last run: a cancelled run says so, not "Done".
   const status = running ? "Running" : runStatusText(state.sim?.last);
-  progress.textContent = `${status} · ${fmtInt(p.completed)}${planned} requests · ${(p.elapsed_ms / 1000).toFixed(1)} s${failOpen}`;
+  setText(progress, `${status} · ${fmtInt(p.completed)}${planned} requests · ${(p.elapsed_ms / 1000).toFixed(1)} s${failOpen}`);
 }
 
 export function renderSim(status: SimStatus) {
@@ -203,8 +205,9 @@ export async function initWorkload() {
   });
   on("rules", renderTargets);
   renderTargets();
-  // A progress cue that lands after the run ended must not turn "Cancelled" back into "Running".
-  void events.onSimProgress((p) => state.sim?.running !== false && renderProgress(p, true));
+  // Drawn in the painter's shared frames (../paint.ts). A progress cue that lands, or is
+  // drawn, after the run ended must not turn "Cancelled" back into "Running".
+  void events.onSimProgress((p) => painter.later("sim-progress", () => state.sim?.running !== false && renderProgress(p, true)));
   renderSim(await api.simStatus());
   previewSoon();
 }
