@@ -469,18 +469,17 @@ impl Limiter {
 
     async fn invoke(&self, call: &Call<'_>) -> Result<Decision, RedisFailure> {
         let mut conn = self.inner.conn.clone();
-        // EVALSHA built in one buffer; on NOSCRIPT (a restarted or flushed Redis) the script
-        // is loaded and the call retried once, as redis-rs's invoke_async would.
+        // EVALSHA built in one buffer. On NOSCRIPT (a restarted, flushed or newly promoted
+        // node) the same call goes again as EVAL, routed by the same key to the node that
+        // answered, which caches the script as it runs it: no SCRIPT LOAD, which on a cluster
+        // would have to reach every node (and fails while one is down).
         let evalsha = call.evalsha();
         let attempt = async {
             match evalsha.query_async::<redis::Value>(&mut conn).await {
                 Err(err)
                     if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
                 {
-                    scripts::script(call.algorithm.kind())
-                        .load_async(&mut conn)
-                        .await?;
-                    evalsha.query_async::<redis::Value>(&mut conn).await
+                    call.eval().query_async::<redis::Value>(&mut conn).await
                 }
                 other => other,
             }
