@@ -15,6 +15,7 @@
 //! - [`conn`]      one connection type over a single Redis and a Redis Cluster
 //! - [`cluster`]   `redis+cluster://` seed nodes and the topology a cluster reports
 //! - [`embedded`]  a managed private redis-server on a free loopback port
+//! - [`embedded_cluster`] a private Redis Cluster (masters and replicas) for tests and measurements
 //! - [`backend`]   choosing the configured Redis or the embedded one
 //! - [`error`]     Redis failures classified: outage, timeout, misconfiguration...
 //! - [`sim`]       the traffic simulator: workloads, compare mode (all five), the naive race
@@ -35,6 +36,7 @@ pub mod conn;
 pub mod decision;
 pub mod deny_cache;
 pub mod embedded;
+pub mod embedded_cluster;
 pub mod error;
 pub mod export;
 pub mod headers;
