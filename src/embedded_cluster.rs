@@ -36,7 +36,8 @@ pub enum ClusterError {
 
 impl EmbeddedCluster {
     /// Starts `masters × (1 + replicas)` nodes, joins them with `redis-cli --cluster create`
-    /// and waits until every node reports `cluster_state:ok` and every master has its replicas.
+    /// and waits until every node reports `cluster_state:ok`, every master has its replicas and
+    /// every replica has finished its first sync.
     pub fn start(masters: usize, replicas: usize) -> Result<Self, ClusterError> {
         let cli = find_on_path("redis-cli").ok_or(ClusterError::NoRedisCli)?;
         let mut nodes = Vec::new();
@@ -102,7 +103,12 @@ impl EmbeddedCluster {
                 return false;
             };
             let nodes = crate::cluster::parse_nodes(&nodes);
-            info.contains("cluster_state:ok")
+            // A replica whose first sync has not finished cannot be promoted (its data counts
+            // as too old), so a failover measured before that would be a failure of the setup.
+            let synced = query_node(port, &["INFO", "replication"])
+                .is_ok_and(|r| r.contains("role:master") || r.contains("master_link_status:up"));
+            synced
+                && info.contains("cluster_state:ok")
                 && nodes
                     .iter()
                     .filter(|n| n.role == crate::cluster::NodeRole::Master)
