@@ -169,6 +169,14 @@ impl Conn {
         }
     }
 
+    /// The cluster's masters that serve slots and are not failing (None for a single Redis).
+    pub async fn masters(&mut self) -> Result<Option<Vec<ClusterNode>>, RedisFailure> {
+        match self {
+            Conn::Single(_) => Ok(None),
+            Conn::Cluster(lazy) => Ok(Some(masters(&mut lazy.get().await?).await?)),
+        }
+    }
+
     /// `cmd` sent to one node of the cluster by address (to the one Redis when single).
     pub async fn on_node<T: redis::FromRedisValue>(
         &mut self,

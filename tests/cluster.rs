@@ -281,4 +281,9 @@ fn cli_check_and_simulate_work_on_the_cluster(url: &str) {
         assert_eq!(a["fail_open"], 0, "{a}");
         assert_eq!(a["over_admitted"], 0, "{a}");
     }
+    // Redis's own cost, summed over the masters: at least the run's 5 × 80 script calls.
+    let calls = summary["redis_cost"]["calls"]
+        .as_u64()
+        .expect("Redis's cost");
+    assert!(calls >= 400, "{summary}");
 }
