@@ -42,6 +42,9 @@ pub enum Conn {
 #[derive(Clone)]
 pub struct LazyCluster {
     client: Arc<redis::cluster::ClusterClient>,
+    /// A seed URL (with its credentials), for reaching a node the cluster connection does not
+    /// route to (a replica) on a connection of its own.
+    seed: Arc<str>,
     conn: Arc<tokio::sync::OnceCell<ClusterConnection>>,
 }
 
@@ -77,6 +80,7 @@ impl Conn {
         if target.is_cluster() {
             return Conn::Cluster(LazyCluster {
                 client: Arc::new(cluster_client(target, options)),
+                seed: target.cluster_seeds()[0].as_str().into(),
                 conn: Arc::default(),
             });
         }
@@ -169,6 +173,47 @@ impl Conn {
         }
     }
 
+    /// Every node of the cluster with its round trip (a PING sent to it by address), or why
+    /// it did not answer within `deadline`: what the app's connection panel shows. None for a
+    /// single Redis.
+    pub async fn topology_with_rtt(
+        &mut self,
+        deadline: Duration,
+    ) -> Result<Option<Vec<NodeRtt>>, RedisFailure> {
+        let Some(nodes) = self.topology().await? else {
+            return Ok(None);
+        };
+        let mut out = Vec::with_capacity(nodes.len());
+        let ping = redis::cmd("PING");
+        for node in nodes {
+            let started = std::time::Instant::now();
+            let attempt = async {
+                match (&node.role, &*self) {
+                    // The cluster connection routes to masters only; a replica gets a
+                    // connection of its own, with the seed's credentials.
+                    (cluster::NodeRole::Replica, Conn::Cluster(lazy)) => {
+                        let mut url = url::Url::parse(&lazy.seed).map_err(|_| {
+                            RedisFailure::new(FailureKind::Other, "unusable seed URL")
+                        })?;
+                        let _ = url.set_host(Some(&node.host));
+                        let _ = url.set_port(Some(node.port));
+                        let client = redis::Client::open(url.as_str())?;
+                        let mut conn = client.get_multiplexed_async_connection().await?;
+                        Ok(ping.query_async::<String>(&mut conn).await?)
+                    }
+                    _ => self.on_node::<String>(&ping, &node).await,
+                }
+            };
+            let rtt = match tokio::time::timeout(deadline, attempt).await {
+                Ok(Ok(_)) => Ok(started.elapsed().as_micros() as u64),
+                Ok(Err(failure)) => Err(failure.to_string()),
+                Err(_) => Err(RedisFailure::timeout(deadline).to_string()),
+            };
+            out.push(NodeRtt { node, rtt_us: rtt });
+        }
+        Ok(Some(out))
+    }
+
     /// The cluster's masters that serve slots and are not failing (None for a single Redis).
     pub async fn masters(&mut self) -> Result<Option<Vec<ClusterNode>>, RedisFailure> {
         match self {
@@ -192,6 +237,13 @@ impl Conn {
         };
         Ok(redis::from_redis_value(value).map_err(redis::RedisError::from)?)
     }
+}
+
+/// A node and its round trip in microseconds, or why it did not answer.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct NodeRtt {
+    pub node: ClusterNode,
+    pub rtt_us: Result<u64, String>,
 }
 
 /// The masters that serve slots and are not failing.

@@ -103,6 +103,21 @@ async fn exactly_limit_admitted_per_key_under_16_connections(url: &str) {
         .await
         .expect("CLUSTER NODES")
         .expect("a cluster");
+    // The topology with each node's round trip: 3 masters, 3 replicas, all answering.
+    let nodes = conn
+        .topology_with_rtt(std::time::Duration::from_secs(5))
+        .await
+        .expect("topology")
+        .expect("a cluster");
+    assert_eq!(nodes.len(), 6);
+    let masters = nodes
+        .iter()
+        .filter(|n| n.node.role == ratelockr::cluster::NodeRole::Master)
+        .count();
+    assert_eq!(masters, 3);
+    for n in &nodes {
+        assert!(n.rtt_us.is_ok(), "{n:?}");
+    }
     let mut masters_hit = BTreeSet::new();
     for rule in &rules {
         let slot = keyslot(&mut conn, &format!("{{{}}}", rule.name())).await as u16;
