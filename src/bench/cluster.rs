@@ -63,6 +63,10 @@ pub struct ClusterReport {
     /// Decisions of the affected rules made by Redis (not failed open) in the run's last
     /// second: they recovered without a manual step.
     pub affected_decided_last_second: u64,
+    /// Clients that Redis admitted `limit` times or more: reaching the limit is what makes
+    /// a lost write visible as over-admission.
+    pub saturated_clients: u64,
+    pub clients: u64,
     /// Clients admitted more than `limit` times by Redis (fail-open admissions excluded).
     pub over_admitted_clients: u64,
     /// Admissions beyond `limit`, summed over clients, and the allowance they exceed.
@@ -240,6 +244,8 @@ impl ClusterBench {
             first_fail_open_ms: first,
             last_fail_open_ms: last,
             affected_decided_last_second: recovered,
+            saturated_clients: admitted.values().filter(|&&n| n >= self.limit).count() as u64,
+            clients: (self.rules * self.keys) as u64,
             over_admitted_clients: over.len() as u64,
             over_admitted_requests: over.iter().sum(),
             allowance: self.limit * (self.rules * self.keys) as u64,

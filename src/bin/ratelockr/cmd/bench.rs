@@ -427,7 +427,7 @@ async fn cluster(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
         keys: 10,
         // Clients are midway through their allowance when the master dies, and past it by
         // the end: writes lost with the master show up as admissions beyond the limit.
-        limit: 60,
+        limit: 40,
         before: Duration::from_secs(3),
         after: Duration::from_secs(args.duration_secs),
         deadline: Duration::from_millis(global.deadline_ms),
