@@ -2,6 +2,7 @@
 //! run. The simulator's latency percentiles are what a client sees (queueing included); this
 //! is the time Redis spent inside the calls, which is what a limiter costs the server.
 
+use crate::conn::Conn;
 use crate::error::{FailureKind, RedisFailure};
 use serde::{Deserialize, Serialize};
 
@@ -71,15 +72,23 @@ pub fn parse_evalsha(info: &str) -> Result<EvalshaStats, RedisFailure> {
     })
 }
 
-/// Reads EVALSHA's counters from the server behind `conn`.
-pub async fn read_evalsha<C: redis::aio::ConnectionLike>(
-    conn: &mut C,
-) -> Result<EvalshaStats, RedisFailure> {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(conn)
-        .await?;
-    parse_evalsha(&info)
+/// Reads EVALSHA's counters from the server behind `conn`: on a cluster, summed over its
+/// masters (each node counts only its own calls).
+pub async fn read_evalsha(conn: &mut Conn) -> Result<EvalshaStats, RedisFailure> {
+    let mut cmd = redis::cmd("INFO");
+    cmd.arg("commandstats");
+    let Some(masters) = conn.masters().await? else {
+        let info: String = cmd.query_async(conn).await?;
+        return parse_evalsha(&info);
+    };
+    let mut total = EvalshaStats::default();
+    for node in &masters {
+        let info: String = conn.on_node(&cmd, node).await?;
+        let stats = parse_evalsha(&info)?;
+        total.calls += stats.calls;
+        total.usec += stats.usec;
+    }
+    Ok(total)
 }
 
 #[cfg(test)]

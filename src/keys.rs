@@ -46,6 +46,16 @@ impl KeySpace {
         &self.prefix
     }
 
+    /// A key space for a prefix a user typed: refused when a `{` or `}` in it would take the
+    /// hash tag's place (Redis hashes the first `{…}` of a key), which on a cluster would
+    /// scatter a rule's keys over slots and fail every decision with CROSSSLOT.
+    pub fn checked(prefix: &str) -> Result<Self, PrefixError> {
+        if prefix.is_empty() || prefix.contains(['{', '}']) {
+            return Err(PrefixError(prefix.to_string()));
+        }
+        Ok(KeySpace::new(prefix))
+    }
+
     /// The limiter's state for one client of one rule.
     pub fn limiter(&self, rule: &Rule, client_key: &str) -> String {
         self.limiter_for(rule.kind(), rule.name(), client_key)
@@ -80,6 +90,14 @@ impl KeySpace {
         )
     }
 }
+
+/// A key prefix that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "invalid key prefix {0:?}: it must be non-empty and hold no '{{' or '}}' (the rule's hash tag \
+     must be the first braces of every key, so that a rule's keys share one Redis Cluster slot)"
+)]
+pub struct PrefixError(pub String);
 
 /// Escapes the characters SCAN's MATCH treats as a pattern.
 fn escape_glob(s: &str) -> String {
@@ -124,6 +142,11 @@ mod tests {
             ]
         );
         assert_eq!(keys.rule_pattern("tb", "api"), "ratelockr:tb:{api}:*");
+        assert!(KeySpace::checked("app-1:rl").is_ok());
+        for bad in ["", "a{b", "}", "{x}"] {
+            let err = KeySpace::checked(bad).expect_err(bad);
+            assert!(err.to_string().contains("hash tag"), "{err}");
+        }
         assert_eq!(
             KeySpace::new("a*b?[c]").rule_pattern("fw", "r"),
             r"a\*b\?\[c\]:fw:{r}:*"

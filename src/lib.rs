@@ -13,7 +13,10 @@
 //! - [`reset`]     deleting a rule's (or one client's) limiter state: a maintenance SCAN
 //! - [`telemetry`] per-second counters written by the scripts, read as 60 GETs in one pipeline
 //! - [`target`]    Redis URLs that never show their password
+//! - [`conn`]      one connection type over a single Redis and a Redis Cluster
+//! - [`cluster`]   `redis+cluster://` seed nodes and the topology a cluster reports
 //! - [`embedded`]  a managed private redis-server on a free loopback port
+//! - [`embedded_cluster`] a private Redis Cluster (masters and replicas) for tests and measurements
 //! - [`backend`]   choosing the configured Redis or the embedded one
 //! - [`error`]     Redis failures classified: outage, timeout, misconfiguration...
 //! - [`sim`]       the traffic simulator: workloads, compare mode (all five), the naive race
@@ -28,10 +31,13 @@
 pub mod api;
 pub mod backend;
 pub mod bench;
+pub mod cluster;
 pub mod commandstats;
+pub mod conn;
 pub mod decision;
 pub mod deny_cache;
 pub mod embedded;
+pub mod embedded_cluster;
 pub mod error;
 pub mod export;
 pub mod headers;
@@ -50,6 +56,7 @@ pub mod target;
 pub mod telemetry;
 
 pub use backend::{Backend, BackendError, BackendKind};
+pub use conn::Conn;
 pub use decision::{Decision, Outcome};
 pub use deny_cache::DenyCacheOptions;
 pub use embedded::{EmbeddedError, EmbeddedRedis};

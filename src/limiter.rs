@@ -1,5 +1,6 @@
 //! The limiter: one shared connection, one EVALSHA per decision, fail-open on any Redis error.
 
+use crate::conn::{Conn, ConnOptions};
 use crate::decision::Decision;
 use crate::deny_cache::{DenyCache, DenyCacheOptions, DenyCacheStats};
 use crate::error::{FailureKind, RedisFailure};
@@ -10,7 +11,6 @@ use crate::scripts::{self, At, Call};
 use crate::target::RedisTarget;
 use crate::telemetry::{self, FailureLedger, StatsPoint, COUNTER_TTL_SECS};
 use crate::Outcome;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -75,7 +75,7 @@ pub struct Limiter {
 
 struct Inner {
     /// Created lazily, so a limiter exists (and fails open) even while Redis is down.
-    conn: ConnectionManager,
+    conn: Conn,
     target: RedisTarget,
     options: LimiterOptions,
     ledger: Arc<FailureLedger>,
@@ -175,13 +175,15 @@ impl Limiter {
     ) -> Self {
         // The deadline is the one time limit: redis-rs's own 500 ms response timeout would
         // otherwise fail a decision open long before a longer configured deadline.
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(options.deadline))
-            .set_response_timeout(Some(options.deadline))
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_millis(500));
-        let conn = ConnectionManager::new_lazy_with_config(target.client(), config)
-            .expect("a lazy connection manager without push settings cannot fail");
+        let conn = Conn::lazy(
+            target,
+            ConnOptions {
+                connect_timeout: options.deadline,
+                response_timeout: options.deadline,
+                retries: 2,
+                max_delay: Some(Duration::from_millis(500)),
+            },
+        );
         let deny_cache = options.deny_cache.map(DenyCache::new);
         let local = match options.failure_mode {
             FailureMode::Degraded { instances } => Some(LocalLimiter::new(
@@ -467,18 +469,17 @@ impl Limiter {
 
     async fn invoke(&self, call: &Call<'_>) -> Result<Decision, RedisFailure> {
         let mut conn = self.inner.conn.clone();
-        // EVALSHA built in one buffer; on NOSCRIPT (a restarted or flushed Redis) the script
-        // is loaded and the call retried once, as redis-rs's invoke_async would.
+        // EVALSHA built in one buffer. On NOSCRIPT (a restarted, flushed or newly promoted
+        // node) the same call goes again as EVAL, routed by the same key to the node that
+        // answered, which caches the script as it runs it: no SCRIPT LOAD, which on a cluster
+        // would have to reach every node (and fails while one is down).
         let evalsha = call.evalsha();
         let attempt = async {
             match evalsha.query_async::<redis::Value>(&mut conn).await {
                 Err(err)
                     if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
                 {
-                    scripts::script(call.algorithm.kind())
-                        .load_async(&mut conn)
-                        .await?;
-                    evalsha.query_async::<redis::Value>(&mut conn).await
+                    call.eval().query_async::<redis::Value>(&mut conn).await
                 }
                 other => other,
             }
@@ -575,7 +576,7 @@ impl Limiter {
     }
 
     /// A clone of the shared connection, for callers that need plain Redis commands.
-    pub fn connection(&self) -> ConnectionManager {
+    pub fn connection(&self) -> Conn {
         self.inner.conn.clone()
     }
 }

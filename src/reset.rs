@@ -2,7 +2,7 @@
 //!
 //! A maintenance command, never on a hot path: clearing a whole rule walks the rule's
 //! hash-tagged prefix with SCAN (one pattern per algorithm's key tag, and the naive demo's),
-//! which touches every key in Redis. One client key is a single DEL of the few names it can
+//! which touches every key in Redis (every master's, on a cluster). One client key is a single DEL of the few names it can
 //! have. Telemetry counters are history, not state, and are kept.
 
 use crate::error::RedisFailure;
@@ -10,8 +10,6 @@ use crate::limiter::Limiter;
 use crate::rule::{validate_client_key, validate_rule_name, AlgorithmKind, RuleError};
 use redis::AsyncCommands;
 
-/// Keys deleted per UNLINK while clearing a rule.
-const BATCH: usize = 512;
 /// The key tag of the naive race demo's counters (see [`crate::keys::KeySpace::naive`]).
 const NAIVE_TAG: &str = "naive";
 
@@ -52,29 +50,10 @@ impl Limiter {
         let mut deleted = 0;
         for tag in tags {
             let pattern = keys.rule_pattern(tag, rule);
-            // SCAN may return a key twice; collecting first dedups nothing but keeps the scan's
-            // cursor apart from the deletions (UNLINK of an already deleted key counts 0).
-            let mut found: Vec<String> = Vec::new();
-            {
-                let mut scan_conn = conn.clone();
-                let mut iter = scan_conn
-                    .scan_match::<_, String>(&pattern)
-                    .await
-                    .map_err(RedisFailure::from)?;
-                while let Some(item) = futures::StreamExt::next(&mut iter).await {
-                    found.push(item.map_err(RedisFailure::from)?);
-                }
-            }
-            found.sort_unstable();
-            found.dedup();
-            for batch in found.chunks(BATCH) {
-                let n: u64 = redis::cmd("UNLINK")
-                    .arg(batch)
-                    .query_async(&mut conn)
-                    .await
-                    .map_err(RedisFailure::from)?;
-                deleted += n;
-            }
+            // Collected first (deduplicated: SCAN may name a key twice), so the scan's cursor
+            // stays apart from the deletions. On a cluster every master is scanned.
+            let found = conn.scan_match(&pattern).await?;
+            deleted += conn.unlink(&found).await?;
         }
         Ok(deleted)
     }

@@ -80,15 +80,26 @@ pub(crate) struct Call<'a> {
 impl Call<'_> {
     /// The EVALSHA: KEYS and ARGV exactly as the script headers document them, written
     /// straight into one command buffer (no `ScriptInvocation` with a vector per argument and
-    /// the copy `invoke_async` makes of them). The caller recovers from NOSCRIPT (`Limiter`).
+    /// the copy `invoke_async` makes of them). The caller recovers from NOSCRIPT with
+    /// [`Call::eval`] (`Limiter`).
     pub(crate) fn evalsha(&self) -> redis::Cmd {
         let kind = self.algorithm.kind();
+        self.command("EVALSHA", script(kind).get_hash(), 192)
+    }
+
+    /// The same call as EVAL with the script's source: how NOSCRIPT is recovered. Sent by key
+    /// like the EVALSHA, it reaches the very node that answered NOSCRIPT (on a cluster, the
+    /// slot's master, whoever that is now), and EVAL caches the script there, so the next
+    /// EVALSHA on that node finds it. Nothing depends on a SCRIPT LOAD reaching every node.
+    pub(crate) fn eval(&self) -> redis::Cmd {
+        let source = source(self.algorithm.kind());
+        self.command("EVAL", source, source.len() + 192)
+    }
+
+    fn command(&self, verb: &str, script: &str, capacity: usize) -> redis::Cmd {
         let keys = if self.stats_keys.is_some() { 3 } else { 1 };
-        let mut cmd = redis::Cmd::with_capacity(3 + keys + 6, 192 + self.limiter_key.len());
-        cmd.arg("EVALSHA")
-            .arg(script(kind).get_hash())
-            .arg(keys)
-            .arg(self.limiter_key);
+        let mut cmd = redis::Cmd::with_capacity(3 + keys + 6, capacity + self.limiter_key.len());
+        cmd.arg(verb).arg(script).arg(keys).arg(self.limiter_key);
         if let Some((allowed, denied)) = self.stats_keys {
             cmd.arg(allowed).arg(denied);
         }
@@ -322,6 +333,36 @@ mod tests {
         let member = packed.split("\r\n").nth(16).expect("the member argument");
         assert!(uuid::Uuid::parse_str(member).is_ok(), "{packed:?}");
         assert_eq!(member, member.to_lowercase());
+    }
+
+    #[test]
+    fn eval_is_the_evalsha_with_the_source() {
+        let algorithm = Algorithm::Gcra {
+            limit: 10,
+            window_ms: 1000,
+            burst: 4,
+        };
+        let call = Call {
+            algorithm: &algorithm,
+            limiter_key: "p:gc:{r}:k",
+            stats_keys: Some(("s:a", "s:d")),
+            stats_ttl_secs: 120,
+            cost: 2,
+            at: At::Millis(1_700_000_000_000),
+        };
+        let args = |cmd: redis::Cmd| -> Vec<Vec<u8>> {
+            cmd.args_iter()
+                .map(|a| match a {
+                    redis::Arg::Simple(b) => b.to_vec(),
+                    _ => Vec::new(),
+                })
+                .collect()
+        };
+        let (eval, evalsha) = (args(call.eval()), args(call.evalsha()));
+        assert_eq!(eval[0], b"EVAL");
+        assert_eq!(eval[1], GCRA_LUA.as_bytes());
+        assert_eq!(evalsha[0], b"EVALSHA");
+        assert_eq!(eval[2..], evalsha[2..]);
     }
 
     #[test]

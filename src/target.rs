@@ -10,6 +10,9 @@ pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 pub struct RedisTarget {
     url: String,
     redacted: String,
+    /// A Redis Cluster's seed nodes (`redis+cluster://`), each as a `redis://` URL carrying
+    /// the user and password; empty for a single Redis.
+    seeds: Vec<String>,
 }
 
 /// Why a Redis URL was refused. Holds only the redacted form.
@@ -23,6 +26,13 @@ pub struct TargetError {
 impl RedisTarget {
     pub fn parse(input: &str) -> Result<Self, TargetError> {
         let input = input.trim();
+        if let Some(seeds) = crate::cluster::seed_urls(input)? {
+            return Ok(RedisTarget {
+                url: input.to_string(),
+                redacted: crate::cluster::redact_seeds(input),
+                seeds,
+            });
+        }
         let fail = |shown: String, reason: &str| TargetError {
             shown,
             reason: reason.to_string(),
@@ -44,7 +54,7 @@ impl RedisTarget {
             _ => {
                 return Err(fail(
                     redacted,
-                    "the scheme must be redis:// (or unix:// for a socket)",
+                    "the scheme must be redis:// (or redis+cluster:// for a Redis Cluster, or unix:// for a socket)",
                 ))
             }
         }
@@ -56,6 +66,7 @@ impl RedisTarget {
         Ok(RedisTarget {
             url: input.to_string(),
             redacted,
+            seeds: Vec::new(),
         })
     }
 
@@ -65,8 +76,20 @@ impl RedisTarget {
     }
 
     pub(crate) fn client(&self) -> redis::Client {
-        // parse() already opened a client from this very string.
-        redis::Client::open(self.url.as_str()).expect("validated in RedisTarget::parse")
+        // parse() already opened a client from this very string (or, for a cluster, from its
+        // first seed: a single-node client of a cluster reaches one node only).
+        let url = self.seeds.first().unwrap_or(&self.url);
+        redis::Client::open(url.as_str()).expect("validated in RedisTarget::parse")
+    }
+
+    /// True for a Redis Cluster (`redis+cluster://`).
+    pub fn is_cluster(&self) -> bool {
+        !self.seeds.is_empty()
+    }
+
+    /// A Redis Cluster's seed nodes as `redis://` URLs (empty for a single Redis).
+    pub(crate) fn cluster_seeds(&self) -> &[String] {
+        &self.seeds
     }
 
     /// True when the URL carries a password.

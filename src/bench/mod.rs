@@ -6,11 +6,13 @@
 //!   physical limit the engine is measured against, and the Lua cost of each script
 //! - [`stats`]    the cost of reading 30 seconds of stats, with and without a million keys
 //! - [`replay`]   log parsing, a generated log replayed end to end beside the ceiling, a sweep
+//! - [`cluster`]  a failover and a resharding mid-run on a private Redis Cluster
 //!
 //! Every measurement is bounded in time and meant for a Redis on this machine.
 
 pub mod api;
 pub mod ceiling;
+pub mod cluster;
 pub mod engine;
 pub mod replay;
 pub mod stats;

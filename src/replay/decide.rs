@@ -11,12 +11,12 @@
 //! the commands that met NOSCRIPT are sent again, in order, after loading the scripts again.
 //! Any other failure fails those decisions open, counted and shown in the report.
 
+use crate::conn::{Conn, ConnOptions};
 use crate::decision::Decision;
 use crate::error::{FailureKind, RedisFailure};
 use crate::limiter::Limiter;
 use crate::rule::AlgorithmKind;
 use crate::scripts;
-use redis::aio::ConnectionManager;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
@@ -63,16 +63,13 @@ impl Lanes {
         for _ in 0..count.max(1) {
             // Its own connection, whose response timeout fits a pipeline of thousands of
             // scripts rather than the limiter's one-decision deadline.
-            let config = redis::aio::ConnectionManagerConfig::new()
-                .set_connection_timeout(Some(limiter.options().deadline.max(CONNECT_TIMEOUT)))
-                .set_response_timeout(Some(PIPELINE_DEADLINE))
-                .set_number_of_retries(2);
-            let mut conn = tokio::time::timeout(
-                CONNECT_TIMEOUT,
-                ConnectionManager::new_with_config(limiter.target().client(), config),
-            )
-            .await
-            .map_err(|_| RedisFailure::new(FailureKind::Timeout, "could not connect in time"))??;
+            let options = ConnOptions {
+                connect_timeout: limiter.options().deadline.max(CONNECT_TIMEOUT),
+                response_timeout: PIPELINE_DEADLINE,
+                retries: 2,
+                max_delay: None,
+            };
+            let mut conn = Conn::connect(limiter.target(), options).await?;
             load(&mut conn, kinds).await?;
             let (tx, rx) = mpsc::channel::<Job>(4);
             tokio::spawn(lane(conn, kinds.to_vec(), rx));
@@ -104,7 +101,7 @@ impl Lanes {
     }
 }
 
-async fn load(conn: &mut ConnectionManager, kinds: &[AlgorithmKind]) -> Result<(), RedisFailure> {
+async fn load(conn: &mut Conn, kinds: &[AlgorithmKind]) -> Result<(), RedisFailure> {
     for &kind in kinds {
         tokio::time::timeout(PIPELINE_DEADLINE, scripts::script(kind).load_async(conn))
             .await
@@ -113,11 +110,7 @@ async fn load(conn: &mut ConnectionManager, kinds: &[AlgorithmKind]) -> Result<(
     Ok(())
 }
 
-async fn lane(
-    mut conn: ConnectionManager,
-    kinds: Vec<AlgorithmKind>,
-    mut jobs: mpsc::Receiver<Job>,
-) {
+async fn lane(mut conn: Conn, kinds: Vec<AlgorithmKind>, mut jobs: mpsc::Receiver<Job>) {
     while let Some(job) = jobs.recv().await {
         let outcomes = run_pipeline(&mut conn, &kinds, &job.commands).await;
         let _ = job.reply.send(outcomes);
@@ -125,7 +118,7 @@ async fn lane(
 }
 
 async fn run_pipeline(
-    conn: &mut ConnectionManager,
+    conn: &mut Conn,
     kinds: &[AlgorithmKind],
     commands: &[redis::Cmd],
 ) -> Vec<Outcome> {

@@ -655,30 +655,12 @@ fn sweep_suggestion(rules: &mut [RuleReport], sweep: &[SweepPoint], spec: &Repla
 async fn cleanup(limiter: &Limiter, keys: &KeySpace) {
     let mut conn = limiter.connection();
     let pattern = format!("{}:*", keys.prefix());
-    let mut cursor: u64 = 0;
-    loop {
-        let scanned: Result<(u64, Vec<String>), _> = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(&pattern)
-            .arg("COUNT")
-            .arg(1000)
-            .query_async(&mut conn)
-            .await;
-        let Ok((next, found)) = scanned else {
-            tracing::warn!("could not delete the replay's keys under {}", keys.prefix());
-            return;
-        };
-        if !found.is_empty() {
-            let _: Result<i64, _> = redis::cmd("UNLINK")
-                .arg(&found)
-                .query_async(&mut conn)
-                .await;
-        }
-        if next == 0 {
-            return;
-        }
-        cursor = next;
+    let Ok(found) = conn.scan_match(&pattern).await else {
+        tracing::warn!("could not delete the replay's keys under {}", keys.prefix());
+        return;
+    };
+    if conn.unlink(&found).await.is_err() {
+        tracing::warn!("could not delete the replay's keys under {}", keys.prefix());
     }
 }
 

@@ -421,7 +421,7 @@ async fn evalsha_stats(limiter: &Limiter) -> Option<crate::commandstats::Evalsha
 /// One simulated app instance.
 struct Server {
     index: u32,
-    /// Its own connection (a separate ConnectionManager), like a separate process would have.
+    /// Its own connection (a separate `Conn`: on a cluster, its own cluster connection), like a separate process would have.
     limiter: Limiter,
     targets: Arc<Vec<Target>>,
     workload: Arc<Workload>,

@@ -2,11 +2,11 @@
 //! write it back. Two app instances that read the same count at the same moment both see room,
 //! and both write count + 1. Never use this; it exists to show what the scripts prevent.
 
+use crate::conn::Conn;
 use crate::decision::Decision;
 use crate::keys::KeySpace;
 use crate::rule::{Algorithm, Rule};
 use crate::Outcome;
-use redis::aio::ConnectionManager;
 use std::time::Duration;
 
 /// The label the naive limiter carries in CSVs, charts and summaries.
@@ -36,7 +36,7 @@ pub fn naive_window(algorithm: &Algorithm) -> (u64, u64) {
 
 /// One naive decision: GET, compare, SET. Redis errors fail open like the real limiter.
 pub async fn decide(
-    conn: &mut ConnectionManager,
+    conn: &mut Conn,
     keys: &KeySpace,
     rule: &Rule,
     client_key: &str,

@@ -56,7 +56,7 @@ impl Global {
             return Err(anyhow!("invalid --deadline-ms: must be at least 1"));
         }
         Ok(LimiterOptions {
-            keys: KeySpace::new(&self.prefix),
+            keys: KeySpace::checked(&self.prefix).map_err(|e| anyhow!("invalid --prefix: {e}"))?,
             deadline: Duration::from_millis(self.deadline_ms),
             ..LimiterOptions::default()
         })

@@ -77,6 +77,17 @@ pub struct BenchArgs {
     /// --algorithm says otherwise.
     #[arg(long, conflicts_with_all = ["replay", "attack", "deny_cache", "lua", "stats"])]
     pub api: bool,
+    /// Measure a failover instead, on a private 3-master, 3-replica cluster it starts: the
+    /// master of a rule is killed (SIGKILL) after 3 s of decisions; deciding goes on for
+    /// --duration-secs (docs/cluster.md).
+    #[arg(long, conflicts_with = "cluster_reshard")]
+    pub cluster_failover: bool,
+    /// Measure a resharding instead: --reshard-slots slots move between masters mid-run.
+    #[arg(long)]
+    pub cluster_reshard: bool,
+    /// Slots moved by --cluster-reshard.
+    #[arg(long, default_value_t = 2000)]
+    pub reshard_slots: u16,
 }
 
 #[derive(Debug, Serialize)]
@@ -134,6 +145,9 @@ struct Output {
 pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if args.replay {
         return super::bench_replay::run(global, args).await;
+    }
+    if args.cluster_failover || args.cluster_reshard {
+        return cluster(global, args).await;
     }
     anyhow::ensure!(
         args.duration_secs >= 1,
@@ -401,4 +415,37 @@ fn print_tail(output: &Output) {
             s.p50_ratio, s.throughput_ratio
         );
     }
+}
+
+/// `--cluster-failover` / `--cluster-reshard`: a disruption mid-run on a private cluster.
+async fn cluster(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        args.duration_secs >= 1,
+        "invalid --duration-secs: must be at least 1"
+    );
+    let disruption = match args.cluster_failover {
+        true => bench::cluster::Disruption::Failover,
+        false => bench::cluster::Disruption::Reshard {
+            slots: args.reshard_slots,
+        },
+    };
+    let run = bench::cluster::ClusterBench {
+        disruption,
+        tasks: args.concurrency.clamp(1, 64),
+        rules: 30,
+        keys: 10,
+        // Clients are midway through their allowance when the master dies, and past it by
+        // the end: writes lost with the master show up as admissions beyond the limit.
+        limit: 40,
+        before: Duration::from_secs(3),
+        after: Duration::from_secs(args.duration_secs),
+        deadline: Duration::from_millis(global.deadline_ms),
+    };
+    let report = run.run().await?;
+    if global.json {
+        print_json(&report)?;
+    } else {
+        println!("{report:#?}");
+    }
+    Ok(ExitCode::SUCCESS)
 }
