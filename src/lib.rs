@@ -12,6 +12,7 @@
 //! - [`reset`]     deleting a rule's (or one client's) limiter state: a maintenance SCAN
 //! - [`telemetry`] per-second counters written by the scripts, read as 60 GETs in one pipeline
 //! - [`target`]    Redis URLs that never show their password
+//! - [`tls`]       `rediss://`: CA, client certificate and key, the insecure opt-out, errors
 //! - [`embedded`]  a managed private redis-server on a free loopback port
 //! - [`backend`]   choosing the configured Redis or the embedded one
 //! - [`error`]     Redis failures classified: outage, timeout, misconfiguration...
@@ -46,6 +47,7 @@ pub mod scripts;
 pub mod sim;
 pub mod target;
 pub mod telemetry;
+pub mod tls;
 
 pub use backend::{Backend, BackendError, BackendKind};
 pub use decision::{Decision, Outcome};
@@ -60,3 +62,4 @@ pub use rule::{Algorithm, AlgorithmKind, Rule, RuleError};
 pub use scripts::At;
 pub use target::{RedisTarget, TargetError, DEFAULT_REDIS_URL};
 pub use telemetry::StatsPoint;
+pub use tls::{TlsError, TlsField, TlsOptions};
