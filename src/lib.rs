@@ -5,6 +5,7 @@
 //! - [`decision`]  a decision is a value: allowed, remaining, retry/reset waits, fail-open
 //! - [`scripts`]   the five Lua scripts (`lua/`), hashed once, replies parsed into decisions
 //! - [`limiter`]   EVALSHA over one shared connection, deadlines, fail-open, failure kinds
+//! - [`acl`]       ACL users: the missing permission named, EVAL when SCRIPT LOAD is denied
 //! - [`deny_cache`] opt-in: what Redis just denied is denied in process until Redis's time
 //! - [`local_limiter`] degraded mode: the rule's per-instance share, decided in process
 //! - [`headers`]   the HTTP status and RateLimit headers a decision implies
@@ -25,6 +26,7 @@
 //! - [`rules_file`] a list of rules from a JSON or TOML file (`serve --rules`, `replay --rules`)
 //! - [`bench`]     load tests: the engine against redis-benchmark's ceiling, Lua cost, stats cost
 
+pub mod acl;
 pub mod api;
 pub mod backend;
 pub mod bench;

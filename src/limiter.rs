@@ -1,5 +1,6 @@
 //! The limiter: one shared connection, one EVALSHA per decision, fail-open on any Redis error.
 
+use crate::acl::{self, is_noperm, is_noscript};
 use crate::decision::Decision;
 use crate::deny_cache::{DenyCache, DenyCacheOptions, DenyCacheStats};
 use crate::error::{FailureKind, RedisFailure};
@@ -12,7 +13,7 @@ use crate::telemetry::{self, FailureLedger, StatsPoint, COUNTER_TTL_SECS};
 use crate::Outcome;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -90,6 +91,9 @@ struct Inner {
     deny_cache: Option<DenyCache>,
     /// Present in `FailureMode::Degraded`.
     local: Option<LocalLimiter>,
+    /// The Redis user may not `SCRIPT LOAD`: scripts are loaded by EVAL. Shared by the
+    /// limiters made from this one, as the ledger is.
+    eval_fallback: Arc<AtomicBool>,
 }
 
 /// Per rule: the second and its allowed and denied counter names. A std Mutex, held for a
@@ -164,13 +168,14 @@ impl Limiter {
     /// A limiter for `target`. Does not connect: the first decision does, and a Redis that is
     /// down then yields fail-open decisions rather than an error here.
     pub fn new(target: &RedisTarget, options: LimiterOptions) -> Self {
-        Self::build(target, options, Arc::default(), None)
+        Self::build(target, options, Arc::default(), Arc::default(), None)
     }
 
     fn build(
         target: &RedisTarget,
         options: LimiterOptions,
         ledger: Arc<FailureLedger>,
+        eval_fallback: Arc<AtomicBool>,
         observer: Option<Arc<dyn DecisionObserver>>,
     ) -> Self {
         // The deadline is the one time limit: redis-rs's own 500 ms response timeout would
@@ -201,6 +206,7 @@ impl Limiter {
                 stats_keys: StatsKeyCache::default(),
                 deny_cache,
                 local,
+                eval_fallback,
             }),
         }
     }
@@ -212,6 +218,7 @@ impl Limiter {
             &inner.target,
             inner.options.clone(),
             inner.ledger.clone(),
+            inner.eval_fallback.clone(),
             Some(observer),
         )
     }
@@ -224,6 +231,7 @@ impl Limiter {
             &inner.target,
             inner.options.clone(),
             inner.ledger.clone(),
+            inner.eval_fallback.clone(),
             inner.observer.clone(),
         )
     }
@@ -472,19 +480,51 @@ impl Limiter {
         let evalsha = call.evalsha();
         let attempt = async {
             match evalsha.query_async::<redis::Value>(&mut conn).await {
-                Err(err)
-                    if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
-                {
-                    scripts::script(call.algorithm.kind())
-                        .load_async(&mut conn)
-                        .await?;
-                    evalsha.query_async::<redis::Value>(&mut conn).await
-                }
-                other => other,
+                Err(err) if is_noscript(&err) => self.recover_noscript(&mut conn, call).await,
+                Err(err) if is_noperm(&err) => Err(acl::no_script_permission(&err)),
+                other => other.map_err(RedisFailure::from),
             }
         };
         let reply = self.within_deadline(attempt).await?;
         scripts::parse_value(&reply)
+    }
+
+    /// After NOSCRIPT: SCRIPT LOAD and EVALSHA again; or, for an ACL user that may not
+    /// SCRIPT LOAD (found once, then remembered), EVAL, which decides and caches the script.
+    async fn recover_noscript(
+        &self,
+        conn: &mut ConnectionManager,
+        call: &Call<'_>,
+    ) -> Result<redis::Value, RedisFailure> {
+        let fallback = &self.inner.eval_fallback;
+        if !fallback.load(Ordering::Relaxed) {
+            let script = scripts::script(call.algorithm.kind());
+            match script.load_async(conn).await {
+                Ok(_) => return Ok(call.evalsha().query_async(conn).await?),
+                Err(err) if is_noperm(&err) => {
+                    if !fallback.swap(true, Ordering::Relaxed) {
+                        tracing::warn!(
+                            redis = %self.inner.target,
+                            "{}", acl::EVAL_FALLBACK_NOTE
+                        );
+                    }
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+        match call.eval().query_async(conn).await {
+            Err(err) if is_noperm(&err) => Err(acl::cannot_load(&err)),
+            other => Ok(other?),
+        }
+    }
+
+    /// Set when this Redis user may not `SCRIPT LOAD` and scripts are loaded by EVAL instead:
+    /// what the status shows ([`acl::EVAL_FALLBACK_NOTE`]).
+    pub fn eval_fallback_note(&self) -> Option<&'static str> {
+        self.inner
+            .eval_fallback
+            .load(Ordering::Relaxed)
+            .then_some(acl::EVAL_FALLBACK_NOTE)
     }
 
     /// Runs one Redis call under the decision deadline; running out of time is a `Timeout`.

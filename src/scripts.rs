@@ -82,13 +82,24 @@ impl Call<'_> {
     /// straight into one command buffer (no `ScriptInvocation` with a vector per argument and
     /// the copy `invoke_async` makes of them). The caller recovers from NOSCRIPT (`Limiter`).
     pub(crate) fn evalsha(&self) -> redis::Cmd {
+        self.command(false)
+    }
+
+    /// The same call as EVAL with the script's source, for a Redis user that may run scripts
+    /// but not `SCRIPT LOAD` them. EVAL caches the script too, so the next EVALSHA finds it.
+    pub(crate) fn eval(&self) -> redis::Cmd {
+        self.command(true)
+    }
+
+    fn command(&self, eval: bool) -> redis::Cmd {
         let kind = self.algorithm.kind();
         let keys = if self.stats_keys.is_some() { 3 } else { 1 };
         let mut cmd = redis::Cmd::with_capacity(3 + keys + 6, 192 + self.limiter_key.len());
-        cmd.arg("EVALSHA")
-            .arg(script(kind).get_hash())
-            .arg(keys)
-            .arg(self.limiter_key);
+        match eval {
+            true => cmd.arg("EVAL").arg(source(kind)),
+            false => cmd.arg("EVALSHA").arg(script(kind).get_hash()),
+        };
+        cmd.arg(keys).arg(self.limiter_key);
         if let Some((allowed, denied)) = self.stats_keys {
             cmd.arg(allowed).arg(denied);
         }
