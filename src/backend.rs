@@ -123,10 +123,14 @@ pub async fn probe(
             crate::FailureKind::Reply,
             format!("PING answered {other:?}"),
         )),
-        Ok(Err(err)) => Err(err),
-        Err(_) => Err(crate::RedisFailure::new(
-            crate::FailureKind::Timeout,
-            format!("no answer within {} ms", deadline.as_millis()),
-        )),
+        Ok(Err(err)) => Err(crate::tls::diagnose(target, err.into()).await),
+        Err(_) => Err(crate::tls::diagnose(
+            target,
+            crate::RedisFailure::new(
+                crate::FailureKind::Timeout,
+                format!("no answer within {} ms", deadline.as_millis()),
+            ),
+        )
+        .await),
     }
 }

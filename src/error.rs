@@ -82,7 +82,12 @@ impl RedisFailure {
 
 impl From<redis::RedisError> for RedisFailure {
     fn from(err: redis::RedisError) -> Self {
-        RedisFailure::new(classify(&err), err.to_string())
+        let message = err.to_string();
+        // A failed TLS handshake will not heal by itself: say which part failed.
+        if let Some(explained) = crate::tls::explain(&message) {
+            return RedisFailure::new(FailureKind::Misconfiguration, explained);
+        }
+        RedisFailure::new(classify(&err), message)
     }
 }
 

@@ -5,6 +5,7 @@
 //! - [`decision`]  a decision is a value: allowed, remaining, retry/reset waits, fail-open
 //! - [`scripts`]   the five Lua scripts (`lua/`), hashed once, replies parsed into decisions
 //! - [`limiter`]   EVALSHA over one shared connection, deadlines, fail-open, failure kinds
+//! - [`acl`]       ACL users: the missing permission named, EVAL when SCRIPT LOAD is denied
 //! - [`deny_cache`] opt-in: what Redis just denied is denied in process until Redis's time
 //! - [`local_limiter`] degraded mode: the rule's per-instance share, decided in process
 //! - [`headers`]   the HTTP status and RateLimit headers a decision implies
@@ -15,6 +16,7 @@
 //! - [`target`]    Redis URLs that never show their password
 //! - [`conn`]      one connection type over a single Redis and a Redis Cluster
 //! - [`cluster`]   `redis+cluster://` seed nodes and the topology a cluster reports
+//! - [`tls`]       `rediss://`: CA, client certificate and key, the insecure opt-out, errors
 //! - [`embedded`]  a managed private redis-server on a free loopback port
 //! - [`embedded_cluster`] a private Redis Cluster (masters and replicas) for tests and measurements
 //! - [`backend`]   choosing the configured Redis or the embedded one
@@ -28,6 +30,7 @@
 //! - [`rules_file`] a list of rules from a JSON or TOML file (`serve --rules`, `replay --rules`)
 //! - [`bench`]     load tests: the engine against redis-benchmark's ceiling, Lua cost, stats cost
 
+pub mod acl;
 pub mod api;
 pub mod backend;
 pub mod bench;
@@ -54,6 +57,7 @@ pub mod scripts;
 pub mod sim;
 pub mod target;
 pub mod telemetry;
+pub mod tls;
 
 pub use backend::{Backend, BackendError, BackendKind};
 pub use conn::Conn;
@@ -70,3 +74,4 @@ pub use rule::{Algorithm, AlgorithmKind, Rule, RuleError};
 pub use scripts::At;
 pub use target::{RedisTarget, TargetError, DEFAULT_REDIS_URL};
 pub use telemetry::StatsPoint;
+pub use tls::{TlsError, TlsField, TlsOptions};

@@ -1,5 +1,6 @@
 //! The limiter: one shared connection, one EVALSHA per decision, fail-open on any Redis error.
 
+use crate::acl::{self, is_noperm, is_noscript};
 use crate::conn::{Conn, ConnOptions};
 use crate::decision::Decision;
 use crate::deny_cache::{DenyCache, DenyCacheOptions, DenyCacheStats};
@@ -476,12 +477,12 @@ impl Limiter {
         let evalsha = call.evalsha();
         let attempt = async {
             match evalsha.query_async::<redis::Value>(&mut conn).await {
-                Err(err)
-                    if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
-                {
-                    call.eval().query_async::<redis::Value>(&mut conn).await
-                }
-                other => other,
+                Err(err) if is_noscript(&err) => match call.eval().query_async(&mut conn).await {
+                    Err(err) if is_noperm(&err) => Err(acl::cannot_load(&err)),
+                    other => other.map_err(RedisFailure::from),
+                },
+                Err(err) if is_noperm(&err) => Err(acl::no_script_permission(&err)),
+                other => other.map_err(RedisFailure::from),
             }
         };
         let reply = self.within_deadline(attempt).await?;

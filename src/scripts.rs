@@ -90,7 +90,8 @@ impl Call<'_> {
     /// The same call as EVAL with the script's source: how NOSCRIPT is recovered. Sent by key
     /// like the EVALSHA, it reaches the very node that answered NOSCRIPT (on a cluster, the
     /// slot's master, whoever that is now), and EVAL caches the script there, so the next
-    /// EVALSHA on that node finds it. Nothing depends on a SCRIPT LOAD reaching every node.
+    /// EVALSHA on that node finds it. Nothing depends on a SCRIPT LOAD reaching every node,
+    /// and a Redis user that may run scripts but not `SCRIPT LOAD` them is served the same way.
     pub(crate) fn eval(&self) -> redis::Cmd {
         let source = source(self.algorithm.kind());
         self.command("EVAL", source, source.len() + 192)

@@ -1,11 +1,16 @@
-//! A Redis URL that can be shown: its password never leaves this type in clear.
+//! A Redis URL that can be shown: its password never leaves this type in clear. A `rediss://`
+//! URL carries its TLS settings ([`crate::tls`]) here too, so that [`RedisTarget::client`] stays
+//! the one place a client is made.
 
+use crate::tls::{TlsError, TlsField, TlsMaterial, TlsOptions};
 use std::fmt;
+use std::sync::Arc;
 
 /// The default Redis when neither `--redis` nor `$REDIS_URL` says otherwise.
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 
-/// A validated Redis URL. `Display` and `Debug` show it with the password replaced by `***`.
+/// A validated Redis URL. `Display` and `Debug` show it with the password replaced by `***`
+/// (and, for TLS without verification, marked as insecure).
 #[derive(Clone, PartialEq, Eq)]
 pub struct RedisTarget {
     url: String,
@@ -13,6 +18,8 @@ pub struct RedisTarget {
     /// A Redis Cluster's seed nodes (`redis+cluster://`), each as a `redis://` URL carrying
     /// the user and password; empty for a single Redis.
     seeds: Vec<String>,
+    /// Present exactly for `rediss://` URLs.
+    tls: Option<Arc<TlsMaterial>>,
 }
 
 /// Why a Redis URL was refused. Holds only the redacted form.
@@ -31,6 +38,8 @@ impl RedisTarget {
                 url: input.to_string(),
                 redacted: crate::cluster::redact_seeds(input),
                 seeds,
+                // TLS to a cluster (`rediss+cluster://`) is not supported yet.
+                tls: None,
             });
         }
         let fail = |shown: String, reason: &str| TargetError {
@@ -45,29 +54,55 @@ impl RedisTarget {
         })?;
         let redacted = redact(&parsed);
         match parsed.scheme() {
-            "redis" => {}
+            "redis" | "rediss" => {}
             "unix" | "redis+unix" => {}
-            "rediss" => return Err(fail(
-                redacted,
-                "TLS (rediss://) is not supported by this build; use redis:// through a TLS tunnel",
-            )),
             _ => {
                 return Err(fail(
                     redacted,
-                    "the scheme must be redis:// (or redis+cluster:// for a Redis Cluster, or unix:// for a socket)",
+                    "the scheme must be redis://, rediss:// (TLS), redis+cluster:// (a Redis Cluster) or unix:// (a socket)",
                 ))
             }
         }
-        if parsed.scheme() == "redis" && parsed.host_str().is_none_or(str::is_empty) {
+        if matches!(parsed.scheme(), "redis" | "rediss")
+            && parsed.host_str().is_none_or(str::is_empty)
+        {
             return Err(fail(redacted, "it names no host"));
+        }
+        match parsed.fragment() {
+            None => {}
+            Some("insecure") if parsed.scheme() == "rediss" => {}
+            Some(_) => {
+                return Err(fail(
+                    redacted,
+                    "the only fragment a URL may carry is #insecure, on a rediss:// URL",
+                ))
+            }
         }
         redis::Client::open(input)
             .map_err(|_| fail(redacted.clone(), "the Redis client refused it"))?;
-        Ok(RedisTarget {
+        let mut target = RedisTarget {
             url: input.to_string(),
             redacted,
             seeds: Vec::new(),
-        })
+            tls: None,
+        };
+        if parsed.scheme() == "rediss" {
+            let options = TlsOptions {
+                insecure: parsed.fragment() == Some("insecure"),
+                ..TlsOptions::default()
+            };
+            // No files to read: this cannot fail, and the client is checked just below.
+            let material = TlsMaterial::load(&options)
+                .map_err(|err| fail(target.redacted.clone(), &err.to_string()))?;
+            tls_client(&target.url, &material).map_err(|err| {
+                fail(
+                    target.redacted.clone(),
+                    &format!("the TLS client refused it: {err}"),
+                )
+            })?;
+            target.tls = Some(Arc::new(material));
+        }
+        Ok(target)
     }
 
     /// The URL with any password replaced by `***`: safe for logs, errors and the UI.
@@ -75,7 +110,11 @@ impl RedisTarget {
         &self.redacted
     }
 
+    /// The one place a single-node client is made, TLS or not.
     pub(crate) fn client(&self) -> redis::Client {
+        if let Some(tls) = &self.tls {
+            return tls_client(&self.url, tls).expect("built once in RedisTarget::with_tls");
+        }
         // parse() already opened a client from this very string (or, for a cluster, from its
         // first seed: a single-node client of a cluster reaches one node only).
         let url = self.seeds.first().unwrap_or(&self.url);
@@ -98,6 +137,121 @@ impl RedisTarget {
     }
 }
 
+// --- TLS (rediss://) --------------------------------------------------------------------------
+
+impl RedisTarget {
+    /// The target with TLS settings: a CA file, a client certificate and key, or no
+    /// verification at all (`insecure`, which also shows as `#insecure` in the URL). The files
+    /// are read now, so a missing or wrong one is an error naming the option, not a failed
+    /// connection later. Settings on a `redis://` URL are refused: they would be ignored.
+    pub fn with_tls(mut self, options: TlsOptions) -> Result<Self, TlsError> {
+        let was_insecure = self.is_insecure();
+        let Some(previous) = &self.tls else {
+            if options.is_empty() {
+                return Ok(self);
+            }
+            let field = [
+                (options.ca.is_some(), TlsField::Ca),
+                (options.cert.is_some(), TlsField::Cert),
+                (options.key.is_some(), TlsField::Key),
+            ]
+            .into_iter()
+            .find_map(|(set, field)| set.then_some(field))
+            .unwrap_or(TlsField::Insecure);
+            return Err(TlsError {
+                field,
+                path: None,
+                reason: format!(
+                    "TLS settings need a rediss:// URL, and {} is not one",
+                    self.redacted
+                ),
+            });
+        };
+        let options = TlsOptions {
+            insecure: options.insecure || previous.options.insecure,
+            ..options
+        };
+        let material = TlsMaterial::load(&options)?;
+        if options.insecure && !was_insecure {
+            self.url = with_insecure_fragment(&self.url);
+            self.redacted = with_insecure_fragment(&self.redacted);
+        }
+        tls_client(&self.url, &material).map_err(|err| TlsError {
+            field: match options.cert.is_some() {
+                true => TlsField::Key,
+                false => TlsField::Ca,
+            },
+            path: None,
+            reason: format!("the TLS client refused it: {err}"),
+        })?;
+        self.tls = Some(Arc::new(material));
+        Ok(self)
+    }
+
+    /// True for `rediss://`.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// True when TLS is on but the server's certificate is not verified.
+    pub fn is_insecure(&self) -> bool {
+        self.tls.as_ref().is_some_and(|t| t.options.insecure) || self.url.ends_with("#insecure")
+    }
+
+    /// The TLS settings (file paths), for `rediss://` URLs.
+    pub fn tls_options(&self) -> Option<&TlsOptions> {
+        self.tls.as_ref().map(|t| &t.options)
+    }
+
+    /// Host and port of a `rediss://` target.
+    pub(crate) fn tls_endpoint(&self) -> Option<(String, u16)> {
+        self.tls.as_ref()?;
+        match self.client().get_connection_info().addr() {
+            redis::ConnectionAddr::TcpTls { host, port, .. } => Some((host.clone(), *port)),
+            _ => None,
+        }
+    }
+
+    /// The certificates for redis-rs builders other than [`RedisTarget::client`] (a cluster
+    /// client, say), for `rediss://` URLs.
+    pub fn tls_certificates(&self) -> Option<redis::TlsCertificates> {
+        self.tls.as_ref().map(|t| t.certificates())
+    }
+
+    /// A line for people: `TLS, verified against the system's CAs`, `TLS, CA ca.pem, client
+    /// certificate client.pem`, `TLS WITHOUT CERTIFICATE VERIFICATION`, or `plain TCP`.
+    pub fn transport(&self) -> String {
+        let Some(tls) = &self.tls else {
+            return "plain TCP (no TLS)".into();
+        };
+        let o = &tls.options;
+        if o.insecure {
+            return "TLS WITHOUT CERTIFICATE VERIFICATION (insecure: anyone on the path can pose as this Redis)".into();
+        }
+        let mut line = match &o.ca {
+            Some(ca) => format!("TLS, verified against the CA in {}", ca.display()),
+            None => "TLS, verified against the system's CAs".to_string(),
+        };
+        if let Some(cert) = &o.cert {
+            line.push_str(&format!(", client certificate {}", cert.display()));
+        }
+        line
+    }
+}
+
+fn tls_client(url: &str, tls: &TlsMaterial) -> redis::RedisResult<redis::Client> {
+    crate::tls::install_crypto_provider();
+    redis::Client::build_with_tls(url, tls.certificates())
+}
+
+/// `url` with the fragment redis-rs reads as "do not verify the certificate".
+fn with_insecure_fragment(url: &str) -> String {
+    match url.split_once('#') {
+        Some((base, _)) => format!("{base}#insecure"),
+        None => format!("{url}#insecure"),
+    }
+}
+
 fn redact(url: &url::Url) -> String {
     let mut shown = url.clone();
     if shown.password().is_some() {
@@ -108,13 +262,19 @@ fn redact(url: &url::Url) -> String {
 
 impl fmt::Display for RedisTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.redacted)
+        f.write_str(&self.redacted)?;
+        if self.is_insecure() {
+            f.write_str(" (INSECURE: TLS certificate not verified)")?;
+        }
+        Ok(())
     }
 }
 
 impl fmt::Debug for RedisTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("RedisTarget").field(&self.redacted).finish()
+        f.debug_tuple("RedisTarget")
+            .field(&self.to_string())
+            .finish()
     }
 }
 
@@ -138,10 +298,41 @@ mod tests {
             "http://user:hunter2@localhost",
             "localhost:6379",
             "redis://",
-            "rediss://x:hunter2@h",
+            "rediss://x:hunter2@h#verify-nothing",
         ] {
             let err = RedisTarget::parse(bad).expect_err(bad);
             assert!(!err.to_string().contains("hunter2"), "{err}");
         }
+    }
+
+    #[test]
+    fn insecure_tls_is_marked_wherever_the_target_is_shown() {
+        let t = RedisTarget::parse("rediss://app:s3cr3t@h:6380").expect("valid");
+        assert!(t.is_tls() && !t.is_insecure());
+        assert!(!t.to_string().contains("INSECURE"));
+        let t = t
+            .with_tls(TlsOptions {
+                insecure: true,
+                ..TlsOptions::default()
+            })
+            .expect("insecure");
+        assert_eq!(t.redacted(), "rediss://app:***@h:6380#insecure");
+        assert!(t.to_string().contains("INSECURE"), "{t}");
+        assert!(t.transport().contains("WITHOUT CERTIFICATE VERIFICATION"));
+        let t = RedisTarget::parse("rediss://h:6380/#insecure").expect("valid");
+        assert!(t.is_insecure() && format!("{t:?}").contains("INSECURE"));
+    }
+
+    #[test]
+    fn tls_settings_need_a_rediss_url() {
+        let err = RedisTarget::parse("redis://h:6379")
+            .expect("valid")
+            .with_tls(TlsOptions {
+                insecure: true,
+                ..TlsOptions::default()
+            })
+            .expect_err("plain");
+        assert_eq!(err.field, TlsField::Insecure);
+        assert!(err.to_string().contains("rediss://"), "{err}");
     }
 }

@@ -59,6 +59,10 @@ impl RedisBenchmark {
                 vec!["-h".into(), host.clone(), "-p".into(), port.to_string()]
             }
             redis::ConnectionAddr::Unix(path) => vec!["-s".into(), path.display().to_string()],
+            // Its Debug form would hold the TLS parameters.
+            redis::ConnectionAddr::TcpTls { .. } => {
+                return Err("the ceiling is measured over plain TCP only (redis-benchmark is not given the TLS settings)".into())
+            }
             other => {
                 return Err(format!(
                     "unsupported connection for redis-benchmark: {other:?}"

@@ -4,7 +4,9 @@ use anyhow::{anyhow, Context};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use ratelockr::{
     Algorithm, AlgorithmKind, Backend, KeySpace, Limiter, LimiterOptions, Rule, RuleError,
+    TlsOptions,
 };
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Debug, Parser)]
@@ -26,6 +28,19 @@ pub struct Global {
     #[arg(long, global = true, env = "REDIS_URL", hide_env_values = true,
           default_value = ratelockr::DEFAULT_REDIS_URL)]
     pub redis: String,
+    /// TLS (rediss://): trust the CA(s) in this PEM file instead of the system's.
+    #[arg(long, global = true, env = "REDIS_TLS_CA", value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// TLS: this client certificate (PEM), for a Redis that requires mutual TLS.
+    #[arg(long, global = true, env = "REDIS_TLS_CERT", value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS: the client certificate's private key (PEM).
+    #[arg(long, global = true, env = "REDIS_TLS_KEY", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// TLS without verifying the server's certificate (as `#insecure` in the URL). Anyone on
+    /// the path can then pose as the Redis; every command says so.
+    #[arg(long, global = true, env = "REDIS_TLS_INSECURE")]
+    pub tls_insecure: bool,
     /// Start a private redis-server on a free loopback port instead (stopped on exit).
     #[arg(long, global = true)]
     pub embedded: bool,
@@ -43,12 +58,29 @@ pub struct Global {
 impl Global {
     /// The Redis to use: `--embedded` starts one, otherwise `--redis`.
     pub fn backend(&self) -> anyhow::Result<Backend> {
+        let tls = self.tls_options();
         if self.embedded {
+            anyhow::ensure!(
+                tls.is_empty(),
+                "--tls-* options are for a rediss:// --redis; the --embedded Redis is plain TCP on loopback"
+            );
             return Ok(Backend::embedded()?);
         }
-        Ok(Backend::external(ratelockr::RedisTarget::parse(
-            &self.redis,
-        )?))
+        let target = ratelockr::RedisTarget::parse(&self.redis)?.with_tls(tls)?;
+        if target.is_insecure() {
+            eprintln!("ratelockr: warning: {target}: {}", target.transport());
+        }
+        Ok(Backend::external(target))
+    }
+
+    /// The `--tls-*` flags (or their environment variables).
+    pub fn tls_options(&self) -> TlsOptions {
+        TlsOptions {
+            ca: self.tls_ca.clone(),
+            cert: self.tls_cert.clone(),
+            key: self.tls_key.clone(),
+            insecure: self.tls_insecure,
+        }
     }
 
     pub fn limiter_options(&self) -> anyhow::Result<LimiterOptions> {

@@ -140,6 +140,10 @@ pub async fn run(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode> 
         backend.target()
     );
     eprintln!(
+        "ratelockr serve: Redis connection: {}",
+        backend.target().transport()
+    );
+    eprintln!(
         "ratelockr serve: metrics of this process's decisions at http://{addr}{} (Ctrl-C stops)",
         ratelockr::metrics::METRICS_PATH
     );

@@ -1,0 +1,125 @@
+//! ACL users (`redis://user:password@…`) against a real redis-server: a user that may run
+//! EVALSHA but not SCRIPT LOAD decides (NOSCRIPT is recovered by EVAL, never SCRIPT LOAD); one
+//! that may not EVAL, or not run scripts at all, fails open with a misconfiguration that names
+//! the missing permission.
+
+mod common;
+
+use ratelockr::{Algorithm, At, CheckError, FailureKind, Limiter, RedisTarget, Rule};
+
+fn rule() -> Rule {
+    Rule::new(
+        "acl",
+        Algorithm::FixedWindow {
+            limit: 2,
+            window_ms: 600_000,
+        },
+    )
+    .expect("valid rule")
+}
+
+/// Creates `user` with `password` and `rules` through the default (all-powerful) user.
+async fn set_user(admin: &Limiter, user: &str, password: &str, rules: &[&str]) {
+    let mut cmd = redis::cmd("ACL");
+    cmd.arg("SETUSER")
+        .arg(user)
+        .arg("on")
+        .arg(format!(">{password}"));
+    for r in rules {
+        cmd.arg(*r);
+    }
+    let ok: String = common::query(admin, &cmd).await;
+    assert_eq!(ok, "OK");
+}
+
+fn as_user(server: &ratelockr::EmbeddedRedis, user: &str, password: &str, name: &str) -> Limiter {
+    let url = format!("redis://{user}:{password}@127.0.0.1:{}", server.port());
+    let target = RedisTarget::parse(&url).expect("valid URL");
+    assert!(!format!("{target} {target:?}").contains(password));
+    Limiter::new(&target, common::options(name))
+}
+
+#[tokio::test]
+async fn a_user_without_script_load_decides_through_eval() {
+    let server = common::redis();
+    let admin = common::limiter(&server, "acl-admin");
+    set_user(
+        &admin,
+        "noload",
+        "s3cr3t-noload",
+        &["~*", "+@all", "-script|load"],
+    )
+    .await;
+    let limiter = as_user(&server, "noload", "s3cr3t-noload", "acl-noload");
+    let rule = rule();
+    assert!(common::decide_now(&limiter, &rule, "k", 1).await.allowed);
+    // The script is cached by EVAL: the next call is a plain EVALSHA. After a SCRIPT FLUSH the
+    // next decision loads it again the same way.
+    assert!(common::decide_now(&limiter, &rule, "k", 1).await.allowed);
+    let _: String = common::query(&admin, redis::cmd("SCRIPT").arg("FLUSH")).await;
+    let third = common::decide_now(&limiter, &rule, "k", 1).await;
+    assert!(!third.allowed, "the limit of 2 holds across the flush");
+    assert_eq!(limiter.ledger().failures_total(), 0);
+    // Redis refused nothing: no SCRIPT LOAD was ever sent.
+    let log: Vec<Vec<redis::Value>> = common::query(&admin, redis::cmd("ACL").arg("LOG")).await;
+    assert!(log.is_empty(), "{log:?}");
+}
+
+#[tokio::test]
+async fn a_user_without_eval_names_it_after_a_flush() {
+    let server = common::redis();
+    let admin = common::limiter(&server, "acl-admin3");
+    set_user(
+        &admin,
+        "noeval",
+        "s3cr3t-noeval",
+        &["~*", "+@all", "-eval", "-script|load"],
+    )
+    .await;
+    let limiter = as_user(&server, "noeval", "s3cr3t-noeval", "acl-noeval");
+    // The admin loads the script; this user's EVALSHA then decides.
+    assert!(
+        common::decide_now(&admin, &rule(), "other", 1)
+            .await
+            .allowed
+    );
+    assert!(common::decide_now(&limiter, &rule(), "k", 1).await.allowed);
+    let _: String = common::query(&admin, redis::cmd("SCRIPT").arg("FLUSH")).await;
+    match limiter.try_check_at(&rule(), "k", 1, At::ServerClock).await {
+        Err(CheckError::Redis(failure)) => {
+            assert_eq!(failure.kind, FailureKind::Misconfiguration);
+            assert!(failure.message.contains("+eval"), "{failure}");
+            assert!(!failure.message.contains("s3cr3t"), "{failure}");
+        }
+        other => panic!("expected a misconfiguration, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_user_without_scripts_fails_open_naming_the_permission() {
+    let server = common::redis();
+    let admin = common::limiter(&server, "acl-admin2");
+    set_user(
+        &admin,
+        "noscripts",
+        "s3cr3t-none",
+        &["~*", "+@all", "-@scripting"],
+    )
+    .await;
+    let limiter = as_user(&server, "noscripts", "s3cr3t-none", "acl-none");
+    let decision = limiter.check(&rule(), "k").await.expect("valid request");
+    assert!(decision.allowed && decision.fail_open && decision.remaining == -1);
+    assert_eq!(limiter.ledger().fail_open_total(), 1);
+    assert_eq!(
+        common::failures_of(&limiter, FailureKind::Misconfiguration),
+        1
+    );
+    match limiter.try_check_at(&rule(), "k", 1, At::ServerClock).await {
+        Err(CheckError::Redis(failure)) => {
+            assert_eq!(failure.kind, FailureKind::Misconfiguration);
+            assert!(failure.message.contains("+evalsha"), "{failure}");
+            assert!(!failure.message.contains("s3cr3t"), "{failure}");
+        }
+        other => panic!("expected a misconfiguration, got {other:?}"),
+    }
+}

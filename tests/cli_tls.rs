@@ -1,0 +1,227 @@
+//! `ratelockr check` and `simulate` against a TLS-only redis-server: `--tls-ca`, `--tls-cert`,
+//! `--tls-key`, `--tls-insecure` (and their environment variables), and the errors users see.
+
+mod common;
+#[path = "common/tls.rs"]
+mod tls;
+
+use std::process::{Command, Output};
+use tls::{arg, Pki, TlsRedis, TlsServer};
+
+fn ratelockr(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ratelockr"));
+    cmd.args(args).env_remove("RUST_LOG");
+    for var in [
+        "REDIS_URL",
+        "REDIS_TLS_CA",
+        "REDIS_TLS_CERT",
+        "REDIS_TLS_KEY",
+        "REDIS_TLS_INSECURE",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.envs(env.iter().copied())
+        .output()
+        .expect("run the ratelockr binary")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "exit {}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&out.stdout)))
+}
+
+/// A deadline far above a cold TLS handshake on a loaded machine (tests/common).
+const CHECK: [&str; 10] = [
+    "check",
+    "--deadline-ms",
+    "20000",
+    "--json",
+    "--algorithm",
+    "fixed-window",
+    "--limit",
+    "1",
+    "--window-ms",
+    "600000",
+];
+
+#[test]
+fn check_over_mutual_tls_with_flags_and_environment() {
+    let pki = Pki::new("cli-tls-mutual");
+    let server = TlsRedis::start(
+        &pki,
+        TlsServer {
+            mutual: true,
+            ..TlsServer::default()
+        },
+    );
+    let url = server.url();
+    let prefix = common::unique("cli-tls");
+    let mut args = CHECK.to_vec();
+    args.extend(["--redis", &url, "--prefix", &prefix, "--key", "k"]);
+    args.extend([
+        "--tls-ca",
+        arg(&pki.ca),
+        "--tls-cert",
+        arg(&pki.client_cert),
+    ]);
+    args.extend(["--tls-key", arg(&pki.client_key)]);
+    let first = json(&ratelockr(&args, &[]));
+    assert_eq!(first["allowed"], true, "{first}");
+    assert_eq!(first["fail_open"], false, "{first}");
+    // The same settings from the environment: the limit of 1 is now spent.
+    let mut args = CHECK.to_vec();
+    args.extend(["--prefix", &prefix, "--key", "k"]);
+    let env = [
+        ("REDIS_URL", url.as_str()),
+        ("REDIS_TLS_CA", arg(&pki.ca)),
+        ("REDIS_TLS_CERT", arg(&pki.client_cert)),
+        ("REDIS_TLS_KEY", arg(&pki.client_key)),
+    ];
+    let second = json(&ratelockr(&args, &env));
+    assert_eq!(second["allowed"], false, "{second}");
+    assert_eq!(second["fail_open"], false, "{second}");
+}
+
+#[test]
+fn simulate_over_tls_decides_every_request() {
+    let pki = Pki::new("cli-tls-sim");
+    let server = TlsRedis::start(&pki, TlsServer::default());
+    let url = server.url();
+    let prefix = common::unique("cli-tls-sim");
+    let out = ratelockr(
+        &[
+            "simulate",
+            "--json",
+            "--redis",
+            &url,
+            "--tls-ca",
+            arg(&pki.ca),
+            "--prefix",
+            &prefix,
+            "--deadline-ms",
+            "20000",
+            "--algorithm",
+            "fixed-window",
+            "--limit",
+            "50",
+            "--window-ms",
+            "600000",
+            "--requests",
+            "200",
+            "--rps",
+            "0",
+            "--servers",
+            "4",
+            "--keys",
+            "1",
+        ],
+        &[],
+    );
+    let summary = json(&out);
+    let row = &summary["algorithms"][0];
+    assert_eq!(row["fail_open"], 0, "{summary}");
+    assert_eq!(row["allowed"], 50, "{summary}");
+    assert_eq!(row["denied"], 150, "{summary}");
+}
+
+#[test]
+fn insecure_is_marked_on_every_command() {
+    let pki = Pki::new("cli-tls-insecure");
+    let server = TlsRedis::start(&pki, TlsServer::default());
+    let url = server.url();
+    let prefix = common::unique("cli-tls-insecure");
+    let mut args = CHECK.to_vec();
+    args.extend([
+        "--redis",
+        &url,
+        "--prefix",
+        &prefix,
+        "--key",
+        "k",
+        "--tls-insecure",
+    ]);
+    let out = ratelockr(&args, &[]);
+    assert_eq!(json(&out)["fail_open"], false, "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("#insecure") && stderr.contains("INSECURE"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("WITHOUT CERTIFICATE VERIFICATION"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn tls_errors_name_what_failed() {
+    let pki = Pki::new("cli-tls-errors");
+    let server = TlsRedis::start(&pki, TlsServer::default());
+    let url = server.url();
+    // A short deadline: a plain server never answers the handshake.
+    let mut base: Vec<&str> = [&CHECK[..1], &["--deadline-ms", "2000"], &CHECK[3..]].concat();
+    base.extend(["--key", "k"]);
+
+    // Unknown CA: a fail-open decision (exit 0) that says why on stderr.
+    let mut args = base.clone();
+    args.extend(["--redis", &url, "--tls-ca", arg(&pki.other_ca)]);
+    let out = ratelockr(&args, &[]);
+    assert_eq!(json(&out)["fail_open"], true);
+    assert!(
+        text(&out.stderr).contains("unknown CA"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // A plain-TCP Redis behind rediss://.
+    let plain = common::redis();
+    let plain_url = format!("rediss://127.0.0.1:{}", plain.port());
+    let mut args = base.clone();
+    args.extend(["--redis", &plain_url]);
+    let out = ratelockr(&args, &[]);
+    assert_eq!(json(&out)["fail_open"], true);
+    assert!(
+        text(&out.stderr).contains("use redis:// for it"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // Bad options exit non-zero naming the flag, before any connection.
+    let missing = pki.dir.join("missing.pem");
+    let plain_redis = plain.url();
+    for (extra, flag) in [
+        (
+            vec!["--redis", url.as_str(), "--tls-ca", arg(&missing)],
+            "--tls-ca",
+        ),
+        (
+            vec!["--redis", url.as_str(), "--tls-cert", arg(&pki.client_cert)],
+            "--tls-key",
+        ),
+        (
+            vec!["--redis", plain_redis.as_str(), "--tls-insecure"],
+            "--tls-insecure",
+        ),
+        (vec!["--embedded", "--tls-ca", arg(&pki.ca)], "--tls-"),
+    ] {
+        let mut args = base.clone();
+        args.extend(extra);
+        let out = ratelockr(&args, &[]);
+        assert!(!out.status.success(), "{flag}: {}", text(&out.stdout));
+        assert!(
+            text(&out.stderr).contains(flag),
+            "{flag}: {}",
+            text(&out.stderr)
+        );
+    }
+}
