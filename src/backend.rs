@@ -123,7 +123,7 @@ pub async fn probe(
             crate::FailureKind::Reply,
             format!("PING answered {other:?}"),
         )),
-        Ok(Err(err)) => Err(crate::tls::diagnose(target, err.into()).await),
+        Ok(Err(err)) => Err(crate::tls::diagnose(target, err).await),
         Err(_) => Err(crate::tls::diagnose(
             target,
             crate::RedisFailure::new(

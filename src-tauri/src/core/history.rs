@@ -127,8 +127,9 @@ pub struct RunHistory {
 
 /// What one history entry holds.
 enum Kept {
-    Sim(StoredRun),
-    Replay(StoredReplay),
+    // Both boxed: entries are moved and sorted, and each variant is hundreds of bytes.
+    Sim(Box<StoredRun>),
+    Replay(Box<StoredReplay>),
 }
 
 struct Entry {
@@ -360,7 +361,7 @@ impl History {
             error: None,
         };
         let entry = Entry {
-            kept: Kept::Sim(run),
+            kept: Kept::Sim(Box::new(run)),
             bytes: 0,
         };
         entry.write(&dir)?;
@@ -373,12 +374,12 @@ impl History {
         let dir = self.run_dir(&replay.id);
         std::fs::create_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
         let entry = Entry {
-            kept: Kept::Replay(StoredReplay {
+            kept: Kept::Replay(Box::new(StoredReplay {
                 status: RunStatus::Running,
                 report: None,
                 error: None,
                 ..replay
-            }),
+            })),
             bytes: 0,
         };
         entry.write(&dir)?;
@@ -696,9 +697,13 @@ fn read_entry(dir: &Path) -> Result<Entry, String> {
     let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let unreadable = |e: serde_json::Error| format!("{}: {e}", path.display());
     let kept = if is_replay {
-        Kept::Replay(serde_json::from_slice(&bytes).map_err(unreadable)?)
+        Kept::Replay(Box::new(
+            serde_json::from_slice(&bytes).map_err(unreadable)?,
+        ))
     } else {
-        Kept::Sim(serde_json::from_slice(&bytes).map_err(unreadable)?)
+        Kept::Sim(Box::new(
+            serde_json::from_slice(&bytes).map_err(unreadable)?,
+        ))
     };
     let entry = Entry { kept, bytes: 0 };
     let name = dir.file_name().unwrap_or_default().to_string_lossy();
