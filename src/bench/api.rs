@@ -9,17 +9,16 @@
 //! endpoint costs on top of the engine, with the load generator's own cost included.
 
 use super::client_key;
+use super::load::{on_own_runtime, Phase, Step, Tally, Totals};
 use crate::api::{DecisionApi, CHECK_PATH};
 use crate::limiter::Limiter;
 use crate::rule::Rule;
 use axum::body::Bytes;
-use hdrhistogram::Histogram;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use serde::Serialize;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -59,17 +58,6 @@ pub struct ApiReport {
     pub process_cpu_us_per_decision: Option<f64>,
 }
 
-const WARMING: u8 = 0;
-const MEASURING: u8 = 1;
-const STOPPED: u8 = 2;
-
-struct Tally {
-    latency_ns: Histogram<u64>,
-    allowed: u64,
-    denied: u64,
-    errors: u64,
-}
-
 impl ApiBench {
     /// Runs the benchmark on a runtime of its own with `threads` workers (1: current-thread),
     /// through a fresh connection of `limiter`, like [`super::engine::EngineBench`].
@@ -80,19 +68,7 @@ impl ApiBench {
     ) -> anyhow::Result<ApiReport> {
         let bench = self.clone();
         let limiter = limiter.with_own_connection();
-        tokio::task::spawn_blocking(move || {
-            let runtime = match threads {
-                0 | 1 => tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()?,
-                n => tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(n)
-                    .enable_all()
-                    .build()?,
-            };
-            runtime.block_on(bench.run(&limiter))
-        })
-        .await?
+        on_own_runtime(threads, move || async move { bench.run(&limiter).await }).await
     }
 
     /// Serves the endpoint over `limiter` on a free loopback port and drives it.
@@ -123,7 +99,7 @@ impl ApiBench {
                 Bytes::from(body.to_string())
             })
             .collect();
-        let phase = Arc::new(AtomicU8::new(WARMING));
+        let phase = Phase::default();
         let mut tasks = Vec::with_capacity(self.connections);
         for task in 0..self.connections {
             let (bodies, phase, stride) = (bodies.clone(), phase.clone(), self.connections);
@@ -132,13 +108,7 @@ impl ApiBench {
             let (mut sender, connection) = http1::handshake(TokioIo::new(stream)).await?;
             tokio::spawn(connection);
             tasks.push(tokio::spawn(async move {
-                let mut tally = Tally {
-                    latency_ns: Histogram::new_with_bounds(1_000, 60_000_000_000, 3)
-                        .expect("valid histogram bounds"),
-                    allowed: 0,
-                    denied: 0,
-                    errors: 0,
-                };
+                let mut tally = Tally::new();
                 let mut i = task;
                 loop {
                     let body = bodies[i % bodies.len()].clone();
@@ -157,33 +127,24 @@ impl ApiBench {
                     }
                     .await;
                     let elapsed = started.elapsed();
-                    match phase.load(Ordering::Relaxed) {
-                        MEASURING => {}
-                        WARMING => continue,
-                        _ => break,
+                    match phase.now() {
+                        Step::Measuring => {}
+                        Step::Warming => continue,
+                        Step::Stopped => break,
                     }
                     match answer {
                         Ok((status, body)) if status == 200 => match decided(&body) {
-                            Some(allowed) => {
-                                if allowed {
-                                    tally.allowed += 1;
-                                } else {
-                                    tally.denied += 1;
-                                }
-                                tally
-                                    .latency_ns
-                                    .saturating_record(elapsed.as_nanos() as u64);
-                            }
-                            None => tally.errors += 1,
+                            Some(allowed) => tally.decided(allowed, elapsed),
+                            None => tally.error(),
                         },
                         // A connection the server closed cannot be used again: count the
                         // rest of this connection's time as lost, not as decisions.
-                        Ok(_) => tally.errors += 1,
+                        Ok(_) => tally.error(),
                         Err(_) if sender.is_closed() => {
-                            tally.errors += 1;
+                            tally.error();
                             break;
                         }
-                        Err(_) => tally.errors += 1,
+                        Err(_) => tally.error(),
                     }
                 }
                 anyhow::Ok(tally)
@@ -192,41 +153,31 @@ impl ApiBench {
 
         tokio::time::sleep(self.warmup).await;
         let cpu_before = super::process_cpu_secs();
-        phase.store(MEASURING, Ordering::Relaxed);
+        phase.measure();
         let started = Instant::now();
         tokio::time::sleep(self.duration).await;
-        phase.store(STOPPED, Ordering::Relaxed);
+        phase.stop();
         let seconds = started.elapsed().as_secs_f64();
         let cpu_after = super::process_cpu_secs();
 
-        let mut latency = Histogram::<u64>::new_with_bounds(1_000, 60_000_000_000, 3)
-            .expect("valid histogram bounds");
-        let (mut allowed, mut denied, mut errors) = (0, 0, 0);
-        for task in tasks {
-            let tally = task.await??;
-            latency.add(&tally.latency_ns)?;
-            allowed += tally.allowed;
-            denied += tally.denied;
-            errors += tally.errors;
-        }
+        let totals = Totals::merge(tasks).await?;
         let _ = stop_server.send(());
         server.await??;
-        let decisions = allowed + denied;
-        let us = |q: f64| latency.value_at_quantile(q) as f64 / 1000.0;
+        let decisions = totals.decisions();
         Ok(ApiReport {
             algorithm: self.rule.kind().as_str(),
             connections: self.connections,
             keys: self.keys,
             seconds,
             decisions,
-            allowed,
-            denied,
-            errors,
+            allowed: totals.allowed,
+            denied: totals.denied,
+            errors: totals.errors,
             decisions_per_sec: decisions as f64 / seconds,
-            p50_us: us(0.50),
-            p95_us: us(0.95),
-            p99_us: us(0.99),
-            max_us: latency.max() as f64 / 1000.0,
+            p50_us: totals.us(0.50),
+            p95_us: totals.us(0.95),
+            p99_us: totals.us(0.99),
+            max_us: totals.max_us(),
             process_cpu_us_per_decision: cpu_before
                 .zip(cpu_after)
                 .map(|(b, a)| (a - b) * 1e6 / decisions.max(1) as f64),

@@ -3,12 +3,11 @@
 //! and fail-open answers are counted apart from decisions, never as decisions.
 
 use super::client_key;
+use super::load::{on_own_runtime, Phase, Step, Tally, Totals};
 use crate::limiter::{CheckError, Limiter};
 use crate::rule::Rule;
 use crate::scripts::At;
-use hdrhistogram::Histogram;
 use serde::Serialize;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -67,18 +66,6 @@ pub struct EngineReport {
     pub redis_cpu_us_per_decision: Option<f64>,
 }
 
-const WARMING: u8 = 0;
-const MEASURING: u8 = 1;
-const STOPPED: u8 = 2;
-
-/// One task's tally, merged at the end so the hot loop shares nothing but the phase flag.
-struct Tally {
-    latency_ns: Histogram<u64>,
-    allowed: u64,
-    denied: u64,
-    errors: u64,
-}
-
 impl EngineBench {
     /// Runs the benchmark on a runtime of its own with `threads` workers (1: a current-thread
     /// runtime), through a fresh connection of `limiter` (same options, ledger and observer)
@@ -90,19 +77,7 @@ impl EngineBench {
     ) -> anyhow::Result<EngineReport> {
         let bench = self.clone();
         let limiter = limiter.with_own_connection();
-        tokio::task::spawn_blocking(move || {
-            let runtime = match threads {
-                0 | 1 => tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()?,
-                n => tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(n)
-                    .enable_all()
-                    .build()?,
-            };
-            runtime.block_on(bench.run(&limiter))
-        })
-        .await?
+        on_own_runtime(threads, move || async move { bench.run(&limiter).await }).await
     }
 
     /// Runs the benchmark through `limiter` (use the limiter that production would: same
@@ -138,7 +113,7 @@ impl EngineBench {
         let attackers: Arc<[String]> = (0..attack.attackers)
             .map(|i| format!("attacker-{i}"))
             .collect();
-        let phase = Arc::new(AtomicU8::new(WARMING));
+        let phase = Phase::default();
         let mut tasks = Vec::with_capacity(self.concurrency);
         for task in 0..self.concurrency {
             let (limiter, rule, keys, attackers, phase) = (
@@ -150,13 +125,7 @@ impl EngineBench {
             );
             let stride = self.concurrency;
             tasks.push(tokio::spawn(async move {
-                let mut tally = Tally {
-                    latency_ns: Histogram::new_with_bounds(1_000, 60_000_000_000, 3)
-                        .expect("valid histogram bounds"),
-                    allowed: 0,
-                    denied: 0,
-                    errors: 0,
-                };
+                let mut tally = Tally::new();
                 let mut i = task;
                 loop {
                     // The attack's share of every 1000 requests, spread over the attackers.
@@ -169,24 +138,15 @@ impl EngineBench {
                     let started = Instant::now();
                     let result = limiter.try_check_at(&rule, key, 1, At::ServerClock).await;
                     let elapsed = started.elapsed();
-                    match phase.load(Ordering::Relaxed) {
-                        MEASURING => {}
-                        WARMING => continue,
-                        _ => break,
+                    match phase.now() {
+                        Step::Measuring => {}
+                        Step::Warming => continue,
+                        Step::Stopped => break,
                     }
                     match result {
-                        Ok(d) if d.fail_open || d.is_degraded() => tally.errors += 1,
-                        Ok(d) => {
-                            if d.allowed {
-                                tally.allowed += 1;
-                            } else {
-                                tally.denied += 1;
-                            }
-                            tally
-                                .latency_ns
-                                .saturating_record(elapsed.as_nanos() as u64);
-                        }
-                        Err(CheckError::Redis(_)) => tally.errors += 1,
+                        Ok(d) if d.fail_open || d.is_degraded() => tally.error(),
+                        Ok(d) => tally.decided(d.allowed, elapsed),
+                        Err(CheckError::Redis(_)) => tally.error(),
                         Err(CheckError::Rule(err)) => return Err(err),
                     }
                 }
@@ -203,10 +163,10 @@ impl EngineBench {
         );
         let hits = || limiter.deny_cache_stats().map_or(0, |s| s.hits);
         let hits_before = hits();
-        phase.store(MEASURING, Ordering::Relaxed);
+        phase.measure();
         let started = Instant::now();
         tokio::time::sleep(self.duration).await;
-        phase.store(STOPPED, Ordering::Relaxed);
+        phase.stop();
         let cache_denied = hits() - hits_before;
         let seconds = started.elapsed().as_secs_f64();
         let cpu_after = (
@@ -214,18 +174,8 @@ impl EngineBench {
             super::redis_cpu_secs(&mut probe).await,
         );
 
-        let mut latency = Histogram::<u64>::new_with_bounds(1_000, 60_000_000_000, 3)
-            .expect("valid histogram bounds");
-        let (mut allowed, mut denied, mut errors) = (0, 0, 0);
-        for task in tasks {
-            let tally = task.await??;
-            latency.add(&tally.latency_ns)?;
-            allowed += tally.allowed;
-            denied += tally.denied;
-            errors += tally.errors;
-        }
-        let decisions = allowed + denied;
-        let us = |q: f64| latency.value_at_quantile(q) as f64 / 1000.0;
+        let totals = Totals::merge(tasks).await?;
+        let decisions = totals.decisions();
         let per_decision = |before: Option<f64>, after: Option<f64>| {
             Some((after? - before?) * 1e6 / decisions.max(1) as f64)
         };
@@ -235,14 +185,14 @@ impl EngineBench {
             keys: self.keys,
             seconds,
             decisions,
-            allowed,
-            denied,
-            errors,
+            allowed: totals.allowed,
+            denied: totals.denied,
+            errors: totals.errors,
             decisions_per_sec: decisions as f64 / seconds,
-            p50_us: us(0.50),
-            p95_us: us(0.95),
-            p99_us: us(0.99),
-            max_us: latency.max() as f64 / 1000.0,
+            p50_us: totals.us(0.50),
+            p95_us: totals.us(0.95),
+            p99_us: totals.us(0.99),
+            max_us: totals.max_us(),
             cache_denied,
             redis_decisions_per_sec: decisions.saturating_sub(cache_denied) as f64 / seconds,
             client_cpu_us_per_decision: per_decision(cpu_before.0, cpu_after.0),

@@ -7,6 +7,7 @@
 //! - [`stats`]    the cost of reading 30 seconds of stats, with and without a million keys
 //! - [`replay`]   log parsing, a generated log replayed end to end beside the ceiling, a sweep
 //! - [`cluster`]  a failover and a resharding mid-run on a private Redis Cluster
+//! - `load`       what the engine and HTTP load generators share: phase, tallies, runtime
 //!
 //! Every measurement is bounded in time and meant for a Redis on this machine.
 
@@ -14,6 +15,7 @@ pub mod api;
 pub mod ceiling;
 pub mod cluster;
 pub mod engine;
+mod load;
 pub mod replay;
 pub mod stats;
 
