@@ -394,32 +394,18 @@ impl History {
         id: &str,
         result: Result<ReplayReport, AppError>,
     ) -> Result<Vec<String>, AppError> {
-        let dir = self.run_dir(id);
-        let entry = self
-            .entries
-            .iter_mut()
-            .find(|e| e.id() == id)
-            .ok_or_else(|| not_found(id))?;
-        let Kept::Replay(replay) = &mut entry.kept else {
-            return Err(not_a_replay(id));
-        };
-        match result {
-            Ok(report) => {
-                replay.status = if report.cancelled {
-                    RunStatus::Cancelled
-                } else {
-                    RunStatus::Finished
-                };
-                replay.report = Some(report);
+        self.record_end(id, |kept| {
+            let Kept::Replay(replay) = kept else {
+                return Err(not_a_replay(id));
+            };
+            let cancelled = result.as_ref().is_ok_and(|report| report.cancelled);
+            replay.status = ended(result.is_err(), cancelled);
+            match result {
+                Ok(report) => replay.report = Some(report),
+                Err(err) => replay.error = Some(err),
             }
-            Err(err) => {
-                replay.status = RunStatus::Failed;
-                replay.error = Some(err);
-            }
-        }
-        entry.write(&dir)?;
-        entry.bytes = size_of(&dir);
-        Ok(self.enforce(Some(id)))
+            Ok(())
+        })
     }
 
     /// Records how a run ended, then keeps the history within bounds. Returns what was
@@ -429,29 +415,34 @@ impl History {
         id: &str,
         result: Result<Report, AppError>,
     ) -> Result<Vec<String>, AppError> {
+        self.record_end(id, |kept| {
+            let Kept::Sim(run) = kept else {
+                return Err(not_found(id));
+            };
+            let cancelled = result.as_ref().is_ok_and(|report| report.cancelled);
+            run.status = ended(result.is_err(), cancelled);
+            match result {
+                Ok(report) => run.report = Some(report),
+                Err(err) => run.error = Some(err),
+            }
+            Ok(())
+        })
+    }
+
+    /// Applies `end` to entry `id`, writes it, recounts its bytes and enforces the bounds
+    /// (never dropping `id` itself).
+    fn record_end(
+        &mut self,
+        id: &str,
+        end: impl FnOnce(&mut Kept) -> Result<(), AppError>,
+    ) -> Result<Vec<String>, AppError> {
         let dir = self.run_dir(id);
         let entry = self
             .entries
             .iter_mut()
             .find(|e| e.id() == id)
             .ok_or_else(|| not_found(id))?;
-        let Kept::Sim(run) = &mut entry.kept else {
-            return Err(not_found(id));
-        };
-        match result {
-            Ok(report) => {
-                run.status = if report.cancelled {
-                    RunStatus::Cancelled
-                } else {
-                    RunStatus::Finished
-                };
-                run.report = Some(report);
-            }
-            Err(err) => {
-                run.status = RunStatus::Failed;
-                run.error = Some(err);
-            }
-        }
+        end(&mut entry.kept)?;
         entry.write(&dir)?;
         entry.bytes = size_of(&dir);
         Ok(self.enforce(Some(id)))
@@ -656,6 +647,15 @@ fn info(entry: &Entry) -> Option<RunInfo> {
         error: run.error.clone(),
         bytes: entry.bytes,
     })
+}
+
+/// The status of an entry that ended: failed, cancelled, or finished.
+fn ended(failed: bool, cancelled: bool) -> RunStatus {
+    match (failed, cancelled) {
+        (true, _) => RunStatus::Failed,
+        (false, true) => RunStatus::Cancelled,
+        (false, false) => RunStatus::Finished,
+    }
 }
 
 fn not_found(id: &str) -> AppError {
