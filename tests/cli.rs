@@ -1,33 +1,13 @@
 //! The `ratelockr` binary: `check` and `stats` as scripts and people use them.
 
+#[path = "common/cli.rs"]
+mod cli;
 mod common;
+
+use cli::{json, ratelockr, text};
 
 use std::collections::BTreeSet;
 use std::process::{Command, Output};
-
-fn ratelockr(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ratelockr"))
-        .args(args)
-        .env_remove("REDIS_URL")
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run the ratelockr binary")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "exit {}: {}",
-        out.status,
-        text(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&out.stdout)))
-}
 
 fn keys_of(value: &serde_json::Value) -> BTreeSet<String> {
     value

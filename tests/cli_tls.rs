@@ -1,44 +1,14 @@
 //! `ratelockr check` and `simulate` against a TLS-only redis-server: `--tls-ca`, `--tls-cert`,
 //! `--tls-key`, `--tls-insecure` (and their environment variables), and the errors users see.
 
+#[path = "common/cli.rs"]
+mod cli;
 mod common;
 #[path = "common/tls.rs"]
 mod tls;
 
-use std::process::{Command, Output};
+use cli::{json, ratelockr_env as ratelockr, text};
 use tls::{arg, Pki, TlsRedis, TlsServer};
-
-fn ratelockr(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ratelockr"));
-    cmd.args(args).env_remove("RUST_LOG");
-    for var in [
-        "REDIS_URL",
-        "REDIS_TLS_CA",
-        "REDIS_TLS_CERT",
-        "REDIS_TLS_KEY",
-        "REDIS_TLS_INSECURE",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd.envs(env.iter().copied())
-        .output()
-        .expect("run the ratelockr binary")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "exit {}: {}",
-        out.status,
-        text(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&out.stdout)))
-}
 
 /// A deadline far above a cold TLS handshake on a loaded machine (tests/common).
 const CHECK: [&str; 10] = [

@@ -1,30 +1,13 @@
 //! `ratelockr replay` as people and scripts use it: the JSON contract of design.md, the sample
 //! log's abusive client, `--rules` files, sweeps, previews, and errors that name the flag.
 
+#[path = "common/cli.rs"]
+mod cli;
 mod common;
 
+use cli::{json, ratelockr};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn ratelockr(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ratelockr"))
-        .args(args)
-        .env_remove("REDIS_URL")
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run the ratelockr binary")
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "exit {}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
-}
 
 fn sample() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/access.log.gz")
