@@ -478,6 +478,29 @@ async fn jsonl_and_csv_quirks_end_to_end() {
     assert_eq!(report.malformed, 1, "{:?}", report.issues);
     assert_eq!(report.issues[0].line, 6, "{:?}", report.issues);
     assert!(report.issues[0].reason.contains("unterminated"));
+
+    // The preview sees the same records, with the same line numbers.
+    let preview = replay::preview(&LogSource::Text(log.to_string()), &spec_lines.parse, 10)
+        .expect("previews");
+    let seen: Vec<(u64, Option<&str>, bool)> = preview
+        .lines
+        .iter()
+        .map(|l| (l.line, l.key.as_deref(), l.issue.is_some()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (2, Some("10.0.0.1"), false),
+            (5, Some("10.0.0.1"), false),
+            (6, None, true)
+        ],
+        "{:?}",
+        preview.lines
+    );
+    assert!(preview.lines[2]
+        .issue
+        .as_deref()
+        .is_some_and(|i| i.contains("unterminated")));
 }
 
 #[tokio::test]

@@ -20,6 +20,7 @@
 
 pub mod clf;
 pub mod csvlog;
+pub mod csvrecord;
 pub mod decide;
 pub mod distinct;
 pub mod format;
@@ -699,6 +700,7 @@ pub fn preview(source: &LogSource, spec: &ParseSpec, n: usize) -> Result<Preview
         .format
         .map(|f| format::LogParser::new(f, compiled.fields.clone()));
     let mut out = Vec::new();
+    let mut joiner = csvrecord::RecordJoiner::default();
     while out.len() < n {
         let (number, line) = match lines.next_line() {
             Ok(Some(l)) => l,
@@ -722,7 +724,6 @@ pub fn preview(source: &LogSource, spec: &ParseSpec, n: usize) -> Result<Preview
             issue: Some(reason),
         };
         let text = match line {
-            input::Line::Text(t) if t.trim().is_empty() => continue,
             input::Line::Text(t) => t,
             input::Line::TooLong(len) => {
                 out.push(issue(format!("{len} bytes long: skipped")));
@@ -732,6 +733,30 @@ pub fn preview(source: &LogSource, spec: &ParseSpec, n: usize) -> Result<Preview
                 out.push(issue("not text (binary, or not UTF-8)".into()));
                 continue;
             }
+        };
+        let csv = parser
+            .as_ref()
+            .is_some_and(|p| p.format() == LogFormat::Csv);
+        let (text, number) = match joiner.push(csv, number, text) {
+            csvrecord::Joined::Record { text, line } => (text, line),
+            csvrecord::Joined::Pending => continue,
+            csvrecord::Joined::TooLong { line } => {
+                out.push(PreviewLine {
+                    line,
+                    ..issue(csvrecord::too_long_reason())
+                });
+                continue;
+            }
+        };
+        if text.trim().is_empty() {
+            continue;
+        }
+        let issue = |reason: String| PreviewLine {
+            line: number,
+            time_ms: None,
+            key: None,
+            cost: None,
+            issue: Some(reason),
         };
         let parser = match &mut parser {
             Some(p) => p,
@@ -757,6 +782,15 @@ pub fn preview(source: &LogSource, spec: &ParseSpec, n: usize) -> Result<Preview
                 });
             }
         }
+    }
+    if let Some(line) = joiner.unterminated().filter(|_| out.len() < n) {
+        out.push(PreviewLine {
+            line,
+            time_ms: None,
+            key: None,
+            cost: None,
+            issue: Some(csvrecord::UNTERMINATED.into()),
+        });
     }
     Ok(Preview {
         format: parser.map(|p| p.format()),

@@ -1,6 +1,7 @@
 //! From a log to requests in time order: read, parse, filter, key, sort, spread. Runs on its
 //! own thread (parsing is CPU work) and hands requests over in batches.
 
+use super::csvrecord::{too_long_reason, Joined, RecordJoiner, UNTERMINATED};
 use super::format::{LogFormat, LogParser};
 use super::input::{Line, Lines, LogSource, MAX_LINE_BYTES};
 use super::order::{Reorder, Timed};
@@ -66,11 +67,7 @@ pub fn read(
     let mut parser: Option<LogParser> = spec.format.map(|f| LogParser::new(f, spec.fields.clone()));
     let mut reorder: Reorder<(String, u64)> = Reorder::new(spec.lookahead_ms);
     let mut open = true;
-    // CSV: a record whose quoted field holds line breaks, read on until its quotes balance
-    // (bounded like one line), from its first line's number; then the whole record.
-    let mut record = String::new();
-    let mut record_line = 0;
-    let mut joined = String::new();
+    let mut joiner = RecordJoiner::default();
     while open {
         if stats.lines % 1024 == 0 {
             let read = lines
@@ -94,7 +91,6 @@ pub fn read(
             }
         };
         stats.lines = number;
-        let mut number = number;
         let text = match line {
             Line::Text(t) => t,
             Line::TooLong(n) => {
@@ -114,32 +110,14 @@ pub fn read(
         let csv = parser
             .as_ref()
             .is_some_and(|p| p.format() == LogFormat::Csv);
-        let text: &str = if csv && (!record.is_empty() || odd_quotes(text)) {
-            if record.is_empty() {
-                record_line = number;
-            } else {
-                record.push('\n');
-            }
-            record.push_str(text);
-            if record.len() > MAX_LINE_BYTES {
+        let (text, number) = match joiner.push(csv, number, text) {
+            Joined::Record { text, line } => (text, line),
+            Joined::Pending => continue,
+            Joined::TooLong { line } => {
                 stats.malformed += 1;
-                stats.issue(
-                    record_line,
-                    format!("a quoted CSV field runs on past {MAX_LINE_BYTES} bytes (an unbalanced quote?)"),
-                );
-                record.clear();
+                stats.issue(line, too_long_reason());
                 continue;
             }
-            if odd_quotes(&record) {
-                continue;
-            }
-            number = record_line;
-            // Swapped, so both buffers keep their capacity for the next record.
-            std::mem::swap(&mut joined, &mut record);
-            record.clear();
-            &joined
-        } else {
-            text
         };
         if text.trim().is_empty() {
             continue;
@@ -228,12 +206,9 @@ pub fn read(
             }
         }
     }
-    if !record.is_empty() {
+    if let Some(line) = joiner.unterminated() {
         stats.malformed += 1;
-        stats.issue(
-            record_line,
-            "an unterminated quoted field at the end of the log".into(),
-        );
+        stats.issue(line, UNTERMINATED.into());
     }
     stats.format = parser.map(|p| p.format());
     reorder.finish();
@@ -261,12 +236,6 @@ pub fn read(
         });
     }
     Ok(stats)
-}
-
-/// True when `text` leaves a CSV quote open: an odd number of `"` (an escaped `""` counts
-/// two, so it never changes the parity).
-fn odd_quotes(text: &str) -> bool {
-    memchr::memchr_iter(b'"', text.as_bytes()).count() % 2 == 1
 }
 
 fn next(lines: &mut Lines) -> std::io::Result<Option<(u64, Line<'_>)>> {
