@@ -1,5 +1,5 @@
-//! Simulator events to the window: `refetch-stats` per request, `sim-progress`, `sim-finished`;
-//! replay events: `replay-progress` (the engine paces it, about every 100 ms), `replay-finished`.
+//! Simulator events to the window: `refetch-stats` and `sim-progress` (each at most one per `EVENT_GAP`), `sim-finished`;
+//! replay events: `replay-progress` (at most one per `EVENT_GAP`, 500 ms), `replay-finished`.
 
 use crate::core::replay::{ReplayEvents, ReplayStatus};
 use crate::core::sim::{SimEvents, SimFinished, SimProgress};

@@ -941,6 +941,11 @@ fn a_replay_of_the_sample_log_names_the_abusive_client_first() {
         let status: Value = serde_json::from_str(event.payload()).expect("json");
         seen.lock().expect("lock").push(status);
     });
+    let progress_events = Arc::new(AtomicU64::new(0));
+    let counted = progress_events.clone();
+    ui.app.listen_any("replay-progress", move |_| {
+        counted.fetch_add(1, Ordering::Relaxed);
+    });
     let err = ui
         .call(
             "replay_start",
@@ -991,6 +996,19 @@ fn a_replay_of_the_sample_log_names_the_abusive_client_first() {
             .map(|s| &s["report"]["requests"]),
         Some(&report["requests"]),
         "replay-finished carries the report"
+    );
+    // Progress reaches the window at most once per EVENT_GAP (the first at once), and the
+    // status keeps the last progress, whole, whatever was left unsent.
+    let gap = ratelockr_app::core::coalesce::EVENT_GAP.as_millis() as u64;
+    let elapsed_ms = report["elapsed_ms"].as_u64().expect("elapsed_ms");
+    let sent = progress_events.load(Ordering::Relaxed);
+    assert!(
+        sent <= elapsed_ms / gap + 1,
+        "{sent} progress events in {elapsed_ms} ms"
+    );
+    assert_eq!(
+        status["progress"]["requests"], report["requests"],
+        "{status}"
     );
 
     // Exports, the save dialog answered by the export directory.

@@ -5,6 +5,7 @@
 //! its decisions' `records.csv`, see [`super::kept_replay`]): listed, renamed, reopened after a
 //! restart, exported and deleted like a simulation's run.
 
+use super::coalesce::{Coalesce, EVENT_GAP};
 use super::error::{AppError, ErrorCode};
 use super::kept_replay::{LogIdentity, ReplayRunInfo, StoredReplay};
 use super::rules::RuleDraft;
@@ -83,17 +84,21 @@ pub struct ReplaySlot {
     status: ReplayStatus,
 }
 
-/// The engine's progress, forwarded to the slot and the window (the engine paces it, about
-/// every 100 ms).
+/// The engine's progress (about every 100 ms), kept in the slot each time and forwarded to
+/// the window at most once per `EVENT_GAP`, as a run's is: each event costs the webview a
+/// frame, and `replay-finished` carries the final progress anyway.
 struct Relay {
     core: Arc<AppCore>,
     events: Arc<dyn ReplayEvents>,
+    gate: std::sync::Mutex<Coalesce>,
 }
 
 impl ReplayObserver for Relay {
     fn on_progress(&self, progress: &ReplayProgress) {
         lock(&self.core.replay).status.progress = Some(*progress);
-        self.events.progress(progress);
+        if lock(&self.gate).event(std::time::Instant::now()) {
+            self.events.progress(progress);
+        }
     }
 }
 
@@ -235,6 +240,7 @@ impl AppCore {
             let relay = Relay {
                 core: core.clone(),
                 events: events.clone(),
+                gate: std::sync::Mutex::new(Coalesce::new(EVENT_GAP)),
             };
             // Its own limiter: the 250 ms deadline that suits one interactive decision failed
             // whole pipelines of thousands of calls open; the engine bounds each pipeline itself.

@@ -19,6 +19,7 @@ import { fmtClock, fmtInt } from "../logic/format";
 import { sortKeys } from "../logic/perkey";
 import { heatColour, heatmap, keyRows, parseAxis, progressShare, sweepParams, type HeatMetric } from "../logic/replay";
 import { describeRule } from "../logic/rules";
+import { painter, setText } from "../paint";
 import { on, state } from "../store";
 import { dropHandler } from "./replay-drop";
 import { initKept, refreshKept } from "./replay-kept";
@@ -155,9 +156,13 @@ function renderButtons() {
 
 function renderProgress(p: ReplayProgress | null, text?: string) {
   const share = p ? progressShare(p) : undefined;
-  $("replay-bar").style.width = `${Math.round((share ?? (running ? 0 : 1)) * 100)}%`;
-  $("replay-progress").textContent =
-    text ?? (p ? `${fmtInt(p.requests)} requests decided${p.log_ms != null ? `, log time ${fmtClock(p.log_ms)}` : ""}${share !== undefined ? ` (${Math.round(share * 100)} % read)` : ""}` : "Idle");
+  const width = `${Math.round((share ?? (running ? 0 : 1)) * 100)}%`;
+  // Written only when changed: each write costs the webview a frame.
+  if ($("replay-bar").style.width !== width) $("replay-bar").style.width = width;
+  setText(
+    $("replay-progress"),
+    text ?? (p ? `${fmtInt(p.requests)} requests decided${p.log_ms != null ? `, log time ${fmtClock(p.log_ms)}` : ""}${share !== undefined ? ` (${Math.round(share * 100)} % read)` : ""}` : "Idle"),
+  );
 }
 
 const pct = (n: number) => `${n.toFixed(n < 10 ? 2 : 1)} %`;
@@ -364,7 +369,11 @@ export async function initReplay() {
   $("replay-export-png").addEventListener("click", () => exportWith(() => api.replayExportChart("png" as ChartFormat, false, id())));
   $("replay-export-heatmap").addEventListener("click", () => exportWith(() => api.replayExportChart("svg" as ChartFormat, true, id())));
   await events.onReplayProgress((p) => {
-    if (running) renderProgress(p);
+    // A streaming update: drawn in the painter's shared frames. The end (applyStatus) is
+    // drawn at once, so a progress frame due after it must not overwrite it.
+    painter.later("replay-progress", () => {
+      if (running) renderProgress(p);
+    });
   });
   await events.onReplayFinished((status) => {
     applyStatus(status);
