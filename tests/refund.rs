@@ -83,3 +83,34 @@ async fn a_refund_with_redis_down_is_an_error_counted_as_a_failure() {
     assert!(matches!(err, ratelockr::RefundError::Redis(_)), "{err}");
     assert_eq!(limiter.ledger().failures_total(), 1);
 }
+
+#[tokio::test]
+async fn a_refund_gives_back_to_the_fixed_windows_explicit_clock_state() {
+    use ratelockr::At;
+    let server = redis();
+    let limiter = limiter(&server, "refund-fw-clock");
+    let rule = Rule::fixed_window("fw", 3, 1000).expect("valid");
+    let at = |t: u64| At::Virtual(common::T0 + t);
+    let check = |cost: u64, t: u64| {
+        let (limiter, rule) = (&limiter, &rule);
+        async move {
+            let d = limiter
+                .check_at(rule, "k", cost, at(t))
+                .await
+                .expect("a valid request");
+            assert!(!d.fail_open, "Redis should have decided: {d:?}");
+            d.allowed
+        }
+    };
+    assert!(check(3, 0).await);
+    assert!(!check(1, 10).await);
+    // The hash's count comes down by the refund: two more pass in the same window, then no more.
+    assert!(limiter.refund(&rule, "k", 2).await.expect("refund"));
+    assert!(check(2, 20).await);
+    assert!(!check(1, 30).await);
+    // Floored at zero: refunding more than was used leaves a full allowance, not more.
+    limiter.refund(&rule, "k", 3).await.expect("refund");
+    limiter.refund(&rule, "k", 3).await.expect("refund");
+    assert!(check(3, 40).await);
+    assert!(!check(1, 50).await);
+}

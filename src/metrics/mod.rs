@@ -69,6 +69,19 @@ impl Default for Metrics {
     }
 }
 
+/// Rules counted in `ratelockr_active_rules` until dropped ([`Metrics::hold_active_rules`]).
+#[derive(Debug)]
+pub struct ActiveRules {
+    gauge: IntGauge,
+    n: i64,
+}
+
+impl Drop for ActiveRules {
+    fn drop(&mut self) {
+        self.gauge.sub(self.n);
+    }
+}
+
 impl Metrics {
     /// A fresh registry with every series present at zero.
     pub fn new() -> Self {
@@ -139,6 +152,19 @@ impl Metrics {
         self.inner
             .active_rules
             .set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    /// Counts `n` more rules in `ratelockr_active_rules` for as long as the returned guard
+    /// lives. For owners that share one `Metrics` (several tower layers, or a layer beside a
+    /// server), each counting its own rules, where [`Metrics::set_active_rules`] would have
+    /// each overwrite the others' count.
+    pub fn hold_active_rules(&self, n: usize) -> ActiveRules {
+        let n = i64::try_from(n).unwrap_or(i64::MAX);
+        self.inner.active_rules.add(n);
+        ActiveRules {
+            gauge: self.inner.active_rules.clone(),
+            n,
+        }
     }
 
     /// The registry, for callers that want to add their own collectors beside ours.
@@ -263,5 +289,17 @@ mod tests {
         assert_eq!(a.redis_errors(FailureKind::Timeout), 1);
         assert_eq!(b.evaluations_total(), 0);
         assert!(a.render().contains("ratelockr_active_rules 3"));
+    }
+
+    #[test]
+    fn held_rules_add_up_and_leave_with_their_owner() {
+        let m = Metrics::new();
+        let first = m.hold_active_rules(2);
+        let second = m.hold_active_rules(3);
+        assert!(m.render().contains("ratelockr_active_rules 5"));
+        drop(first);
+        assert!(m.render().contains("ratelockr_active_rules 3"));
+        drop(second);
+        assert!(m.render().contains("ratelockr_active_rules 0"));
     }
 }

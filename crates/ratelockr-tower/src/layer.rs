@@ -39,6 +39,8 @@ struct Shared {
     x_ratelimit: bool,
     fail_open_header: bool,
     missing_key_status: StatusCode,
+    /// This layer's rules in `ratelockr_active_rules`, until the last clone is dropped.
+    _active_rules: Option<ratelockr::metrics::ActiveRules>,
 }
 
 impl fmt::Debug for RateLimitLayer {
@@ -247,11 +249,13 @@ impl RateLimitBuilder {
             (None, Some(target)) => Limiter::new(&target, self.options),
             (None, None) => return Err(BuildError::NoRedis),
         };
+        // Counted while the layer lives, added to what others sharing `metrics` count.
+        let active_rules = self
+            .metrics
+            .as_ref()
+            .map(|m| m.hold_active_rules(self.rules.len()));
         let limiter = match self.metrics {
-            Some(metrics) => {
-                metrics.set_active_rules(self.rules.len());
-                limiter.with_observer(Arc::new(metrics))
-            }
+            Some(metrics) => limiter.with_observer(Arc::new(metrics)),
             None => limiter,
         };
         Ok(RateLimitLayer {
@@ -264,6 +268,7 @@ impl RateLimitBuilder {
                 x_ratelimit: self.x_ratelimit,
                 fail_open_header: self.fail_open_header,
                 missing_key_status: self.missing_key_status,
+                _active_rules: active_rules,
             }),
         })
     }

@@ -355,6 +355,34 @@ async fn build_errors_name_what_is_missing() {
 }
 
 #[tokio::test]
+async fn layers_sharing_metrics_each_count_their_rules_while_they_live() {
+    let metrics = Metrics::new();
+    let layer = |names: &[&str]| {
+        names
+            .iter()
+            .fold(
+                RateLimitLayer::builder(KeyExtractor::peer_ip())
+                    .redis(RedisTarget::parse("redis://127.0.0.1:1").expect("url"))
+                    .metrics(metrics.clone()),
+                |b, name| b.rule(Rule::fixed_window(*name, 1, 1000).expect("valid")),
+            )
+            .build()
+            .expect("builds")
+    };
+    let api = layer(&["api", "api-burst"]);
+    let admin = layer(&["admin"]);
+    let service = tower_layer::Layer::layer(&admin, ());
+    assert!(metrics.render().contains("ratelockr_active_rules 3"));
+    drop(api);
+    assert!(metrics.render().contains("ratelockr_active_rules 1"));
+    // The service built from a layer keeps its rules counted after the layer is gone.
+    drop(admin);
+    assert!(metrics.render().contains("ratelockr_active_rules 1"));
+    drop(service);
+    assert!(metrics.render().contains("ratelockr_active_rules 0"));
+}
+
+#[tokio::test]
 async fn degraded_mode_admits_the_local_share_then_denies_with_its_own_wait() {
     // Redis is not there at all: each key gets this instance's share (all of it: 1 instance).
     let layer = builder(KeyExtractor::peer_ip(), &common::dead_url(), "degraded")
