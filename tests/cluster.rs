@@ -24,6 +24,7 @@ fn the_engine_on_a_three_master_cluster() {
         every_key_the_engine_builds_shares_its_rules_slot(&url).await;
         exactly_limit_admitted_per_key_under_16_connections(&url).await;
         a_replay_decides_as_on_a_single_node(&url, &cluster).await;
+        bench_decides_and_redis_benchmark_calls_on_every_master(&url, &cluster).await;
         noscript_is_recovered_with_a_replica_down(&url, &mut cluster).await;
     });
     cli_check_and_simulate_work_on_the_cluster(&url);
@@ -355,6 +356,67 @@ async fn a_replay_decides_as_on_a_single_node(url: &str, cluster: &EmbeddedClust
             let i = (n / rules.len()) as i64 + round as i64 * 20;
             assert_eq!(decision.remaining, 999 - i, "call {n} of round {round}");
         }
+    }
+}
+
+/// `bench` on a cluster: the engine decides for copies of a rule over every master, and
+/// redis-benchmark `--cluster` runs the same script on every master, found in each one's cache
+/// (put there by EVAL, never SCRIPT LOAD), with no call failing.
+async fn bench_decides_and_redis_benchmark_calls_on_every_master(
+    url: &str,
+    cluster: &EmbeddedCluster,
+) {
+    use ratelockr::bench::{bench_rule, ceiling, engine::EngineBench};
+    let limiter = limiter(url, "bench");
+    let rule = bench_rule(AlgorithmKind::TokenBucket).expect("rule");
+    let rules = ceiling::cluster_rules(&rule, 30).expect("valid names");
+    let mut conn = limiter.connection();
+    assert_eq!(masters_of(&mut conn, &rules).await.len(), 3);
+    let report = EngineBench {
+        rules,
+        concurrency: 8,
+        keys: 20,
+        warmup: std::time::Duration::from_millis(100),
+        duration: std::time::Duration::from_millis(500),
+        attack: None,
+    }
+    .run(&limiter)
+    .await
+    .expect("bench runs");
+    assert!(report.decisions > 0, "{report:?}");
+    assert_eq!(report.errors, 0, "{report:?}");
+    assert!(report.redis_cpu_us_per_decision.is_some(), "{report:?}");
+
+    let rb = ceiling::RedisBenchmark::locate(limiter.target()).expect("redis-benchmark");
+    assert!(rb.is_cluster());
+    let tag_rule = Rule::new(ceiling::CLUSTER_TAG_RULE, *rule.algorithm()).expect("valid");
+    let (keys, args) = ceiling::engine_command(&tag_rule, limiter.keys(), true);
+    assert!(keys.iter().all(|k| k.contains("{tag}")), "{keys:?}");
+    for port in ports(cluster) {
+        query_node(port, &["CONFIG", "RESETSTAT"]).expect("RESETSTAT");
+    }
+    let source = ratelockr::scripts::source(AlgorithmKind::TokenBucket);
+    let sha = ceiling::cache_script(&mut conn, source, &keys, &args)
+        .await
+        .expect("cached on every master");
+    let figure = rb
+        .evalsha("token_bucket", &sha, &keys, &args, 3_000, 100)
+        .await
+        .expect("redis-benchmark --cluster runs");
+    assert!(figure.calls_per_sec > 0.0, "{figure:?}");
+    assert!(figure.command.contains("--cluster"), "{}", figure.command);
+    for master in conn.masters().await.expect("masters").expect("a cluster") {
+        let stats = query_node(master.port, &["INFO", "commandstats"]).expect("INFO");
+        let evalsha = stats
+            .lines()
+            .find(|l| l.starts_with("cmdstat_evalsha:"))
+            .unwrap_or_else(|| panic!("{} ran no EVALSHA: {stats}", master.address()));
+        assert!(
+            evalsha.contains("failed_calls=0"),
+            "{}: {evalsha}",
+            master.address()
+        );
+        assert!(!stats.contains("cmdstat_script|load"), "{stats}");
     }
 }
 
