@@ -1,6 +1,7 @@
 //! Which Redis to use: the configured one, or a managed embedded one.
 
 use crate::embedded::{EmbeddedError, EmbeddedRedis};
+use crate::embedded_cluster::{ClusterError, EmbeddedCluster};
 use crate::target::{RedisTarget, TargetError, DEFAULT_REDIS_URL};
 use serde::Serialize;
 use std::time::Duration;
@@ -21,6 +22,7 @@ pub enum BackendKind {
 pub struct Backend {
     target: RedisTarget,
     embedded: Option<EmbeddedRedis>,
+    cluster: Option<EmbeddedCluster>,
 }
 
 /// Why no Redis could be set up.
@@ -37,6 +39,7 @@ impl Backend {
         Backend {
             target,
             embedded: None,
+            cluster: None,
         }
     }
 
@@ -47,6 +50,20 @@ impl Backend {
         Ok(Backend {
             target,
             embedded: Some(server),
+            cluster: None,
+        })
+    }
+
+    /// Starts a managed Redis Cluster: 3 masters with a replica each, on loopback
+    /// ([`EmbeddedCluster`]); blocks while it forms (seconds).
+    pub fn embedded_cluster() -> Result<Self, ClusterError> {
+        let cluster = EmbeddedCluster::start(3, 1)?;
+        let target =
+            RedisTarget::parse(&cluster.url()).map_err(|e| ClusterError::Form(e.to_string()))?;
+        Ok(Backend {
+            target,
+            embedded: None,
+            cluster: Some(cluster),
         })
     }
 
@@ -70,7 +87,7 @@ impl Backend {
     }
 
     pub fn kind(&self) -> BackendKind {
-        if self.embedded.is_some() {
+        if self.embedded.is_some() || self.cluster.is_some() {
             BackendKind::Embedded
         } else {
             BackendKind::External

@@ -1,6 +1,5 @@
 //! The limiter: one shared connection, one EVALSHA per decision, fail-open on any Redis error.
 
-use crate::acl::{self, is_noperm, is_noscript};
 use crate::conn::{Conn, ConnOptions};
 use crate::decision::Decision;
 use crate::deny_cache::{DenyCache, DenyCacheOptions, DenyCacheStats};
@@ -470,22 +469,12 @@ impl Limiter {
 
     async fn invoke(&self, call: &Call<'_>) -> Result<Decision, RedisFailure> {
         let mut conn = self.inner.conn.clone();
-        // EVALSHA built in one buffer. On NOSCRIPT (a restarted, flushed or newly promoted
-        // node) the same call goes again as EVAL, routed by the same key to the node that
-        // answered, which caches the script as it runs it: no SCRIPT LOAD, which on a cluster
-        // would have to reach every node (and fails while one is down).
+        // EVALSHA built in one buffer; on NOSCRIPT (a restarted, flushed or newly promoted
+        // node) the same call goes again as EVAL to the node that answered (`scripts::invoke`).
         let evalsha = call.evalsha();
-        let attempt = async {
-            match evalsha.query_async::<redis::Value>(&mut conn).await {
-                Err(err) if is_noscript(&err) => match call.eval().query_async(&mut conn).await {
-                    Err(err) if is_noperm(&err) => Err(acl::cannot_load(&err)),
-                    other => other.map_err(RedisFailure::from),
-                },
-                Err(err) if is_noperm(&err) => Err(acl::no_script_permission(&err)),
-                other => other.map_err(RedisFailure::from),
-            }
-        };
-        let reply = self.within_deadline(attempt).await?;
+        let reply = self
+            .within_deadline(scripts::invoke(&mut conn, &evalsha))
+            .await?;
         scripts::parse_value(&reply)
     }
 

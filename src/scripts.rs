@@ -1,5 +1,8 @@
-//! The five Lua scripts, hashed once, invoked through typed functions.
+//! The five Lua scripts, hashed once, invoked through typed functions, and the one way a
+//! call is sent: EVALSHA, then EVAL on NOSCRIPT ([`invoke`]).
 
+use crate::acl;
+use crate::conn::Conn;
 use crate::decision::Decision;
 use crate::error::{FailureKind, RedisFailure};
 use crate::rule::{Algorithm, AlgorithmKind};
@@ -66,6 +69,58 @@ impl At {
     }
 }
 
+/// The same call as EVAL with the script's source: how NOSCRIPT is recovered. Sent by key
+/// like the EVALSHA, it reaches the very node that answered NOSCRIPT (on a cluster, the slot's
+/// master, whoever that is now), and EVAL caches the script there, so the next EVALSHA on that
+/// node finds it. Nothing depends on a SCRIPT LOAD reaching every node, and a Redis user that
+/// may run scripts but not `SCRIPT LOAD` them is served the same way. `None` for anything but
+/// an EVALSHA of one of the five scripts.
+pub(crate) fn eval_of(evalsha: &redis::Cmd) -> Option<redis::Cmd> {
+    let mut args = evalsha.args_iter();
+    let (Some(redis::Arg::Simple(b"EVALSHA")), Some(redis::Arg::Simple(sha))) =
+        (args.next(), args.next())
+    else {
+        return None;
+    };
+    let kind = AlgorithmKind::ALL
+        .into_iter()
+        .find(|&kind| script(kind).get_hash().as_bytes() == sha)?;
+    let source = source(kind);
+    let mut eval = redis::Cmd::with_capacity(evalsha.args_iter().len(), source.len() + 192);
+    eval.arg("EVAL").arg(source);
+    for arg in args {
+        match arg {
+            redis::Arg::Simple(bytes) => eval.arg(bytes),
+            _ => return None,
+        };
+    }
+    Some(eval)
+}
+
+/// Sends one script call: the EVALSHA, and on NOSCRIPT the same call as EVAL ([`eval_of`]),
+/// routed by the same key. NOPERM is named: on the EVALSHA the user may not run scripts, on
+/// the EVAL it may not put one in the cache. The one recovery of every front: decisions
+/// ([`crate::Limiter`]) and replays' calls that met NOSCRIPT in a pipeline
+/// ([`crate::replay::decide`]).
+pub(crate) async fn invoke(
+    conn: &mut Conn,
+    evalsha: &redis::Cmd,
+) -> Result<redis::Value, RedisFailure> {
+    match evalsha.query_async::<redis::Value>(conn).await {
+        Err(err) if acl::is_noscript(&err) => {
+            let Some(eval) = eval_of(evalsha) else {
+                return Err(err.into());
+            };
+            match eval.query_async(conn).await {
+                Err(err) if acl::is_noperm(&err) => Err(acl::cannot_load(&err)),
+                other => other.map_err(RedisFailure::from),
+            }
+        }
+        Err(err) if acl::is_noperm(&err) => Err(acl::no_script_permission(&err)),
+        other => other.map_err(RedisFailure::from),
+    }
+}
+
 /// Everything one script call needs besides the connection.
 pub(crate) struct Call<'a> {
     pub algorithm: &'a Algorithm,
@@ -80,21 +135,11 @@ pub(crate) struct Call<'a> {
 impl Call<'_> {
     /// The EVALSHA: KEYS and ARGV exactly as the script headers document them, written
     /// straight into one command buffer (no `ScriptInvocation` with a vector per argument and
-    /// the copy `invoke_async` makes of them). The caller recovers from NOSCRIPT with
-    /// [`Call::eval`] (`Limiter`).
+    /// the copy `invoke_async` makes of them). Sent with [`invoke`], which recovers from
+    /// NOSCRIPT.
     pub(crate) fn evalsha(&self) -> redis::Cmd {
         let kind = self.algorithm.kind();
         self.command("EVALSHA", script(kind).get_hash(), 192)
-    }
-
-    /// The same call as EVAL with the script's source: how NOSCRIPT is recovered. Sent by key
-    /// like the EVALSHA, it reaches the very node that answered NOSCRIPT (on a cluster, the
-    /// slot's master, whoever that is now), and EVAL caches the script there, so the next
-    /// EVALSHA on that node finds it. Nothing depends on a SCRIPT LOAD reaching every node,
-    /// and a Redis user that may run scripts but not `SCRIPT LOAD` them is served the same way.
-    pub(crate) fn eval(&self) -> redis::Cmd {
-        let source = source(self.algorithm.kind());
-        self.command("EVAL", source, source.len() + 192)
     }
 
     fn command(&self, verb: &str, script: &str, capacity: usize) -> redis::Cmd {
@@ -359,11 +404,17 @@ mod tests {
                 })
                 .collect()
         };
-        let (eval, evalsha) = (args(call.eval()), args(call.evalsha()));
+        let eval = eval_of(&call.evalsha()).expect("an EVALSHA of a script");
+        let (eval, evalsha) = (args(eval), args(call.evalsha()));
         assert_eq!(eval[0], b"EVAL");
         assert_eq!(eval[1], GCRA_LUA.as_bytes());
         assert_eq!(evalsha[0], b"EVALSHA");
         assert_eq!(eval[2..], evalsha[2..]);
+        // Only the five scripts' EVALSHAs have an EVAL.
+        let mut other = redis::cmd("EVALSHA");
+        other.arg("0123456789012345678901234567890123456789").arg(0);
+        assert!(eval_of(&other).is_none());
+        assert!(eval_of(redis::cmd("GET").arg("k")).is_none());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 fn short(kind: AlgorithmKind) -> EngineBench {
     EngineBench {
-        rule: bench_rule(kind).expect("rule"),
+        rules: vec![bench_rule(kind).expect("rule")],
         concurrency: 4,
         keys: 3,
         warmup: Duration::from_millis(100),

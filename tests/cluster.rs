@@ -5,9 +5,11 @@
 mod common;
 
 use ratelockr::embedded_cluster::{query_node, EmbeddedCluster};
+use ratelockr::replay::{self, LogSource, NoReplayObserver, ReplayReport, ReplaySpec};
 use ratelockr::rule::AlgorithmKind;
 use ratelockr::{Conn, FailureKind, KeySpace, Limiter, Outcome, Rule};
 use std::collections::{BTreeMap, BTreeSet};
+use tokio_util::sync::CancellationToken;
 
 #[test]
 fn the_engine_on_a_three_master_cluster() {
@@ -21,6 +23,8 @@ fn the_engine_on_a_three_master_cluster() {
     runtime.block_on(async {
         every_key_the_engine_builds_shares_its_rules_slot(&url).await;
         exactly_limit_admitted_per_key_under_16_connections(&url).await;
+        a_replay_decides_as_on_a_single_node(&url, &cluster).await;
+        bench_decides_and_redis_benchmark_calls_on_every_master(&url, &cluster).await;
         noscript_is_recovered_with_a_replica_down(&url, &mut cluster).await;
     });
     cli_check_and_simulate_work_on_the_cluster(&url);
@@ -192,6 +196,228 @@ async fn exactly_limit_admitted_per_key_under_16_connections(url: &str) {
     assert_eq!(deleted as usize, rules.len() * CLIENTS);
     let d = base.check(&rules[0], "c0").await.expect("decides");
     assert!(d.allowed && d.remaining == LIMIT as i64 - 1, "{d:?}");
+}
+
+/// The ports of the cluster's running nodes.
+fn ports(cluster: &EmbeddedCluster) -> Vec<u16> {
+    cluster
+        .addresses()
+        .iter()
+        .map(|a| {
+            a.rsplit_once(':')
+                .expect("host:port")
+                .1
+                .parse()
+                .expect("a port")
+        })
+        .collect()
+}
+
+/// The masters serving `rules`' slots, by node id.
+async fn masters_of(conn: &mut Conn, rules: &[Rule]) -> BTreeSet<String> {
+    let topology = conn
+        .topology()
+        .await
+        .expect("CLUSTER NODES")
+        .expect("a cluster");
+    let mut owners = BTreeSet::new();
+    for rule in rules {
+        let slot = keyslot(conn, &format!("{{{}}}", rule.name())).await as u16;
+        let owner = topology
+            .iter()
+            .find(|n| n.slots.iter().any(|&(a, b)| (a..=b).contains(&slot)))
+            .expect("every slot is served");
+        owners.insert(owner.id.clone());
+    }
+    owners
+}
+
+/// A replay pipelines thousands of keys of many rules at once: on the cluster every decision
+/// is made (pipelines split by slot, no CROSSSLOT) and each is the one a single Redis makes
+/// for the same log; after SCRIPT FLUSH on every node, calls are recovered where they land.
+async fn a_replay_decides_as_on_a_single_node(url: &str, cluster: &EmbeddedCluster) {
+    // Ten rules, two per algorithm, over every master; limits the log's keys run into.
+    let names = rule_names(10);
+    let rules: Vec<Rule> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let rule = match AlgorithmKind::ALL[i % 5] {
+                AlgorithmKind::TokenBucket => Rule::token_bucket(name, 5, 2.0),
+                AlgorithmKind::Gcra => Rule::gcra(name, 4, 1000, 6),
+                AlgorithmKind::SlidingWindowLog => Rule::sliding_window_log(name, 5, 2000),
+                AlgorithmKind::SlidingWindowCounter => Rule::sliding_window_counter(name, 5, 2000),
+                AlgorithmKind::FixedWindow => Rule::fixed_window(name, 5, 2000),
+            };
+            rule.expect("valid")
+        })
+        .collect();
+    let cluster_limiter = limiter(url, "replay");
+    let mut conn = cluster_limiter.connection();
+    assert_eq!(masters_of(&mut conn, &rules).await.len(), 3);
+
+    // 6,000 requests from 60 keys over 60 s of log time, a heavy head: many keys denied.
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut log = String::new();
+    for i in 0..6_000u64 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let u = (seed % 1000) as f64 / 1000.0;
+        let key = (60.0 * u * u) as u64;
+        log.push_str(&format!(
+            "{{\"ts\":{},\"ip\":\"10.0.0.{key}\"}}\n",
+            1_700_000_000_000 + i * 10
+        ));
+    }
+    let spec = ReplaySpec {
+        rules: rules.clone(),
+        batch: 512,
+        ..ReplaySpec::default()
+    };
+    let run = |limiter: Limiter| {
+        let (log, spec) = (log.clone(), spec.clone());
+        async move {
+            let report = replay::run(
+                &limiter,
+                &LogSource::Text(log),
+                &spec,
+                None,
+                &NoReplayObserver,
+                CancellationToken::new(),
+            )
+            .await
+            .expect("replays");
+            (report, limiter)
+        }
+    };
+    let counts = |report: &ReplayReport| -> Vec<(String, u64, u64, u64)> {
+        report
+            .rules
+            .iter()
+            .map(|r| (r.rule.clone(), r.allowed, r.denied, r.fail_open))
+            .collect()
+    };
+    let (on_cluster, cluster_limiter) = run(cluster_limiter).await;
+    assert_eq!(cluster_limiter.ledger().failures_total(), 0);
+    let single = common::redis();
+    let (on_single, _) = run(common::limiter(&single, "replay")).await;
+    assert_eq!(on_cluster.requests, 6_000);
+    for (rule, allowed, denied, fail_open) in counts(&on_cluster) {
+        assert_eq!(fail_open, 0, "{rule}");
+        assert_eq!(allowed + denied, 6_000, "{rule}");
+        assert!(denied > 0 && allowed > 0, "{rule}: {allowed} / {denied}");
+    }
+    assert_eq!(counts(&on_cluster), counts(&on_single));
+    // The run's private keys are gone from every master.
+    let left = conn
+        .scan_match(&format!("{}:replay:*", cluster_limiter.keys().prefix()))
+        .await
+        .expect("SCAN every master");
+    assert!(left.is_empty(), "{left:?}");
+
+    // Lanes that have sent every script meet NOSCRIPT everywhere after a flush of every node.
+    let lanes = replay::decide::Lanes::start(&cluster_limiter, 1)
+        .await
+        .expect("lanes");
+    let keys = cluster_limiter.keys().clone();
+    let commands = |round: u64| -> Vec<redis::Cmd> {
+        let mut commands = Vec::new();
+        for i in 0..20u64 {
+            for rule in &rules {
+                let mut cmd = redis::cmd("EVALSHA");
+                cmd.arg(ratelockr::scripts::script(AlgorithmKind::Gcra).get_hash())
+                    .arg(1)
+                    .arg(keys.limiter_for(AlgorithmKind::Gcra, rule.name(), "k"))
+                    .arg(1000)
+                    .arg(3_600_000)
+                    .arg(1000)
+                    .arg(1_700_000_000_000u64 + round * 20 + i)
+                    .arg(1);
+                commands.push(cmd);
+            }
+        }
+        commands
+    };
+    for round in 0..2u64 {
+        if round == 1 {
+            for port in ports(cluster) {
+                assert_eq!(query_node(port, &["SCRIPT", "FLUSH"]).expect("flush"), "OK");
+            }
+        }
+        let outcomes = lanes
+            .submit(0, commands(round))
+            .await
+            .await
+            .expect("a reply");
+        // Each rule's key took one call per request, in order: 999, 998, ... across rounds.
+        for (n, outcome) in outcomes.iter().enumerate() {
+            let decision = outcome.as_ref().expect("decided");
+            let i = (n / rules.len()) as i64 + round as i64 * 20;
+            assert_eq!(decision.remaining, 999 - i, "call {n} of round {round}");
+        }
+    }
+}
+
+/// `bench` on a cluster: the engine decides for copies of a rule over every master, and
+/// redis-benchmark `--cluster` runs the same script on every master, found in each one's cache
+/// (put there by EVAL, never SCRIPT LOAD), with no call failing.
+async fn bench_decides_and_redis_benchmark_calls_on_every_master(
+    url: &str,
+    cluster: &EmbeddedCluster,
+) {
+    use ratelockr::bench::{bench_rule, ceiling, engine::EngineBench};
+    let limiter = limiter(url, "bench");
+    let rule = bench_rule(AlgorithmKind::TokenBucket).expect("rule");
+    let rules = ceiling::cluster_rules(&rule, 30).expect("valid names");
+    let mut conn = limiter.connection();
+    assert_eq!(masters_of(&mut conn, &rules).await.len(), 3);
+    let report = EngineBench {
+        rules,
+        concurrency: 8,
+        keys: 20,
+        warmup: std::time::Duration::from_millis(100),
+        duration: std::time::Duration::from_millis(500),
+        attack: None,
+    }
+    .run(&limiter)
+    .await
+    .expect("bench runs");
+    assert!(report.decisions > 0, "{report:?}");
+    assert_eq!(report.errors, 0, "{report:?}");
+    assert!(report.redis_cpu_us_per_decision.is_some(), "{report:?}");
+
+    let rb = ceiling::RedisBenchmark::locate(limiter.target()).expect("redis-benchmark");
+    assert!(rb.is_cluster());
+    let tag_rule = Rule::new(ceiling::CLUSTER_TAG_RULE, *rule.algorithm()).expect("valid");
+    let (keys, args) = ceiling::engine_command(&tag_rule, limiter.keys(), true);
+    assert!(keys.iter().all(|k| k.contains("{tag}")), "{keys:?}");
+    for port in ports(cluster) {
+        query_node(port, &["CONFIG", "RESETSTAT"]).expect("RESETSTAT");
+    }
+    let source = ratelockr::scripts::source(AlgorithmKind::TokenBucket);
+    let sha = ceiling::cache_script(&mut conn, source, &keys, &args)
+        .await
+        .expect("cached on every master");
+    let figure = rb
+        .evalsha("token_bucket", &sha, &keys, &args, 3_000, 100)
+        .await
+        .expect("redis-benchmark --cluster runs");
+    assert!(figure.calls_per_sec > 0.0, "{figure:?}");
+    assert!(figure.command.contains("--cluster"), "{}", figure.command);
+    for master in conn.masters().await.expect("masters").expect("a cluster") {
+        let stats = query_node(master.port, &["INFO", "commandstats"]).expect("INFO");
+        let evalsha = stats
+            .lines()
+            .find(|l| l.starts_with("cmdstat_evalsha:"))
+            .unwrap_or_else(|| panic!("{} ran no EVALSHA: {stats}", master.address()));
+        assert!(
+            evalsha.contains("failed_calls=0"),
+            "{}: {evalsha}",
+            master.address()
+        );
+        assert!(!stats.contains("cmdstat_script|load"), "{stats}");
+    }
 }
 
 /// SCRIPT FLUSH on every node, with a replica down: a SCRIPT LOAD sent to all nodes would

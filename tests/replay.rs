@@ -503,34 +503,55 @@ async fn jsonl_and_csv_quirks_end_to_end() {
         .is_some_and(|i| i.contains("unterminated")));
 }
 
+/// Nothing is loaded beforehand: a lane's first call of a script goes as EVAL. After SCRIPT
+/// FLUSH every call of a pipeline meets NOSCRIPT and is decided again, in order, through the
+/// engine's recovery (EVALSHA, then EVAL); nothing ever sends SCRIPT LOAD.
 #[tokio::test]
 async fn recovers_from_a_script_flush_inside_pipelines() {
     let server = redis();
     let limiter = limiter(&server, "replay-noscript");
     let rule = Rule::token_bucket("tb", 1000, 1.0).expect("valid");
-    let lanes = replay::decide::Lanes::start(&limiter, &[rule.kind()], 1)
+    let lanes = replay::decide::Lanes::start(&limiter, 1)
         .await
         .expect("lanes");
     let _: String = query(&limiter, redis::cmd("SCRIPT").arg("FLUSH")).await;
-    let commands: Vec<redis::Cmd> = (0..50u64)
-        .map(|i| {
-            let mut cmd = redis::cmd("EVALSHA");
-            cmd.arg(ratelockr::scripts::script(rule.kind()).get_hash())
-                .arg(1)
-                .arg(format!("{}:tb:k", limiter.keys().prefix()))
-                .arg(1000)
-                .arg(1.0)
-                .arg(1_700_000_000_000u64 + i)
-                .arg(1);
-            cmd
-        })
-        .collect();
-    let outcomes = lanes.submit(0, commands).await.await.expect("a reply");
-    let remaining: Vec<i64> = outcomes
-        .iter()
-        .map(|o| o.as_ref().expect("decided after reloading").remaining)
-        .collect();
-    assert_eq!(remaining, (0..50).map(|i| 999 - i).collect::<Vec<i64>>());
+    let commands = |from: u64| -> Vec<redis::Cmd> {
+        (from..from + 50)
+            .map(|i| {
+                let mut cmd = redis::cmd("EVALSHA");
+                cmd.arg(ratelockr::scripts::script(rule.kind()).get_hash())
+                    .arg(1)
+                    .arg(format!("{}:tb:k", limiter.keys().prefix()))
+                    .arg(1000)
+                    .arg(1.0)
+                    .arg(1_700_000_000_000u64 + i)
+                    .arg(1);
+                cmd
+            })
+            .collect()
+    };
+    let remaining = |outcomes: Vec<replay::decide::Outcome>| -> Vec<i64> {
+        outcomes
+            .iter()
+            .map(|o| o.as_ref().expect("decided").remaining)
+            .collect()
+    };
+    // An empty cache: the first call goes as EVAL and caches the script for the rest.
+    let first = lanes.submit(0, commands(0)).await.await.expect("a reply");
+    assert_eq!(
+        remaining(first),
+        (0..50).map(|i| 999 - i).collect::<Vec<_>>()
+    );
+    // The lane believes the script cached; the flush makes every call meet NOSCRIPT.
+    let _: String = query(&limiter, redis::cmd("SCRIPT").arg("FLUSH")).await;
+    let second = lanes.submit(0, commands(50)).await.await.expect("a reply");
+    assert_eq!(
+        remaining(second),
+        (50..100).map(|i| 999 - i).collect::<Vec<_>>()
+    );
+    let stats: String = query(&limiter, redis::cmd("INFO").arg("commandstats")).await;
+    assert!(stats.contains("cmdstat_evalsha:"), "{stats}");
+    assert!(!stats.contains("cmdstat_script|load"), "{stats}");
 }
 
 #[tokio::test]

@@ -5,7 +5,18 @@
 //! counter> <ARGV as the engine sends it>`, over the same 12-digit client keys
 //! (`__rand_int__` with `-r <keys>`). One difference, in Redis's favour: redis-benchmark cannot
 //! move the telemetry keys to the current second, so it increments one fixed pair of counters.
+//!
+//! On a Redis Cluster redis-benchmark runs with `--cluster`: its connections are spread over
+//! the masters, and it writes into each key's `{tag}` a hash tag of a slot the connection's
+//! master serves, so a call's keys share a slot as the engine's do. The rule is then named
+//! `tag` (keys `…:{tag}:…`), and the engine's side decides for rules spread over every master
+//! ([`cluster_rules`]).
+//!
+//! Scripts are put in Redis's cache the engine's way, by EVAL of the very command, on each
+//! master it will reach ([`cache_script`]): never `SCRIPT LOAD`.
 
+use crate::cluster::ClusterNode;
+use crate::conn::Conn;
 use crate::keys::KeySpace;
 use crate::rule::{Algorithm, AlgorithmKind, Rule};
 use crate::target::RedisTarget;
@@ -41,19 +52,37 @@ pub struct CeilingReport {
 }
 
 impl RedisBenchmark {
-    /// redis-benchmark from PATH aimed at `target`, or why it cannot be used.
+    /// redis-benchmark from PATH aimed at `target` (with `--cluster` for a Redis Cluster, at
+    /// its first seed), or why it cannot be used.
     pub fn locate(target: &RedisTarget) -> Result<Self, String> {
         let program = crate::embedded::find_on_path("redis-benchmark").ok_or_else(|| {
             "redis-benchmark is not on PATH (Debian/Ubuntu: apt-get install redis-tools)"
                 .to_string()
         })?;
-        let client = target.client();
-        let info = client.get_connection_info();
-        let settings = info.redis_settings();
-        if settings.password().is_some() {
+        if target.has_password() {
             // redis-benchmark would need it on its command line, visible to every local user.
             return Err("the Redis URL carries a password; redis-benchmark would have to show it on its command line".into());
         }
+        if target.is_cluster() {
+            let seed = url::Url::parse(&target.cluster_seeds()[0])
+                .map_err(|_| "an unusable cluster seed".to_string())?;
+            let host = seed
+                .host_str()
+                .unwrap_or("127.0.0.1")
+                .trim_matches(['[', ']']);
+            let port = seed.port().unwrap_or(6379);
+            let endpoint = vec![
+                "-h".into(),
+                host.to_string(),
+                "-p".into(),
+                port.to_string(),
+                "--cluster".into(),
+            ];
+            return Ok(RedisBenchmark { program, endpoint });
+        }
+        let client = target.client();
+        let info = client.get_connection_info();
+        let settings = info.redis_settings();
         let mut endpoint = match info.addr() {
             redis::ConnectionAddr::Tcp(host, port) => {
                 vec!["-h".into(), host.clone(), "-p".into(), port.to_string()]
@@ -71,6 +100,11 @@ impl RedisBenchmark {
         };
         endpoint.extend(["--dbnum".into(), settings.db().to_string()]);
         Ok(RedisBenchmark { program, endpoint })
+    }
+
+    /// Whether it runs against a cluster (`--cluster`).
+    pub fn is_cluster(&self) -> bool {
+        self.endpoint.iter().any(|a| a == "--cluster")
     }
 
     /// Runs `EVALSHA <sha> <keys...> <args...>` `requests` times and returns calls per second.
@@ -310,7 +344,7 @@ impl PairedRatio {
 /// run in interleaved rounds so that a noisy neighbour hurts all alike; medians reported.
 pub async fn lua_costs(
     bench: &RedisBenchmark,
-    conn: &mut impl redis::aio::ConnectionLike,
+    conn: &mut Conn,
     keys: &KeySpace,
     keyspace: usize,
     per_run: Duration,
@@ -318,19 +352,18 @@ pub async fn lua_costs(
 ) -> anyhow::Result<Vec<LuaCost>> {
     struct Case {
         label: String,
-        sha: String,
+        source: &'static str,
         keys: Vec<String>,
         args: Vec<String>,
     }
     let mut cases = vec![Case {
         label: "return 1".into(),
-        sha: load_script(conn, "return 1").await?,
+        source: "return 1",
         keys: vec![],
         args: vec![],
     }];
     for kind in AlgorithmKind::ALL {
         let rule = super::bench_rule(kind)?;
-        let sha = load_script(conn, crate::scripts::source(kind)).await?;
         for telemetry in [true, false] {
             if !telemetry && !bare_too(kind) {
                 continue;
@@ -338,7 +371,7 @@ pub async fn lua_costs(
             let (k, a) = engine_command(&rule, keys, telemetry);
             cases.push(Case {
                 label: script_label(kind, telemetry),
-                sha: sha.clone(),
+                source: crate::scripts::source(kind),
                 keys: k,
                 args: a,
             });
@@ -349,13 +382,13 @@ pub async fn lua_costs(
     hash_keys[0] = hash_keys[0].replacen(":tb:", ":tb-hash:", 1);
     cases.push(Case {
         label: HASH_LABEL.into(),
-        sha: load_script(conn, TOKEN_BUCKET_HASH_LUA).await?,
+        source: TOKEN_BUCKET_HASH_LUA,
         keys: hash_keys,
         args: cases[1].args.clone(),
     });
     cases.push(Case {
         label: "token_bucket's commands alone".into(),
-        sha: load_script(conn, TOKEN_BUCKET_COMMANDS_LUA).await?,
+        source: TOKEN_BUCKET_COMMANDS_LUA,
         // Its own keys too: what it writes is not a bucket.
         keys: vec![keys
             .limiter(
@@ -367,15 +400,19 @@ pub async fn lua_costs(
     });
     cases.push(Case {
         label: GCRA_LABEL.into(),
-        sha: load_script(conn, GCRA_REFERENCE_LUA).await?,
+        source: GCRA_REFERENCE_LUA,
         keys: vec![format!("{}:gcra:{{bench}}:__rand_int__", keys.prefix())],
         args: ["100", "100", "1", "1"].map(String::from).to_vec(),
     });
+    let mut shas = Vec::with_capacity(cases.len());
+    for case in &cases {
+        shas.push(cache_script(conn, case.source, &case.keys, &case.args).await?);
+    }
     let mut results: Vec<Vec<CeilingReport>> = cases.iter().map(|_| Vec::new()).collect();
     let mut cpu: Vec<Vec<f64>> = cases.iter().map(|_| Vec::new()).collect();
     for _ in 0..rounds.max(1) {
-        for ((case, runs), cpu) in cases.iter().zip(&mut results).zip(&mut cpu) {
-            let (label, sha, k, a) = (&case.label, &case.sha, &case.keys, &case.args);
+        for (((case, sha), runs), cpu) in cases.iter().zip(&shas).zip(&mut results).zip(&mut cpu) {
+            let (label, k, a) = (&case.label, &case.keys, &case.args);
             let probe = bench.evalsha(label, sha, k, a, 20_000, keyspace).await?;
             let requests = (probe.calls_per_sec * per_run.as_secs_f64()).max(20_000.0) as u64;
             let before = super::redis_cpu_secs(conn).await;
@@ -427,16 +464,73 @@ pub fn median(mut values: Vec<f64>) -> f64 {
     }
 }
 
-/// `SCRIPT LOAD`s `source` and returns its SHA1.
-pub async fn load_script(
-    conn: &mut impl redis::aio::ConnectionLike,
+/// The rule name whose hash tag redis-benchmark `--cluster` rewrites per call (`{tag}`).
+pub const CLUSTER_TAG_RULE: &str = "tag";
+
+/// `count` copies of `rule` named `<name>.<i>`: on a cluster their hash tags spread the
+/// engine's decisions over every master, as redis-benchmark `--cluster` spreads its calls.
+pub fn cluster_rules(rule: &Rule, count: usize) -> Result<Vec<Rule>, crate::RuleError> {
+    (0..count)
+        .map(|i| Rule::new(format!("{}.{i}", rule.name()), *rule.algorithm()))
+        .collect()
+}
+
+/// Puts `source` in the script cache of every node redis-benchmark will send its `keys` to,
+/// the way the engine does after NOSCRIPT: EVAL of the very command, which runs it once (on
+/// client key `000000000000` for `__rand_int__`) and caches it. On a cluster once per master,
+/// `{tag}` made a tag of a slot that master serves. No `SCRIPT LOAD`. Returns the SHA1.
+pub async fn cache_script(
+    conn: &mut Conn,
     source: &str,
+    keys: &[String],
+    args: &[String],
 ) -> anyhow::Result<String> {
-    Ok(redis::cmd("SCRIPT")
-        .arg("LOAD")
-        .arg(source)
-        .query_async(conn)
-        .await?)
+    let fill = |s: &String, tag: &str| {
+        s.replace("__rand_int__", &super::client_key(0))
+            .replace("{tag}", &format!("{{{tag}}}"))
+    };
+    let tags = match conn.masters().await? {
+        None => vec![CLUSTER_TAG_RULE.to_string()],
+        Some(masters) => {
+            anyhow::ensure!(
+                !keys.is_empty(),
+                "a script without keys has no node to go to on a cluster"
+            );
+            let mut tags = Vec::new();
+            for master in masters {
+                tags.push(tag_served_by(conn, &master).await?);
+            }
+            tags
+        }
+    };
+    for tag in &tags {
+        let mut eval = redis::cmd("EVAL");
+        eval.arg(source).arg(keys.len());
+        for key in keys {
+            eval.arg(fill(key, tag));
+        }
+        for arg in args {
+            eval.arg(fill(arg, tag));
+        }
+        eval.query_async::<redis::Value>(conn).await?;
+    }
+    Ok(redis::Script::new(source).get_hash().to_string())
+}
+
+/// A hash tag (`0`, `1`, …) whose slot `master` serves, as `CLUSTER KEYSLOT` tells.
+async fn tag_served_by(conn: &mut Conn, master: &ClusterNode) -> anyhow::Result<String> {
+    for i in 0..10_000u32 {
+        let tag = i.to_string();
+        let slot: u16 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(&tag)
+            .query_async(conn)
+            .await?;
+        if master.slots.iter().any(|&(a, b)| (a..=b).contains(&slot)) {
+            return Ok(tag);
+        }
+    }
+    anyhow::bail!("no hash tag found for the master at {}", master.address())
 }
 
 /// The label of an algorithm's script in reports.

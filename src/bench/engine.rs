@@ -14,7 +14,10 @@ use std::time::{Duration, Instant};
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct EngineBench {
-    pub rule: Rule,
+    /// The rules decided, in turn: one on a single Redis; on a cluster, copies of one rule
+    /// whose hash tags spread the decisions over every master
+    /// ([`super::ceiling::cluster_rules`]).
+    pub rules: Vec<Rule>,
     /// Tasks deciding at once, each waiting for its answer before asking again (closed loop).
     pub concurrency: usize,
     /// Distinct client keys, visited round-robin.
@@ -84,6 +87,7 @@ impl EngineBench {
     /// options, same observer). Fails only when Redis cannot be reached before the start.
     pub async fn run(&self, limiter: &Limiter) -> anyhow::Result<EngineReport> {
         anyhow::ensure!(self.concurrency >= 1, "concurrency must be at least 1");
+        anyhow::ensure!(!self.rules.is_empty(), "at least one rule");
         anyhow::ensure!(self.keys >= 1, "keys must be at least 1");
         if let Some(attack) = self.attack {
             anyhow::ensure!(
@@ -100,10 +104,13 @@ impl EngineBench {
             .ping()
             .await
             .map_err(|e| anyhow::anyhow!("Redis at {} does not answer: {e}", limiter.target()))?;
-        limiter
-            .try_check_at(&self.rule, &client_key(0), 1, At::ServerClock)
-            .await
-            .map_err(|e| anyhow::anyhow!("the first decision failed: {e}"))?;
+        // Each rule's first decision puts its script in the cache of the node serving it.
+        for rule in &self.rules {
+            limiter
+                .try_check_at(rule, &client_key(0), 1, At::ServerClock)
+                .await
+                .map_err(|e| anyhow::anyhow!("the first decision failed: {e}"))?;
+        }
 
         let keys: Arc<[String]> = (0..self.keys).map(client_key).collect();
         let attack = self.attack.unwrap_or(Attack {
@@ -116,9 +123,9 @@ impl EngineBench {
         let phase = Phase::default();
         let mut tasks = Vec::with_capacity(self.concurrency);
         for task in 0..self.concurrency {
-            let (limiter, rule, keys, attackers, phase) = (
+            let (limiter, rules, keys, attackers, phase) = (
                 limiter.clone(),
-                self.rule.clone(),
+                self.rules.clone(),
                 keys.clone(),
                 attackers.clone(),
                 phase.clone(),
@@ -129,14 +136,15 @@ impl EngineBench {
                 let mut i = task;
                 loop {
                     // The attack's share of every 1000 requests, spread over the attackers.
+                    let rule = &rules[i % rules.len()];
                     let key = if ((i * 7) % 1000) < usize::from(attack.per_mille) {
                         &attackers[(i / 3) % attackers.len()]
                     } else {
-                        &keys[i % keys.len()]
+                        &keys[(i / rules.len()) % keys.len()]
                     };
                     i += stride;
                     let started = Instant::now();
-                    let result = limiter.try_check_at(&rule, key, 1, At::ServerClock).await;
+                    let result = limiter.try_check_at(rule, key, 1, At::ServerClock).await;
                     let elapsed = started.elapsed();
                     match phase.now() {
                         Step::Measuring => {}
@@ -180,7 +188,7 @@ impl EngineBench {
             Some((after? - before?) * 1e6 / decisions.max(1) as f64)
         };
         Ok(EngineReport {
-            algorithm: self.rule.kind().as_str(),
+            algorithm: self.rules[0].kind().as_str(),
             concurrency: self.concurrency,
             keys: self.keys,
             seconds,

@@ -70,12 +70,15 @@ pub struct Conditions {
 
 impl Conditions {
     /// This machine, and the version the Redis at the other end reports.
-    pub async fn probe(conn: &mut impl redis::aio::ConnectionLike) -> Self {
-        let info: String = redis::cmd("INFO")
-            .arg("server")
-            .query_async(conn)
-            .await
-            .unwrap_or_default();
+    /// On a cluster, its first master's version.
+    pub async fn probe(conn: &mut crate::Conn) -> Self {
+        let cmd = redis::cmd("INFO").arg("server").clone();
+        let info: String = match conn.masters().await {
+            Ok(Some(masters)) if !masters.is_empty() => {
+                conn.on_node(&cmd, &masters[0]).await.unwrap_or_default()
+            }
+            _ => cmd.query_async(conn).await.unwrap_or_default(),
+        };
         let redis_version = info
             .lines()
             .find_map(|l| l.strip_prefix("redis_version:"))
@@ -115,9 +118,22 @@ pub fn process_cpu_secs() -> Option<f64> {
     Some((utime + stime) / 100.0)
 }
 
-/// CPU seconds the Redis server has used (`INFO cpu`: used_cpu_user + used_cpu_sys).
-pub async fn redis_cpu_secs(conn: &mut impl redis::aio::ConnectionLike) -> Option<f64> {
-    let info: String = redis::cmd("INFO").arg("cpu").query_async(conn).await.ok()?;
+/// CPU seconds the Redis server has used (`INFO cpu`: used_cpu_user + used_cpu_sys); on a
+/// cluster, summed over its masters (each asked by address).
+pub async fn redis_cpu_secs(conn: &mut crate::Conn) -> Option<f64> {
+    let info = redis::cmd("INFO").arg("cpu").clone();
+    let Some(masters) = conn.masters().await.ok()? else {
+        let text: String = info.query_async(conn).await.ok()?;
+        return cpu_of(&text);
+    };
+    let mut total = 0.0;
+    for master in &masters {
+        total += cpu_of(&conn.on_node::<String>(&info, master).await.ok()?)?;
+    }
+    Some(total)
+}
+
+fn cpu_of(info: &str) -> Option<f64> {
     let field = |name: &str| -> Option<f64> {
         info.lines()
             .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))?

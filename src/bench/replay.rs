@@ -180,12 +180,18 @@ pub async fn ceiling_figure(
 ) -> anyhow::Result<ceiling::CeilingReport> {
     let rule = bench_rule();
     let kind = rule.kind();
-    let sha = ceiling::load_script(&mut limiter.connection(), crate::scripts::source(kind)).await?;
     let key = format!(
         "{}:replay-ceiling:tb:{{bench}}:__rand_int__",
         limiter.keys().prefix()
     );
     let args = ["20", "2", "1__rand_int__", "1"].map(String::from).to_vec();
+    let sha = ceiling::cache_script(
+        &mut limiter.connection(),
+        crate::scripts::source(kind),
+        std::slice::from_ref(&key),
+        &args,
+    )
+    .await?;
     bench
         .evalsha_for(
             "token_bucket (replay's call)",

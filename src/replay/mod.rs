@@ -51,7 +51,7 @@ use crate::error::RedisFailure;
 use crate::export::ExportError;
 use crate::keys::KeySpace;
 use crate::limiter::Limiter;
-use crate::rule::{AlgorithmKind, Rule};
+use crate::rule::Rule;
 use crate::scripts::{At, Call};
 use crate::sim::{Record, RecordSink};
 use crate::telemetry::COUNTER_TTL_SECS;
@@ -311,10 +311,7 @@ pub async fn run(
         .map(|r| r.stats.rule.algorithm().max_cost())
         .min()
         .unwrap_or(1);
-    let mut kinds: Vec<AlgorithmKind> = runs.iter().map(|r| r.stats.rule.kind()).collect();
-    kinds.sort();
-    kinds.dedup();
-    let lanes = decide::Lanes::start(limiter, &kinds, spec.lanes).await?;
+    let lanes = decide::Lanes::start(limiter, spec.lanes).await?;
     let run_id = uuid::Uuid::new_v4().simple().to_string();
     let keys = KeySpace::new(format!(
         "{}:replay:{}",

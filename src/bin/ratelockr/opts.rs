@@ -44,6 +44,10 @@ pub struct Global {
     /// Start a private redis-server on a free loopback port instead (stopped on exit).
     #[arg(long, global = true)]
     pub embedded: bool,
+    /// Start a private Redis Cluster instead: 3 masters with a replica each on free loopback
+    /// ports (stopped on exit).
+    #[arg(long, global = true, conflicts_with = "embedded")]
+    pub embedded_cluster: bool,
     /// Prefix of every key RateLockr writes.
     #[arg(long, global = true, default_value = ratelockr::keys::DEFAULT_PREFIX)]
     pub prefix: String,
@@ -56,7 +60,7 @@ pub struct Global {
 }
 
 impl Global {
-    /// The Redis to use: `--embedded` starts one, otherwise `--redis`.
+    /// The Redis to use: `--embedded` or `--embedded-cluster` starts one, otherwise `--redis`.
     pub fn backend(&self) -> anyhow::Result<Backend> {
         let tls = self.tls_options();
         if self.embedded {
@@ -65,6 +69,13 @@ impl Global {
                 "--tls-* options are for a rediss:// --redis; the --embedded Redis is plain TCP on loopback"
             );
             return Ok(Backend::embedded()?);
+        }
+        if self.embedded_cluster {
+            anyhow::ensure!(
+                tls.is_empty(),
+                "--tls-* options are for a rediss:// --redis; the --embedded-cluster is plain TCP on loopback"
+            );
+            return Ok(Backend::embedded_cluster()?);
         }
         let target = ratelockr::RedisTarget::parse(&self.redis)?.with_tls(tls)?;
         if target.is_insecure() {

@@ -9,6 +9,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Copies of the rule the engine decides on a cluster, their hash tags spread over the slots:
+/// about 20 per master of a 3-master cluster, so each master gets a share near a third.
+const CLUSTER_RULES: usize = 60;
+
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// The algorithm to measure; repeat it, or leave it out for all five.
@@ -178,6 +182,11 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
     }
     let limiter: Limiter =
         Limiter::new(backend.target(), options).with_observer(Arc::new(metrics.clone()));
+    let cluster = limiter.target().is_cluster();
+    anyhow::ensure!(
+        !(cluster && (args.lua || args.stats || args.replay)),
+        "--lua, --stats and --replay measure one Redis; against a cluster, bench measures decisions beside redis-benchmark --cluster"
+    );
     let conditions = Conditions::probe(&mut limiter.connection()).await;
     let redis_benchmark = match args.no_ceiling {
         true => Err("--no-ceiling".to_string()),
@@ -194,8 +203,17 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
             Some(_) => bench::attack_rule(kind)?,
             None => bench::bench_rule(kind)?,
         };
+        // On a cluster: copies of the rule over every master, and the ceiling's keys in the
+        // `{tag}` redis-benchmark --cluster rewrites per call to a slot of its connection's master.
+        let (rules, ceiling_rule) = match cluster {
+            true => (
+                ceiling::cluster_rules(&rule, CLUSTER_RULES)?,
+                ratelockr::Rule::new(ceiling::CLUSTER_TAG_RULE, *rule.algorithm())?,
+            ),
+            false => (vec![rule.clone()], rule.clone()),
+        };
         let run = EngineBench {
-            rule: rule.clone(),
+            rules,
             concurrency: args.concurrency,
             keys: args.keys,
             warmup: Duration::from_secs(args.warmup_secs),
@@ -205,9 +223,21 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
                 attackers: args.attackers,
             }),
         };
-        let sha = ceiling::load_script(&mut limiter.connection(), ratelockr::scripts::source(kind))
-            .await?;
-        let (script_keys, script_args) = ceiling::engine_command(&rule, limiter.keys(), true);
+        let (script_keys, script_args) =
+            ceiling::engine_command(&ceiling_rule, limiter.keys(), true);
+        let sha = match &redis_benchmark {
+            Ok(_) => {
+                let source = ratelockr::scripts::source(kind);
+                ceiling::cache_script(
+                    &mut limiter.connection(),
+                    source,
+                    &script_keys,
+                    &script_args,
+                )
+                .await?
+            }
+            Err(_) => String::new(),
+        };
         let mut rounds = Vec::new();
         let mut ceilings = Vec::new();
         let mut command = None;

@@ -58,7 +58,7 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
     for kind in kinds {
         let rule = bench::bench_rule(kind)?;
         let engine = EngineBench {
-            rule: rule.clone(),
+            rules: vec![rule.clone()],
             concurrency: args.concurrency,
             keys: args.keys,
             warmup,
