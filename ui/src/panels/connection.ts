@@ -50,7 +50,7 @@ export async function initConnection() {
     $("conn-error").textContent = "";
     $("conn-note").textContent = "Testing…";
     try {
-      const t = await api.connectionTest(url);
+      const t = await api.connectionTest(url, null);
       $("conn-note").textContent = t.ok ? `✓ ${t.url} answered in ${fmtRtt(t.rtt_ms)}` : `✗ ${t.url} did not answer: ${t.error ?? "no reply"}`;
     } catch (err) {
       $("conn-note").textContent = "";
@@ -64,7 +64,7 @@ export async function initConnection() {
     $("conn-error").textContent = "";
     $("conn-note").textContent = "Switching…";
     try {
-      const s = await api.connectionSwitch(input.value.trim() === "" ? null : input.value);
+      const s = await api.connectionSwitch(input.value.trim() === "" ? null : input.value, null);
       render(s);
       input.value = "";
       // The backend warns when the saved URL does not answer (it is saved all the same).
