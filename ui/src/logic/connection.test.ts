@@ -61,6 +61,7 @@ describe("the topology table", () => {
     expect(rows[0].title).toBe("127.0.0.1:7001; 5462 slots");
     expect(rows[1]).toMatchObject({ shown: ":7003", role: "replica", detail: "of :7001", rtt: "no answer", bad: true });
     expect(rows[1].title).toContain("marked failing");
+    expect(rows[3].title).toContain("includes opening a connection");
     expect(rows[3].rtt).toBe("400 µs");
     expect(rows[4].detail).toBe("master unknown");
   });
