@@ -111,6 +111,17 @@ impl Connection {
         })
     }
 
+    /// Waits (up to [`TEST_DEADLINE`]) until the new connection answers a PING. Its first
+    /// command connects, a TLS handshake included, which can outlast one decision's deadline on
+    /// a busy machine: without this, a switch to a Redis that answers could report it
+    /// unreachable and warn that decisions fail open.
+    pub async fn settle(&self) {
+        let started = std::time::Instant::now();
+        while self.limiter.ping().await.is_err() && started.elapsed() < TEST_DEADLINE {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+
     pub async fn status(&self) -> ConnectionStatus {
         let target = self.backend.target();
         let ping = match self.limiter.ping().await {

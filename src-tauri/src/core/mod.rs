@@ -335,6 +335,7 @@ impl AppCore {
         })
         .await
         .map_err(|e| AppError::new(ErrorCode::Internal, e.to_string()))??;
+        conn.settle().await;
         *self.conn.write().unwrap_or_else(|e| e.into_inner()) = conn;
         *lock(&self.redis_url) = url;
         *lock(&self.redis_tls) = tls;
