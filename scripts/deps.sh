@@ -7,7 +7,7 @@ set -euo pipefail
 declare -A GROUP=(
   [engine]="redis-server redis-tools pkg-config libfontconfig1-dev libfreetype-dev"
   [app]="build-essential pkg-config libssl-dev libwebkit2gtk-4.1-dev librsvg2-dev libayatana-appindicator3-dev"
-  [e2e]="xvfb xauth webkit2gtk-driver imagemagick"
+  [e2e]="xvfb xauth webkit2gtk-driver imagemagick openssl"
 )
 
 wanted=()

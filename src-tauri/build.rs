@@ -7,6 +7,7 @@ const COMMANDS: &[&str] = &[
     "connection_status",
     "connection_test",
     "connection_switch",
+    "connection_topology",
     "rules_list",
     "rule_validate",
     "rule_save",

@@ -17,7 +17,10 @@ use crate::core::sim::{
     RunStatus, RunSummary, SimFinished, SimPattern, SimProgress, SimRequest, SimRetry, SimStatus,
     SimTarget, SummaryRow,
 };
+use crate::core::topology::{Topology, TopologyNode};
+use crate::core::transport::Transport;
 use crate::core::{AppInfo, ChartFormat, Exported, MetricsStatus, RuleStats};
+use ratelockr::cluster::NodeRole;
 use ratelockr::commandstats::RedisCost;
 use ratelockr::export::style::{BinStep, LineStyle};
 use ratelockr::headers::HttpAnswer;
@@ -26,7 +29,7 @@ use ratelockr::replay::{
     ReplayProgress, ReplayReport, ReplaySeries, RuleReport, Suggestion, SweepAxis, SweepPoint,
     TopKey,
 };
-use ratelockr::{Algorithm, AlgorithmKind, BackendKind, Decision, Rule, StatsPoint};
+use ratelockr::{Algorithm, AlgorithmKind, BackendKind, Decision, Rule, StatsPoint, TlsOptions};
 use ts_rs::{Config, TS};
 
 /// Every exported type as `(file name, contents)`, sorted by file name.
@@ -45,6 +48,11 @@ pub fn render() -> Vec<(String, String)> {
     one::<ConnectionTest>(&cfg, &mut out);
     one::<LinkState>(&cfg, &mut out);
     one::<BackendKind>(&cfg, &mut out);
+    one::<Transport>(&cfg, &mut out);
+    one::<TlsOptions>(&cfg, &mut out);
+    one::<Topology>(&cfg, &mut out);
+    one::<TopologyNode>(&cfg, &mut out);
+    one::<NodeRole>(&cfg, &mut out);
     one::<Rule>(&cfg, &mut out);
     one::<Algorithm>(&cfg, &mut out);
     one::<AlgorithmKind>(&cfg, &mut out);

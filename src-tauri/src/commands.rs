@@ -12,13 +12,14 @@ use crate::core::replay::{self, ReplayRequest, ReplayStatus};
 use crate::core::rules::RuleDraft;
 use crate::core::settings::MetricsDraft;
 use crate::core::sim::{SimRequest, SimStatus};
+use crate::core::topology::Topology;
 use crate::core::{AppCore, AppInfo, ChartFormat, Exported, MetricsStatus, RuleStats};
 use crate::events::WindowEvents;
 use crate::open_dialog::choose_log;
 use crate::save_dialog::choose_path;
 use ratelockr::headers::HttpAnswer;
 use ratelockr::replay::{ParseSpec, Preview};
-use ratelockr::{Decision, Rule};
+use ratelockr::{Decision, Rule, TlsOptions};
 use std::sync::Arc;
 use tauri::{AppHandle, Runtime, State};
 
@@ -34,17 +35,29 @@ pub async fn connection_status(core: Core<'_>) -> Result<ConnectionStatus, AppEr
     Ok(core.connection_status().await)
 }
 
+/// `tls` (CA file, client certificate and key, insecure) goes with a `rediss://` URL.
 #[tauri::command]
-pub async fn connection_test(core: Core<'_>, url: String) -> Result<ConnectionTest, AppError> {
-    core.connection_test(&url).await
+pub async fn connection_test(
+    core: Core<'_>,
+    url: String,
+    tls: Option<TlsOptions>,
+) -> Result<ConnectionTest, AppError> {
+    core.connection_test(&url, tls).await
 }
 
 #[tauri::command]
 pub async fn connection_switch(
     core: Core<'_>,
     url: Option<String>,
+    tls: Option<TlsOptions>,
 ) -> Result<ConnectionStatus, AppError> {
-    core.connection_switch(url).await
+    core.connection_switch(url, tls).await
+}
+
+/// The cluster's nodes (none on a single Redis): read when asked, never polled.
+#[tauri::command]
+pub async fn connection_topology(core: Core<'_>) -> Result<Topology, AppError> {
+    core.connection_topology().await
 }
 
 #[tauri::command]

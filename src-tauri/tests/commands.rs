@@ -1,66 +1,15 @@
 //! The command layer over IPC, as the window calls it: the real handler, the real capabilities
 //! and settings store, the mock runtime, and a real redis-server (no mocks of Redis).
 
-use ratelockr::EmbeddedRedis;
+mod common;
+
+use common::{redis, Ui};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tauri::ipc::{CallbackFn, InvokeBody};
-use tauri::test::{get_ipc_response, mock_builder, MockRuntime, INVOKE_KEY};
-use tauri::webview::InvokeRequest;
-use tauri::{App, Listener, Manager, WebviewWindow, WebviewWindowBuilder};
-
-struct Ui {
-    app: App<MockRuntime>,
-    window: WebviewWindow<MockRuntime>,
-}
-
-impl Ui {
-    /// The app with its settings in `dir`, optionally pointed at `redis_url` first.
-    fn open(dir: &Path, redis_url: Option<&str>) -> Ui {
-        if let Some(url) = redis_url {
-            let settings = dir.join("settings.json");
-            if !settings.exists() {
-                std::fs::write(&settings, json!({ "redis_url": url }).to_string())
-                    .expect("seed settings");
-            }
-        }
-        let app = ratelockr_app::app(mock_builder())
-            .build(ratelockr_app::context())
-            .expect("app builds");
-        ratelockr_app::install(app.handle(), Some(dir.to_path_buf())).expect("state installed");
-        let window = WebviewWindowBuilder::new(&app, "main", Default::default())
-            .build()
-            .expect("window");
-        Ui { app, window }
-    }
-
-    fn call(&self, cmd: &str, args: Value) -> Result<Value, Value> {
-        let request = InvokeRequest {
-            cmd: cmd.into(),
-            callback: CallbackFn(0),
-            error: CallbackFn(1),
-            // What the window's origin is on Linux.
-            url: "tauri://localhost".parse().expect("url"),
-            body: InvokeBody::Json(args),
-            headers: Default::default(),
-            invoke_key: INVOKE_KEY.to_string(),
-        };
-        get_ipc_response(&self.window, request)
-            .map(|body| body.deserialize::<Value>().expect("json reply"))
-    }
-
-    fn ok(&self, cmd: &str, args: Value) -> Value {
-        self.call(cmd, args)
-            .unwrap_or_else(|err| panic!("{cmd} failed: {err}"))
-    }
-}
-
-fn redis() -> EmbeddedRedis {
-    EmbeddedRedis::start().expect("redis-server on PATH (scripts/deps.sh engine)")
-}
+use tauri::{Listener, Manager};
 
 fn draft(name: &str, limit: u64) -> Value {
     json!({ "name": name, "algorithm": "fixed_window", "limit": limit, "window_ms": 1000 })

@@ -3,7 +3,9 @@
 // It creates a rule, runs simulations, watches the chart and summary, exports a CSV, kills
 // Redis mid-run to see the fail-open banner and the recovery; runs the boundary-burst preset
 // and compares the run chart's peaks, lays two kept runs over each other, opens a key in the
-// per-key view, resets a rule; and saves docs/screenshot.png, run-chart.png and per-key.png.
+// per-key view, resets a rule; connects to a 3-master cluster and a TLS redis-server through
+// the connection form; and saves docs/screenshot.png, screenshot-cluster.png, run-chart.png and
+// per-key.png.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
@@ -20,12 +22,15 @@ const SCREENSHOT = join(ROOT, "docs/screenshot.png");
 const RUN_CHART_PNG = join(ROOT, "docs/run-chart.png");
 const PER_KEY_PNG = join(ROOT, "docs/per-key.png");
 const REPLAY_PNG = join(ROOT, "docs/replay.png");
+const CLUSTER_PNG = join(ROOT, "docs/screenshot-cluster.png");
 
 // The app inherits tauri-driver's environment, so scripts/e2e.sh sets these for both.
 const dataDir = process.env.RATELOCKR_DATA_DIR ?? mkdtempSync(join(tmpdir(), "ratelockr-e2e-data-"));
 const exportDir = process.env.RATELOCKR_EXPORT_DIR ?? mkdtempSync(join(tmpdir(), "ratelockr-e2e-export-"));
 let redis;
 let redisPort;
+/** Servers a test started besides `redis` (a cluster's nodes, a TLS server): killed after. */
+const servers = [];
 let browser;
 /** The boundary-burst run's history id: the final screenshot shows it. */
 let boundaryRun;
@@ -62,6 +67,60 @@ async function until(check, timeoutMs, what) {
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
     await new Promise((r) => setTimeout(r, 200));
   }
+}
+
+/** A redis-server with `args`, in a directory of its own, killed after the tests. */
+function startServer(args) {
+  const dir = mkdtempSync(join(tmpdir(), "ratelockr-e2e-redis-"));
+  const child = spawn("redis-server", ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, ...args], { stdio: "ignore" });
+  servers.push(child);
+  return child;
+}
+
+const cli = (args) => {
+  try {
+    return execFileSync("redis-cli", args, { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+  } catch {
+    return "";
+  }
+};
+
+/** A 3-master, 3-replica Redis Cluster on free loopback ports; its redis+cluster:// URL. */
+async function startCluster() {
+  const ports = [];
+  for (let i = 0; i < 6; i++) {
+    const [port, bus] = [await freePort(), await freePort()];
+    startServer(["--port", String(port), "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", String(bus), "--cluster-node-timeout", "1000"]);
+    ports.push(port);
+  }
+  await until(() => ports.every((p) => cli(["-p", String(p), "PING"]).trim() === "PONG"), 10_000, "the cluster's nodes answer");
+  const addresses = ports.map((p) => `127.0.0.1:${p}`);
+  execFileSync("redis-cli", ["--cluster", "create", ...addresses, "--cluster-replicas", "1", "--cluster-yes"], { stdio: "ignore" });
+  await until(
+    () => ports.every((p) => cli(["-p", String(p), "CLUSTER", "INFO"]).includes("cluster_state:ok") && cli(["-p", String(p), "CLUSTER", "NODES"]).trim().split("\n").length === 6),
+    30_000,
+    "the cluster is formed",
+  );
+  return `redis+cluster://${addresses.join(",")}`;
+}
+
+/** A CA, a second CA nobody uses, and a server certificate for 127.0.0.1 (openssl). */
+function makePki() {
+  const dir = mkdtempSync(join(tmpdir(), "ratelockr-e2e-pki-"));
+  const ssl = (...args) => execFileSync("openssl", args, { cwd: dir, stdio: "ignore" });
+  for (const ca of ["ca", "other-ca"]) ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", `${ca}.key`, "-out", `${ca}.pem`, "-days", "2", "-subj", `/CN=RateLockr e2e ${ca}`);
+  ssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost");
+  writeFileSync(join(dir, "san.ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n");
+  ssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "san.ext");
+  return { ca: join(dir, "ca.pem"), otherCa: join(dir, "other-ca.pem"), cert: join(dir, "server.pem"), key: join(dir, "server.key") };
+}
+
+/** A TLS-only redis-server; its port. */
+async function startTls(pki) {
+  const port = await freePort();
+  startServer(["--port", "0", "--tls-port", String(port), "--tls-cert-file", pki.cert, "--tls-key-file", pki.key, "--tls-ca-cert-file", pki.ca, "--tls-auth-clients", "no"]);
+  await until(() => cli(["--tls", "--cacert", pki.ca, "-p", String(port), "PING"]).trim() === "PONG", 10_000, "the TLS redis-server answers");
+  return port;
 }
 
 const text = (sel) => browser.execute((s) => document.querySelector(s)?.textContent ?? "", sel);
@@ -195,6 +254,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
   after(async () => {
     await browser?.deleteSession().catch(() => {});
     redis?.kill("SIGKILL");
+    for (const child of servers) child.kill("SIGKILL");
   });
 
   it("shows a dropped duplicate rule in the warnings banner, which can be dismissed", async () => {
@@ -645,6 +705,57 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     assert.equal(status, "cancelled", "the newest kept replay is marked cancelled");
     await fill("#replay-sweep-xs", "");
     await fill("#replay-sweep-ys", "");
+  });
+
+  it("connects to a Redis Cluster and to a TLS Redis through the form, and shows which it is on", async () => {
+    const marks = () => text("#conn-pill-marks");
+    await fill("#conn-input", await startCluster());
+    await click("#conn-apply");
+    await until(async () => (await marks()).includes("Cluster"), 15_000, "the pill says Cluster");
+    assert.match(await text("#conn-marks"), /Cluster\s*Plain TCP/);
+    // The topology, read once for the new connection: three masters, each with its replica.
+    await browser.execute(() => (document.getElementById("conn-topology").open = true));
+    const rows = () => browser.execute(() => [...document.querySelectorAll("#conn-topology-rows tr")].map((tr) => [...tr.children].map((td) => td.textContent)));
+    await until(async () => (await rows()).length === 6, 15_000, "six nodes listed");
+    const listed = await rows();
+    assert.deepEqual(listed.map((r) => r[1]), ["master", "replica", "master", "replica", "master", "replica"], JSON.stringify(listed));
+    assert.ok(listed.every((r) => /(µs|ms)$/.test(r[3])), JSON.stringify(listed));
+    assert.match(await text("#conn-topology-summary"), /^3 masters, 3 replicas on 127\.0\.0\.1$/);
+    if (await visible("#warnings-banner")) await click('[data-testid="warnings-dismiss"]');
+    await browser.execute(() => window.scrollTo(0, 0));
+    await new Promise((r) => setTimeout(r, 1_000));
+    execFileSync("import", ["-window", "root", CLUSTER_PNG]);
+
+    // TLS: the URL opens the TLS fields; a CA that signed nothing here is named on its field.
+    const pki = makePki();
+    const tlsUrl = `rediss://127.0.0.1:${await startTls(pki)}`;
+    await fill("#conn-input", tlsUrl);
+    assert.equal(await browser.execute(() => document.getElementById("conn-tls").open), true, "rediss:// opens the TLS fields");
+    await fill("#conn-tls-ca", pki.otherCa);
+    await click("#conn-test");
+    assert.match(await until(async () => (await text('[data-error-for="tls_ca"]')) || false, 15_000, "an error on the CA field"), /unknown CA/);
+    await fill("#conn-tls-ca", pki.ca);
+    await click("#conn-apply");
+    await until(async () => (await marks()).includes("TLS"), 15_000, "the pill says TLS");
+    assert.doesNotMatch(await marks(), /INSECURE/);
+    assert.equal(await visible("#conn-topology"), false, "no topology on a single node");
+    assert.equal(await text('[data-error-for="tls_ca"]'), "");
+
+    // Without verification: connected, and marked INSECURE in the pill and the card.
+    await fill("#conn-input", tlsUrl);
+    await fill("#conn-tls-ca", "");
+    await fill("#conn-tls-insecure", true);
+    await click("#conn-apply");
+    await until(async () => (await marks()).includes("INSECURE"), 15_000, "the pill says INSECURE");
+    assert.match(await text("#conn-marks"), /INSECURE/);
+    assert.match(await text("#conn-url"), /#insecure$/);
+    await until(async () => (await text("#conn-state")) === "Connected", 15_000, "connected without verification");
+
+    // Back on the plain Redis the other tests use.
+    await fill("#conn-input", `redis://127.0.0.1:${redisPort}`);
+    await fill("#conn-tls-insecure", false);
+    await click("#conn-apply");
+    await until(async () => (await marks()) === "Single nodePlain TCP", 15_000, "back on a plain single node");
   });
 
   it("saves a screenshot of the window", async () => {

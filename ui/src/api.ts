@@ -9,6 +9,8 @@ import type { AppInfo } from "./bindings/AppInfo";
 import type { ChartFormat } from "./bindings/ChartFormat";
 import type { ConnectionStatus } from "./bindings/ConnectionStatus";
 import type { ConnectionTest } from "./bindings/ConnectionTest";
+import type { TlsOptions } from "./bindings/TlsOptions";
+import type { Topology } from "./bindings/Topology";
 import type { Exported } from "./bindings/Exported";
 import type { MetricsSettings } from "./bindings/MetricsSettings";
 import type { MetricsStatus } from "./bindings/MetricsStatus";
@@ -53,8 +55,13 @@ async function call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> 
 export const api = {
   appInfo: () => call<AppInfo>("app_info"),
   connectionStatus: () => call<ConnectionStatus>("connection_status"),
-  connectionTest: (url: string) => call<ConnectionTest>("connection_test", { url }),
-  connectionSwitch: (url: string | null) => call<ConnectionStatus>("connection_switch", { url }),
+  /** `tls` goes with a rediss:// URL: CA file, client certificate and key, insecure. */
+  connectionTest: (url: string, tls: TlsOptions | null) =>
+    call<ConnectionTest>("connection_test", { url, tls }),
+  connectionSwitch: (url: string | null, tls: TlsOptions | null) =>
+    call<ConnectionStatus>("connection_switch", { url, tls }),
+  /** The cluster's nodes (none on a single Redis): on demand, never polled. */
+  connectionTopology: () => call<Topology>("connection_topology"),
   rulesList: () => call<Rule[]>("rules_list"),
   ruleValidate: (draft: RuleDraft) => call<Rule>("rule_validate", { draft }),
   ruleSave: (original: string | null, draft: RuleDraft) =>

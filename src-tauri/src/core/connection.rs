@@ -1,7 +1,9 @@
-//! The Redis the app talks to: resolved at start, tested and switched at runtime.
+//! The Redis the app talks to: resolved at start, tested and switched at runtime, over plain
+//! TCP or TLS, a single node or a cluster ([`super::transport`] says which).
 
 use super::error::{AppError, ErrorCode};
-use ratelockr::{Backend, BackendKind, Limiter, LimiterOptions, Metrics, RedisTarget};
+use super::transport::{self, Transport};
+use ratelockr::{Backend, BackendKind, Limiter, LimiterOptions, Metrics, TlsOptions};
 use serde::Serialize;
 use std::sync::Arc;
 use ts_rs::TS;
@@ -31,10 +33,16 @@ pub struct ConnectionStatus {
     #[ts(optional)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rtt_ms: Option<f64>,
-    /// Why it did not answer.
+    /// Why it did not answer (a failed TLS handshake in the engine's diagnosis).
     #[ts(optional)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The form field `error` is about (`tls_ca`, `tls_cert`, `redis_url`), when it is one.
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_field: Option<String>,
+    /// Single node or cluster, plain TCP or TLS, INSECURE or verified.
+    pub transport: Transport,
     /// Decisions this app let through because Redis failed, since it started.
     #[ts(type = "number")]
     pub fail_open_total: u64,
@@ -63,6 +71,12 @@ pub struct ConnectionTest {
     #[ts(optional)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The form field `error` is about (an unknown CA: `tls_ca`), when it is one.
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// What was tested: single node or cluster, plain TCP or TLS, INSECURE or verified.
+    pub transport: Transport,
 }
 
 /// A live connection: the backend (owning the embedded server, if any) and its limiter.
@@ -76,9 +90,18 @@ pub struct Connection {
 
 impl Connection {
     /// Resolves `configured` as the engine's policy says (blocking: it may start a
-    /// redis-server), with decisions observed by `metrics`.
-    pub fn open(configured: Option<&str>, metrics: &Metrics) -> Result<Self, AppError> {
-        let backend = Backend::resolve(configured)?;
+    /// redis-server), with decisions observed by `metrics`. The TLS files are read and
+    /// checked here: a missing or wrong one is an error on its field, not a failure later.
+    pub fn open(
+        configured: Option<&str>,
+        tls: &TlsOptions,
+        metrics: &Metrics,
+    ) -> Result<Self, AppError> {
+        let backend = match configured.map(str::trim).filter(|u| !u.is_empty()) {
+            Some(url) => Backend::external(transport::target(url, tls)?),
+            None if !tls.is_empty() => return Err(transport::without_url(tls)),
+            None => Backend::resolve(None)?,
+        };
         let limiter = Limiter::new(backend.target(), LimiterOptions::default())
             .with_observer(Arc::new(metrics.clone()));
         Ok(Connection {
@@ -88,8 +111,26 @@ impl Connection {
         })
     }
 
+    /// Waits (up to [`TEST_DEADLINE`]) until the new connection answers a PING. Its first
+    /// command connects, a TLS handshake included, which can outlast one decision's deadline on
+    /// a busy machine: without this, a switch to a Redis that answers could report it
+    /// unreachable and warn that decisions fail open.
+    pub async fn settle(&self) {
+        let started = std::time::Instant::now();
+        while self.limiter.ping().await.is_err() && started.elapsed() < TEST_DEADLINE {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+
     pub async fn status(&self) -> ConnectionStatus {
-        let ping = self.limiter.ping().await;
+        let target = self.backend.target();
+        let ping = match self.limiter.ping().await {
+            // A plain-TCP server behind rediss:// never answers the handshake: ask it in plain
+            // TCP to tell (only while failing, and at most once per status poll).
+            Err(failure) if target.is_tls() => Err(ratelockr::tls::diagnose(target, failure).await),
+            other => other,
+        };
+        let error = ping.as_ref().err().map(|e| e.to_string());
         let kind = self.backend.kind();
         let state = match (&ping, kind) {
             (Err(_), _) => LinkState::Unreachable,
@@ -99,10 +140,15 @@ impl Connection {
         ConnectionStatus {
             state,
             kind,
-            url: self.backend.target().redacted().to_string(),
+            url: target.redacted().to_string(),
             configured: self.configured,
             rtt_ms: ping.as_ref().ok().map(|d| d.as_secs_f64() * 1000.0),
-            error: ping.err().map(|e| e.to_string()),
+            error_field: error
+                .as_deref()
+                .and_then(transport::failure_field)
+                .map(str::to_string),
+            error,
+            transport: Transport::of(target),
             fail_open_total: self.limiter.ledger().fail_open_total(),
             fail_open_recent: self
                 .limiter
@@ -117,8 +163,9 @@ impl Connection {
 /// waiting for a verdict rather than a request for its answer.
 pub const TEST_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// PINGs `url` on a connection of its own; never switches.
-pub async fn test(url: &str) -> Result<ConnectionTest, AppError> {
+/// PINGs `url` (with the form's TLS files, read and checked now) on a connection of its own;
+/// never switches.
+pub async fn test(url: &str, tls: &TlsOptions) -> Result<ConnectionTest, AppError> {
     let url = url.trim();
     if url.is_empty() {
         return Err(
@@ -126,14 +173,21 @@ pub async fn test(url: &str) -> Result<ConnectionTest, AppError> {
                 .with_field("redis_url"),
         );
     }
-    let target = RedisTarget::parse(url)?;
+    let target = transport::target(url, tls)?;
     // A connection of its own, without the limiter's reconnect-and-retry loop, so a refused
-    // port says "refused" instead of running out the deadline as a "timeout".
+    // port says "refused" instead of running out the deadline as a "timeout". A failed TLS
+    // handshake comes back diagnosed (unknown CA, hostname mismatch, plain TCP...).
     let ping = ratelockr::backend::probe(&target, TEST_DEADLINE).await;
+    let error = ping.as_ref().err().map(|e| e.to_string());
     Ok(ConnectionTest {
         ok: ping.is_ok(),
         url: target.redacted().to_string(),
         rtt_ms: ping.as_ref().ok().map(|d| d.as_secs_f64() * 1000.0),
-        error: ping.err().map(|e| e.to_string()),
+        field: error
+            .as_deref()
+            .and_then(transport::failure_field)
+            .map(str::to_string),
+        error,
+        transport: Transport::of(&target),
     })
 }

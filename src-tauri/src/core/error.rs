@@ -10,6 +10,8 @@ use ts_rs::TS;
 pub enum ErrorCode {
     /// The Redis URL is not one we can use.
     InvalidUrl,
+    /// A TLS option (CA file, client certificate or key) cannot be used; `field` names it.
+    InvalidTls,
     /// A rule's name or parameters were refused by the engine.
     InvalidRule,
     /// A simulator parameter was refused by the engine.

@@ -4,6 +4,8 @@
 //!
 //! - [`error`]      the `{code, message, field}` error the UI receives
 //! - [`connection`] the Redis in use: status, test, switch
+//! - [`transport`]  single node or cluster, plain TCP or TLS: the TLS form and its errors
+//! - [`topology`]   a cluster's nodes, roles, slots and round trips
 //! - [`rules`]      rule drafts validated by the engine, the rule book
 //! - [`settings`]   what is persisted, and how a damaged file is set aside
 //! - [`sim`]        simulator requests, progress, summaries and events
@@ -29,6 +31,8 @@ pub mod rules;
 pub mod runs;
 pub mod settings;
 pub mod sim;
+pub mod topology;
+pub mod transport;
 
 use connection::{Connection, ConnectionStatus, ConnectionTest};
 use error::{AppError, ErrorCode};
@@ -129,6 +133,8 @@ pub struct AppCore {
     metrics: Metrics,
     conn: RwLock<Connection>,
     redis_url: Mutex<Option<String>>,
+    /// The TLS files (paths) and the insecure opt-out saved with `redis_url`.
+    redis_tls: Mutex<ratelockr::TlsOptions>,
     rules: Mutex<RuleBook>,
     persist: Box<dyn Persist>,
     warnings: Mutex<Vec<String>>,
@@ -188,7 +194,8 @@ fn without_redis(
         return Err(err);
     }
     warnings.push(err.message);
-    Connection::open(Some(ratelockr::DEFAULT_REDIS_URL), metrics).map(|mut conn| {
+    let no_tls = ratelockr::TlsOptions::default();
+    Connection::open(Some(ratelockr::DEFAULT_REDIS_URL), &no_tls, metrics).map(|mut conn| {
         conn.configured = false;
         conn
     })
@@ -200,8 +207,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl AppCore {
     /// Opens the configured Redis (or the default, or an embedded one: blocking, it may start a
-    /// redis-server). A configured URL that does not parse is reported and the automatic choice
-    /// used instead, so a bad setting never keeps the app from starting.
+    /// redis-server). A configured URL that does not parse, or TLS files that cannot be read
+    /// (moved, damaged), are reported and the automatic choice used instead, so a bad setting
+    /// never keeps the app from starting; the saved settings are kept as they were.
     pub fn new(
         settings: Settings,
         persist: Box<dyn Persist>,
@@ -209,11 +217,18 @@ impl AppCore {
         data_dir: PathBuf,
     ) -> Result<Self, AppError> {
         let metrics = Metrics::new();
-        let conn = match Connection::open(settings.redis_url.as_deref(), &metrics) {
+        let conn = match Connection::open(
+            settings.redis_url.as_deref(),
+            &settings.redis_tls,
+            &metrics,
+        ) {
             Ok(conn) => conn,
-            Err(err) if err.code == ErrorCode::InvalidUrl => {
-                warnings.push(format!("{}; using the automatic choice", err.message));
-                Connection::open(None, &metrics)
+            Err(err) if matches!(err.code, ErrorCode::InvalidUrl | ErrorCode::InvalidTls) => {
+                warnings.push(format!(
+                    "the saved Redis connection cannot be used ({}); using the automatic choice until you fix it in the Connection card (the saved settings are kept)",
+                    err.message
+                ));
+                Connection::open(None, &ratelockr::TlsOptions::default(), &metrics)
                     .or_else(|err| without_redis(err, &metrics, &mut warnings))?
             }
             Err(err) => without_redis(err, &metrics, &mut warnings)?,
@@ -236,6 +251,7 @@ impl AppCore {
             metrics,
             conn: RwLock::new(conn),
             redis_url: Mutex::new(settings.redis_url),
+            redis_tls: Mutex::new(settings.redis_tls),
             rules: Mutex::new(RuleBook::new(settings.rules)),
             persist,
             warnings: Mutex::new(warnings),
@@ -270,6 +286,7 @@ impl AppCore {
     fn save(&self) -> Result<(), AppError> {
         let settings = Settings {
             redis_url: lock(&self.redis_url).clone(),
+            redis_tls: lock(&self.redis_tls).clone(),
             metrics: lock(&self.metrics_slot).settings,
             rules: lock(&self.rules).rules().to_vec(),
             history: lock(&self.history).settings(),
@@ -293,25 +310,35 @@ impl AppCore {
         self.connection().status().await
     }
 
-    pub async fn connection_test(&self, url: &str) -> Result<ConnectionTest, AppError> {
-        connection::test(url).await
+    pub async fn connection_test(
+        &self,
+        url: &str,
+        tls: Option<ratelockr::TlsOptions>,
+    ) -> Result<ConnectionTest, AppError> {
+        connection::test(url, &transport::normalized(tls)).await
     }
 
-    /// Switches to `url` (None or empty: automatic) without a restart, and remembers it. A
-    /// running simulation keeps its own connection until it ends.
+    /// Switches to `url` (None or empty: automatic) with the TLS files `tls` without a
+    /// restart, and remembers both. A running simulation keeps its own connection until it
+    /// ends.
     pub async fn connection_switch(
         &self,
         url: Option<String>,
+        tls: Option<ratelockr::TlsOptions>,
     ) -> Result<ConnectionStatus, AppError> {
         let url = url.filter(|u| !u.trim().is_empty());
+        let tls = transport::normalized(tls);
         let metrics = self.metrics.clone();
-        let wanted = url.clone();
-        let conn =
-            tokio::task::spawn_blocking(move || Connection::open(wanted.as_deref(), &metrics))
-                .await
-                .map_err(|e| AppError::new(ErrorCode::Internal, e.to_string()))??;
+        let (wanted, wanted_tls) = (url.clone(), tls.clone());
+        let conn = tokio::task::spawn_blocking(move || {
+            Connection::open(wanted.as_deref(), &wanted_tls, &metrics)
+        })
+        .await
+        .map_err(|e| AppError::new(ErrorCode::Internal, e.to_string()))??;
+        conn.settle().await;
         *self.conn.write().unwrap_or_else(|e| e.into_inner()) = conn;
         *lock(&self.redis_url) = url;
+        *lock(&self.redis_tls) = tls;
         self.save()?;
         let mut status = self.connection_status().await;
         if status.state == connection::LinkState::Unreachable {
@@ -322,6 +349,11 @@ impl AppCore {
             ));
         }
         Ok(status)
+    }
+
+    /// The cluster's nodes with their round trips (no nodes on a single Redis).
+    pub async fn connection_topology(&self) -> Result<topology::Topology, AppError> {
+        topology::read(&self.connection().limiter).await
     }
 
     // --- rules ------------------------------------------------------------------------------

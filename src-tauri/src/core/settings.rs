@@ -62,6 +62,8 @@ impl MetricsDraft {
 pub struct Settings {
     /// None: the default Redis if it answers, else the embedded one.
     pub redis_url: Option<String>,
+    /// The TLS files (paths, never their contents) and the insecure opt-out for `redis_url`.
+    pub redis_tls: ratelockr::TlsOptions,
     pub metrics: MetricsSettings,
     pub rules: Vec<Rule>,
     /// How much run history is kept.
@@ -70,6 +72,7 @@ pub struct Settings {
 
 /// The store keys.
 pub const KEY_REDIS_URL: &str = "redis_url";
+pub const KEY_REDIS_TLS: &str = "redis_tls";
 pub const KEY_METRICS: &str = "metrics";
 pub const KEY_RULES: &str = "rules";
 pub const KEY_HISTORY: &str = "history";
@@ -90,6 +93,13 @@ impl Settings {
                     .clone()
                     .map(Value::String)
                     .unwrap_or(Value::Null),
+            ),
+            (
+                KEY_REDIS_TLS,
+                match self.redis_tls.is_empty() {
+                    true => Value::Null,
+                    false => serde_json::to_value(&self.redis_tls).unwrap_or(Value::Null),
+                },
             ),
             (
                 KEY_METRICS,
@@ -116,6 +126,14 @@ impl Settings {
             Some(Value::String(url)) if url.trim().is_empty() => {}
             Some(Value::String(url)) => settings.redis_url = Some(url),
             Some(_) => warnings.push("the saved Redis URL is not a string; ignored".into()),
+        }
+        if let Some(value) = get(KEY_REDIS_TLS).filter(|v| !v.is_null()) {
+            match serde_json::from_value(value) {
+                Ok(tls) => settings.redis_tls = tls,
+                Err(err) => warnings.push(format!(
+                    "the saved TLS settings are invalid ({err}); connecting without them"
+                )),
+            }
         }
         if let Some(value) = get(KEY_METRICS) {
             match serde_json::from_value(value) {
@@ -301,7 +319,8 @@ mod tests {
     #[test]
     fn invalid_entries_are_reported_and_valid_ones_kept() {
         let entries = json!({
-            "redis_url": "redis://:pw@127.0.0.1:6390",
+            "redis_url": "rediss://:pw@127.0.0.1:6390",
+            "redis_tls": {"ca": "/etc/redis/ca.pem", "insecure": false},
             "metrics": {"enabled": false, "port": 9999},
             "rules": [
                 {"name": "ok", "algorithm": "fixed_window", "limit": 5, "window_ms": 1000},
@@ -311,6 +330,10 @@ mod tests {
         });
         let (settings, warnings) = Settings::from_entries(|k| entries.get(k).cloned());
         assert_eq!(settings.rules.len(), 1);
+        assert_eq!(
+            settings.redis_tls.ca.as_deref(),
+            Some(Path::new("/etc/redis/ca.pem"))
+        );
         assert_eq!(
             settings.metrics,
             MetricsSettings {

@@ -1,0 +1,89 @@
+import { describe, expect, it } from "vitest";
+import { fmtSlots, formFromTls, markers, tlsFromForm, topologyRows, topologySummary, wantsTls } from "./connection";
+import type { Topology } from "../bindings/Topology";
+import type { Transport } from "../bindings/Transport";
+
+const transport = (t: Partial<Transport>): Transport => ({ cluster: false, tls: false, insecure: false, description: "plain TCP (no TLS)", ...t });
+
+describe("connection markers", () => {
+  it("says single node or cluster, plain TCP or TLS", () => {
+    expect(markers(transport({})).map((m) => m.text)).toEqual(["Single node", "Plain TCP"]);
+    expect(markers(transport({ cluster: true })).map((m) => m.text)).toEqual(["Cluster", "Plain TCP"]);
+    const tls = markers(transport({ tls: true, description: "TLS, verified against the CA in /ca.pem" }));
+    expect(tls.map((m) => m.text)).toEqual(["Single node", "TLS"]);
+    expect(tls[1].title).toContain("/ca.pem");
+  });
+
+  it("marks unverified TLS as INSECURE, in the danger tone, and only then", () => {
+    const marks = markers(transport({ tls: true, insecure: true }));
+    const danger = marks.filter((m) => m.tone === "danger");
+    expect(danger.map((m) => m.text)).toEqual(["INSECURE"]);
+    expect(danger[0].title).toMatch(/pose as this Redis/);
+    expect(markers(transport({ tls: true })).some((m) => m.tone === "danger")).toBe(false);
+  });
+});
+
+describe("the TLS form", () => {
+  it("opens for rediss:// and #insecure URLs only", () => {
+    expect(wantsTls(" rediss://h:6380")).toBe(true);
+    expect(wantsTls("REDISS://h")).toBe(true);
+    expect(wantsTls("redis://h:6379")).toBe(false);
+    expect(wantsTls("redis+cluster://a:1,b:2")).toBe(false);
+    expect(wantsTls("")).toBe(false);
+  });
+
+  it("leaves blank paths out and sends nothing when nothing is set", () => {
+    expect(tlsFromForm({ ca: " ", cert: "", key: "", insecure: false })).toBeNull();
+    expect(tlsFromForm({ ca: " /etc/ca.pem ", cert: "", key: "", insecure: false })).toEqual({ ca: "/etc/ca.pem", insecure: false });
+    expect(tlsFromForm({ ca: "", cert: "", key: "", insecure: true })).toEqual({ insecure: true });
+    const saved = { ca: "/ca.pem", cert: "/c.pem", key: "/k.pem", insecure: false };
+    expect(tlsFromForm(formFromTls(saved))).toEqual(saved);
+    expect(formFromTls(undefined)).toEqual({ ca: "", cert: "", key: "", insecure: false });
+  });
+});
+
+describe("the topology table", () => {
+  const topology: Topology = {
+    cluster: true,
+    nodes: [
+      { address: "127.0.0.1:7004", role: "replica", follows: "127.0.0.1:7002", slots: [], failing: false, rtt_ms: 0.4 },
+      { address: "127.0.0.1:7002", role: "master", slots: [[5461, 10922]], failing: false, rtt_ms: 0.3 },
+      { address: "127.0.0.1:7001", role: "master", slots: [[0, 5460], [16000, 16000]], failing: false, rtt_ms: 12.34 },
+      { address: "127.0.0.1:7003", role: "replica", follows: "127.0.0.1:7001", slots: [], failing: true, error: "timeout: no answer" },
+      { address: "127.0.0.1:7009", role: "replica", slots: [], failing: false, rtt_ms: 1 },
+    ],
+  };
+
+  it("lists masters in slot order, each followed by its replicas", () => {
+    const rows = topologyRows(topology);
+    expect(rows.map((r) => r.address)).toEqual(["127.0.0.1:7001", "127.0.0.1:7003", "127.0.0.1:7002", "127.0.0.1:7004", "127.0.0.1:7009"]);
+    expect(rows[0]).toMatchObject({ shown: ":7001", role: "master", detail: "0-5460, 16000", rtt: "12 ms", bad: false });
+    expect(rows[0].title).toBe("127.0.0.1:7001; 5462 slots");
+    expect(rows[1]).toMatchObject({ shown: ":7003", role: "replica", detail: "of :7001", rtt: "no answer", bad: true });
+    expect(rows[1].title).toContain("marked failing");
+    expect(rows[3].title).toContain("includes opening a connection");
+    expect(rows[3].rtt).toBe("400 µs");
+    expect(rows[4].detail).toBe("master unknown");
+  });
+
+  it("summarises the nodes and those in trouble", () => {
+    expect(topologySummary(topology)).toBe("2 masters, 3 replicas on 127.0.0.1 (1 not answering)");
+    expect(topologySummary({ cluster: true, nodes: topology.nodes.slice(1, 2) })).toBe("1 master, 0 replicas on 127.0.0.1");
+  });
+
+  it("shows whole addresses when the nodes are on different hosts", () => {
+    const spread: Topology = {
+      cluster: true,
+      nodes: [
+        { address: "10.0.0.1:6379", role: "master", slots: [[0, 16383]], failing: false, rtt_ms: 1 },
+        { address: "10.0.0.2:6379", role: "replica", follows: "10.0.0.1:6379", slots: [], failing: false, rtt_ms: 1 },
+      ],
+    };
+    expect(topologyRows(spread).map((r) => [r.shown, r.detail])).toEqual([
+      ["10.0.0.1:6379", "0-16383"],
+      ["10.0.0.2:6379", "of 10.0.0.1:6379"],
+    ]);
+    expect(topologySummary(spread)).toBe("1 master, 1 replica");
+    expect(fmtSlots([])).toBe("");
+  });
+});
