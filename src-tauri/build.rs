@@ -25,6 +25,7 @@ const COMMANDS: &[&str] = &[
     "run_records",
     "history_configure",
     "limiter_reset",
+    "limiter_peek",
     "decision_headers",
     "workload_preview",
     "replay_open",

@@ -9,6 +9,7 @@ use crate::core::error::{AppError, ErrorCode};
 use crate::core::history::{HistorySettings, RunHistory, RunInfo, RunTarget};
 use crate::core::inspect::{ResetResult, WorkloadPreview};
 use crate::core::kept_replay::{LogIdentity, ReplayRunInfo};
+use crate::core::peek::KeyPeek;
 use crate::core::records::RunRecords;
 use crate::core::replay::{ReplayRequest, ReplayStatus};
 use crate::core::rules::RuleDraft;
@@ -74,6 +75,7 @@ pub fn render() -> Vec<(String, String)> {
     one::<RunTarget>(&cfg, &mut out);
     one::<RunRecords>(&cfg, &mut out);
     one::<ResetResult>(&cfg, &mut out);
+    one::<KeyPeek>(&cfg, &mut out);
     one::<WorkloadPreview>(&cfg, &mut out);
     one::<HttpAnswer>(&cfg, &mut out);
     one::<Decision>(&cfg, &mut out);
@@ -114,7 +116,7 @@ fn chart_style_ts() -> String {
          import type {{ BinStep }} from \"./BinStep\";\n\
          import type {{ LineStyle }} from \"./LineStyle\";\n\n\
          /** The run chart's look, shared with the engine's PNG/SVG export. */\n\
-         export const CHART_STYLE: {{\n  bins: BinStep[];\n  algorithms: Record<string, LineStyle>;\n  outcomes: Record<string, LineStyle>;\n}} = {style};\n\n\
+         export const CHART_STYLE: {{\n  bins: BinStep[];\n  algorithms: Record<string, LineStyle>;\n  outcomes: Record<string, LineStyle>;\n  key_state: Record<string, LineStyle>;\n  runs: string[];\n  overlay_dash: number[];\n}} = {style};\n\n\
          /** The bin width (ms) for a run of `durationMs`: the first step that covers it. */\n\
          export function binMs(durationMs: number): number {{\n  \
          const step = CHART_STYLE.bins.find((s) => s.up_to_ms === null || durationMs <= s.up_to_ms);\n  \

@@ -7,6 +7,7 @@ use crate::core::export_path::confirmed_format;
 use crate::core::history::{HistorySettings, RunHistory, RunInfo};
 use crate::core::inspect::{self, ResetResult, WorkloadPreview};
 use crate::core::kept_replay::ReplayRunInfo;
+use crate::core::peek::KeyPeek;
 use crate::core::records::RunRecords;
 use crate::core::replay::{self, ReplayRequest, ReplayStatus};
 use crate::core::rules::RuleDraft;
@@ -159,6 +160,17 @@ pub async fn limiter_reset(
     key: Option<String>,
 ) -> Result<ResetResult, AppError> {
     core.limiter_reset(&rule, key.as_deref()).await
+}
+
+/// A kept run's client key, read live without spending (the engine's peek).
+#[tauri::command]
+pub async fn limiter_peek(
+    core: Core<'_>,
+    run: String,
+    target: usize,
+    key: String,
+) -> Result<KeyPeek, AppError> {
+    core.limiter_peek(&run, target, &key).await
 }
 
 #[tauri::command]

@@ -485,6 +485,102 @@ fn runs_start_full_by_default_and_reset_empties_a_shared_state() {
 }
 
 #[test]
+fn a_peek_reads_the_state_a_run_left_without_spending_it() {
+    let server = redis();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ui = Ui::open(dir.path(), Some(&server.url()));
+    // A window far longer than the test, so the state only changes when something spends.
+    let rule =
+        json!({ "name": "peeked", "algorithm": "fixed_window", "limit": 5, "window_ms": 600000 });
+    ui.ok("rule_save", json!({ "original": null, "draft": rule }));
+    let peek = |run: &str, key: &str| {
+        ui.ok(
+            "limiter_peek",
+            json!({ "run": run, "target": 0, "key": key }),
+        )
+    };
+    let (allowed, fresh) = run_allowed(&ui, run_request("peeked", 3, json!({ "naive": true })));
+    assert_eq!(allowed, 3);
+    let fresh = fresh["id"].as_str().expect("id").to_string();
+
+    // After the run: what it left, in its own namespace, with the headers a client would get.
+    let first = peek(&fresh, "client-0");
+    assert_eq!(first["key"], "client-0");
+    assert_eq!(first["decided_as"], format!("run-{fresh}:client-0"));
+    assert_eq!(first["decision"]["remaining"], 2, "{first}");
+    assert_eq!(first["decision"]["allowed"], true);
+    assert_eq!(first["decision"]["fail_open"], false);
+    assert_eq!(first["answer"]["status"], 200);
+    let headers = first["answer"]["headers"].to_string();
+    assert!(
+        headers.contains("r=2") && headers.contains("q=5"),
+        "{headers}"
+    );
+    // A peek spends nothing: the second sees what the first saw (only the wait has run on).
+    let second = peek(&fresh, "client-0");
+    assert_eq!(second["decision"]["remaining"], 2, "{second}");
+    assert_eq!(
+        second["answer"]["headers"][0],
+        first["answer"]["headers"][0]
+    );
+    let wait = |p: &Value| {
+        p["decision"]["reset_after_ms"]
+            .as_u64()
+            .expect("reset_after_ms")
+    };
+    assert!(wait(&second) <= wait(&first), "{first} then {second}");
+    // A key the run never sent is full.
+    assert_eq!(peek(&fresh, "client-9")["decision"]["remaining"], 5);
+
+    // A run that continued the shared state is peeked there; a reset key peeks full.
+    let (_, shared) = run_allowed(
+        &ui,
+        run_request("peeked", 4, json!({ "continue_state": true })),
+    );
+    let shared = shared["id"].as_str().expect("id").to_string();
+    let before = peek(&shared, "client-0");
+    assert_eq!(before["decided_as"], "client-0");
+    assert_eq!(before["decision"]["remaining"], 1, "{before}");
+    ui.ok(
+        "limiter_reset",
+        json!({ "rule": "peeked", "key": "client-0" }),
+    );
+    assert_eq!(
+        peek(&shared, "client-0")["decision"]["remaining"],
+        5,
+        "a reset key peeks full"
+    );
+    assert_eq!(
+        peek(&fresh, "client-0")["decision"]["remaining"],
+        2,
+        "the fresh run's namespace is its own"
+    );
+
+    // Refusals name what to change.
+    let naive = ui
+        .call(
+            "limiter_peek",
+            json!({ "run": fresh, "target": 1, "key": "client-0" }),
+        )
+        .expect_err("naive");
+    assert_eq!(naive["field"], "target", "{naive}");
+    let missing = ui
+        .call(
+            "limiter_peek",
+            json!({ "run": fresh, "target": 7, "key": "client-0" }),
+        )
+        .expect_err("no such target");
+    assert_eq!(missing["field"], "target", "{missing}");
+    let unknown = ui
+        .call(
+            "limiter_peek",
+            json!({ "run": "nope", "target": 0, "key": "client-0" }),
+        )
+        .expect_err("no such run");
+    assert_eq!(unknown["code"], "run_not_found", "{unknown}");
+}
+
+#[test]
 fn the_history_keeps_runs_bounded_restores_them_and_exports_an_older_one() {
     let server = redis();
     let dir = tempfile::tempdir().expect("tempdir");

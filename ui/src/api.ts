@@ -22,6 +22,7 @@ import type { SimStatus } from "./bindings/SimStatus";
 import type { Decision } from "./bindings/Decision";
 import type { HistorySettings } from "./bindings/HistorySettings";
 import type { HttpAnswer } from "./bindings/HttpAnswer";
+import type { KeyPeek } from "./bindings/KeyPeek";
 import type { ResetResult } from "./bindings/ResetResult";
 import type { RunHistory } from "./bindings/RunHistory";
 import type { RunInfo } from "./bindings/RunInfo";
@@ -78,6 +79,9 @@ export const api = {
   /** Clears a rule's limiter state: one client key's, or (key omitted) every key's. */
   limiterReset: (rule: string, key?: string) =>
     call<ResetResult>("limiter_reset", { rule, key: key ?? null }),
+  /** A kept run's client key read live (cost 0: nothing is spent). */
+  limiterPeek: (run: string, target: number, key: string) =>
+    call<KeyPeek>("limiter_peek", { run, target, key }),
   decisionHeaders: (rule: Rule, decision: Decision) =>
     call<HttpAnswer>("decision_headers", { rule, decision }),
   workloadPreview: (request: SimRequest) => call<WorkloadPreview>("workload_preview", { request }),
