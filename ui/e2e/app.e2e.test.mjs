@@ -3,7 +3,8 @@
 // It creates a rule, runs simulations, watches the chart and summary, exports a CSV, kills
 // Redis mid-run to see the fail-open banner and the recovery; runs the boundary-burst preset
 // and compares the run chart's peaks, lays two kept runs over each other, opens a key in the
-// per-key view, resets a rule; and saves docs/screenshot.png, run-chart.png and per-key.png.
+// per-key view, draws a key's state under the run chart and peeks it, resets a rule; and saves
+// docs/screenshot.png, run-chart.png, per-key.png and screenshot-key-state.png.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
@@ -20,6 +21,7 @@ const SCREENSHOT = join(ROOT, "docs/screenshot.png");
 const RUN_CHART_PNG = join(ROOT, "docs/run-chart.png");
 const PER_KEY_PNG = join(ROOT, "docs/per-key.png");
 const REPLAY_PNG = join(ROOT, "docs/replay.png");
+const KEY_STATE_PNG = join(ROOT, "docs/screenshot-key-state.png");
 
 // The app inherits tauri-driver's environment, so scripts/e2e.sh sets these for both.
 const dataDir = process.env.RATELOCKR_DATA_DIR ?? mkdtempSync(join(tmpdir(), "ratelockr-e2e-data-"));
@@ -451,6 +453,49 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     assert.match(http, /Retry-After: \d+/);
     assert.match(http, /RateLimit-Policy: /);
     await photograph(PER_KEY_PNG, ["sim-card", "run-card", "chart-card"]);
+  });
+
+  it("draws a chosen key's state under the run chart, and peeks it without spending", async () => {
+    await click("#rule-new");
+    await fill("#rule-name", "peek-me");
+    await fill("#rule-algorithm", "token_bucket");
+    await fill("#rule-capacity", "10");
+    await fill("#rule-refill", "2");
+    await until(async () => (await text('[data-error-for="name"]')) === "", 5_000, "a valid name");
+    await click("#rule-save");
+    await until(() => browser.execute(() => Boolean(document.querySelector('#rule-list [data-rule="peek-me"]'))), 5_000, "peek-me is listed");
+    await fill("#sim-pattern", "constant");
+    await runSimulation({ target: "peek-me", rps: 40, requests: 120, keys: 3 });
+    await until(finished, 60_000, "the run ends");
+    await click('[data-measure="bin"]');
+    await click('[data-layout="panels"]');
+    // The picker offers the run's keys, top offenders first.
+    const offered = await until(async () => {
+      const o = await browser.execute(() => [...document.querySelectorAll("#chart-key option")].map((e) => e.value).filter(Boolean));
+      return o.length === 3 ? o : false;
+    }, 20_000, "the key picker offers the run's three keys");
+    assert.ok(offered.every((v) => v.startsWith("0|client-")), offered.join());
+    await fill("#chart-key", offered[0]);
+    const name = offered[0].slice(2);
+    await until(() => browser.execute(() => Boolean(document.querySelector("#key-chart .uplot"))), 10_000, "the key's state is drawn under the run chart");
+    assert.match(await text("#chart-key-note"), new RegExp(`^${name} on peek-me: tokens left after each of its \\d+ decisions`));
+    assert.equal(await browser.execute(() => document.getElementById("key-state").dataset.key), `${name} on peek-me`);
+    await click("#key-peek");
+    const peeked = await until(() => browser.execute(() => document.querySelector('[data-testid="peek-result"]')?.dataset.remaining ?? false), 10_000, "the peek answers");
+    const tokens = Number(peeked);
+    assert.ok(Number.isInteger(tokens) && tokens >= 0 && tokens <= 10, `tokens now: ${peeked}`);
+    const http = await text("#key-peek-out .http-response");
+    assert.match(http, /^HTTP\/1\.1 200 OK/);
+    assert.match(http, /RateLimit-Policy: "peek-me";q=10;w=5/);
+    assert.match(await text("#key-peek-out"), new RegExp(`as run-\\d+:${name}`));
+    // A peek spends nothing: the bucket only refills, so a second one never shows fewer.
+    await click("#key-peek");
+    await new Promise((r) => setTimeout(r, 500));
+    const again = Number(await until(() => browser.execute(() => document.querySelector('[data-testid="peek-result"]')?.dataset.remaining ?? false), 10_000, "the second peek answers"));
+    assert.ok(again >= tokens, `${again} after ${tokens}`);
+    await photograph(KEY_STATE_PNG, ["sim-card"]);
+    await fill("#chart-key", "");
+    await until(() => browser.execute(() => !document.querySelector("#key-chart .uplot")), 10_000, "the key's panel goes with the choice");
   });
 
   it("resets a rule, and the next run continuing its state starts full", async () => {

@@ -13,6 +13,7 @@ import { buildRunView, type Layout, type Measure, type RunData } from "../logic/
 import { on, state } from "../store";
 import { runInfo, selectedRunInfo } from "./history";
 import { inspect } from "./inspector";
+import { drawKeyState, initKeyState } from "./keystate";
 
 const view = { measure: "bin" as Measure, layout: "panels" as Layout };
 
@@ -39,6 +40,7 @@ async function draw() {
   renderSummary(run);
   if (!run) {
     chart.clear("Run a simulation: its own timeline appears here and stays.");
+    drawKeyState(chart, undefined, undefined, 0);
     return;
   }
   try {
@@ -48,13 +50,18 @@ async function draw() {
     if (seq !== drawSeq) return;
     if (data[0].records.t_ms.length === 0) {
       chart.clear(run.status === "running" ? "Running… the chart appears when the run ends." : "This run has no decisions to chart.");
+      drawKeyState(chart, undefined, undefined, 0);
       return;
     }
     const v = buildRunView(data, { ...view, envelope: true });
     $("run-bin").textContent = `bins of ${v.binMs} ms`;
     chart.show(v, view.measure);
+    drawKeyState(chart, run.id, data[0].records, v.x[v.x.length - 1] ?? 0);
   } catch (err) {
-    if (seq === drawSeq) chart.clear(`The run could not be charted: ${toAppError(err).message}`);
+    if (seq === drawSeq) {
+      chart.clear(`The run could not be charted: ${toAppError(err).message}`);
+      drawKeyState(chart, undefined, undefined, 0);
+    }
   }
 }
 
@@ -179,5 +186,7 @@ export function initRun() {
   $("export-csv").addEventListener("click", () => runExport((id) => api.exportCsv(id)));
   $("export-png").addEventListener("click", () => runExport((id) => api.exportChart("png", id)));
   $("export-svg").addEventListener("click", () => runExport((id) => api.exportChart("svg", id)));
+  initKeyState();
   on("selection", () => void draw());
+  on("chartKey", () => void draw());
 }
