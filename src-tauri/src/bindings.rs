@@ -21,6 +21,7 @@ use crate::core::sim::{
 use crate::core::{AppInfo, ChartFormat, Exported, MetricsStatus, RuleStats};
 use ratelockr::commandstats::RedisCost;
 use ratelockr::export::style::{BinStep, LineStyle};
+use ratelockr::export::view::{ChartView, KeyStateView, Look, ViewLine, ViewPanel};
 use ratelockr::headers::HttpAnswer;
 use ratelockr::replay::{
     FieldNames, LineIssue, LogFormat, ParseSpec, PeakRates, Preview, PreviewLine, ReplayPoint,
@@ -80,6 +81,11 @@ pub fn render() -> Vec<(String, String)> {
     one::<HttpAnswer>(&cfg, &mut out);
     one::<Decision>(&cfg, &mut out);
     one::<BinStep>(&cfg, &mut out);
+    one::<ChartView>(&cfg, &mut out);
+    one::<ViewPanel>(&cfg, &mut out);
+    one::<ViewLine>(&cfg, &mut out);
+    one::<Look>(&cfg, &mut out);
+    one::<KeyStateView>(&cfg, &mut out);
     one::<LineStyle>(&cfg, &mut out);
     one::<ReplayRequest>(&cfg, &mut out);
     one::<ReplayStatus>(&cfg, &mut out);

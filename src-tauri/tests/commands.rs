@@ -292,6 +292,40 @@ fn a_simulation_runs_streams_stats_and_exports() {
     let chart = ui.ok("export_chart", json!({ "format": "svg" }));
     let svg = std::fs::read_to_string(chart["path"].as_str().expect("path")).expect("svg");
     assert!(svg.contains("<svg"), "an SVG chart");
+    // Stacked by default (the CLI's view): per bin and so far.
+    assert!(svg.contains("Requests per") && svg.contains("admitted so far"));
+
+    // The view on screen is what is drawn: here cumulative, two runs overlaid, a key's state.
+    let look = |c: &str| json!({ "colour": c, "dash": [], "width": 2.0 });
+    let view = json!({
+        "title": "before and after", "subtitle": "zoomed to 0.5–1.5 s",
+        "x": [0.0, 0.5, 1.0, 1.5], "x_range": [0.5, 1.5], "y_max": 40.0, "columns": 1,
+        "panels": [{ "title": "Runs overlaid", "y_label": "so far", "lines": [
+            { "label": "allowed · capacity 10", "look": look("#4f46e5"), "values": [5.0, 10.0, 12.0, 14.0], "stepped": false },
+            { "label": "allowed · capacity 30", "look": look("#db2777"), "values": [5.0, 15.0, 25.0, 35.0], "stepped": false }
+        ] }],
+        "key_state": { "title": "client-0 on compare-fixed-window", "label": "remaining",
+            "x": [0.0, 0.4, 1.6], "values": [null, 3.0, null], "ceiling": 10.0 }
+    });
+    let chart = ui.ok("export_chart", json!({ "format": "svg", "view": view }));
+    let svg = std::fs::read_to_string(chart["path"].as_str().expect("path")).expect("svg");
+    for text in [
+        "allowed · capacity 10",
+        "allowed · capacity 30",
+        "client-0 on compare-fixed-window",
+        "so far",
+    ] {
+        assert!(svg.contains(text), "{text} missing from the exported view");
+    }
+    assert!(!svg.contains("Requests per"), "only the measure on screen");
+    // A view that cannot be drawn is refused before anything is written, naming the field.
+    let mut bad = view;
+    bad["panels"][0]["lines"][1]["values"] = json!([1.0]);
+    let err = ui
+        .call("export_chart", json!({ "format": "png", "view": bad }))
+        .expect_err("values do not match x");
+    assert_eq!(err["field"], "view.panels[0].lines[1].values", "{err}");
+    assert!(!out.path().join("ratelockr-chart.png").exists());
 }
 
 #[test]
@@ -711,6 +745,7 @@ fn the_history_keeps_runs_bounded_restores_them_and_exports_an_older_one() {
         &svg,
         ratelockr_app::core::ChartFormat::Svg,
         Some(&second_id),
+        None,
     )
     .expect("chart export");
     assert!(std::fs::read_to_string(&svg).expect("svg").contains("<svg"));
@@ -721,7 +756,8 @@ fn the_history_keeps_runs_bounded_restores_them_and_exports_an_older_one() {
         .export_chart(
             &wrong,
             ratelockr_app::core::ChartFormat::Svg,
-            Some(&second_id)
+            Some(&second_id),
+            None
         )
         .is_err());
     assert_eq!(std::fs::read(&wrong).expect("read"), b"precious");

@@ -494,6 +494,23 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     const again = Number(await until(() => browser.execute(() => document.querySelector('[data-testid="peek-result"]')?.dataset.remaining ?? false), 10_000, "the second peek answers"));
     assert.ok(again >= tokens, `${again} after ${tokens}`);
     await photograph(KEY_STATE_PNG, ["sim-card"]);
+    // The exported file is the view on screen: its measure, and the key's state under it.
+    const exported = async (button) => {
+      await browser.execute(() => { document.getElementById("export-note").textContent = ""; });
+      await click(button);
+      const note = await until(async () => ((await text("#export-note")).startsWith("Saved") ? text("#export-note") : false), 20_000, "the chart is saved");
+      return note.replace(/^Saved /, "");
+    };
+    const perBin = readFileSync(await exported("#export-svg"), "utf8");
+    assert.ok(perBin.includes(`${name} on peek-me`), "the key's state is in the file");
+    assert.ok(/per \d+ ms/.test(perBin) && !/so far/.test(perBin), "the per-bin view, alone");
+    await click('[data-measure="cumulative"]');
+    const cumulative = readFileSync(await exported("#export-svg"), "utf8");
+    assert.ok(/so far/.test(cumulative) && !/per \d+ ms/.test(cumulative), "only the measure on screen");
+    const png = await exported("#export-png");
+    assert.deepEqual([...readFileSync(png).subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
+    execFileSync("cp", [png, join(tmpdir(), "ratelockr-e2e-view.png")]);
+    await click('[data-measure="bin"]');
     await fill("#chart-key", "");
     await until(() => browser.execute(() => !document.querySelector("#key-chart .uplot")), 10_000, "the key's panel goes with the choice");
   });

@@ -7,6 +7,7 @@ import { listen, type UnlistenFn } from "@tauri-apps/api/event";
 import type { AppError } from "./bindings/AppError";
 import type { AppInfo } from "./bindings/AppInfo";
 import type { ChartFormat } from "./bindings/ChartFormat";
+import type { ChartView } from "./bindings/ChartView";
 import type { ConnectionStatus } from "./bindings/ConnectionStatus";
 import type { ConnectionTest } from "./bindings/ConnectionTest";
 import type { Exported } from "./bindings/Exported";
@@ -67,9 +68,9 @@ export const api = {
   simStatus: () => call<SimStatus>("sim_status"),
   /** Exports a kept run's CSV; `id` omitted: the last run. */
   exportCsv: (id?: string) => call<Exported>("export_csv", { id: id ?? null }),
-  /** Exports a kept run's chart; `id` omitted: the last run. */
-  exportChart: (format: ChartFormat, id?: string) =>
-    call<Exported>("export_chart", { format, id: id ?? null }),
+  /** Exports a kept run's chart: `view` as on screen, else its default view; `id` omitted: the last run. */
+  exportChart: (format: ChartFormat, id?: string, view?: ChartView) =>
+    call<Exported>("export_chart", { format, id: id ?? null, view: view ?? null }),
   runsList: () => call<RunHistory>("runs_list"),
   runRename: (id: string, name: string) => call<RunInfo>("run_rename", { id, name }),
   runDelete: (id: string) => call<RunHistory>("run_delete", { id }),

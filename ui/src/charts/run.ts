@@ -9,6 +9,7 @@ import uPlot from "uplot";
 import { h } from "../dom";
 import { algorithmLabel } from "../logic/algorithms";
 import { peak } from "../logic/records";
+import { isStepped, yLabel } from "../logic/exportview";
 import type { KeyStateLine } from "../logic/keystate";
 import type { Line, Measure, RunView } from "../logic/runview";
 import { secondsAxis, wheelZoomPlugin, yAxis } from "./axes";
@@ -73,7 +74,8 @@ export class RunChart {
     this.plots = [];
   }
 
-  private columns(): number {
+  /** Panels per row now. */
+  columns(): number {
     const n = this.view?.plots.length ?? 1;
     if (n <= 1) return 1;
     // Side by side is the point of the view: down to ~200 px a panel, then fewer per row.
@@ -166,7 +168,7 @@ export class RunChart {
           legend: { show: false },
           cursor: { sync: { key: "run-chart" }, drag: { x: true, y: false } },
           scales: { x: { time: false }, y: { range: () => [0, Math.ceil(view.yMax * 1.08)] } },
-          axes: [secondsAxis(), yAxis({ label: measure === "bin" ? `per ${view.binMs} ms` : "so far", labelSize: 16, labelFont: "11px system-ui" })],
+          axes: [secondsAxis(), yAxis({ label: yLabel(measure, view.binMs), labelSize: 16, labelFont: "11px system-ui" })],
           series: [
             {},
             ...plot.lines.map((l) => ({
@@ -175,7 +177,7 @@ export class RunChart {
               dash: l.dash,
               width: l.width,
               points: { show: false },
-              paths: measure === "bin" && l.kind !== "envelope" ? uPlot.paths.stepped!({ align: 1 }) : undefined,
+              paths: isStepped(measure, l) ? uPlot.paths.stepped!({ align: 1 }) : undefined,
             })),
           ],
           plugins: [wheelZoomPlugin()],

@@ -7,12 +7,13 @@ import type { KeyPeek } from "../bindings/KeyPeek";
 import type { RunChart } from "../charts/run";
 import { $, h } from "../dom";
 import { fmtInt } from "../logic/format";
-import { keyOptions, keyStateLine, stateLabel, type KeyChoice } from "../logic/keystate";
+import { keyOptions, keyStateLine, stateLabel, type KeyChoice, type KeyStateLine } from "../logic/keystate";
 import { stateCeiling, type Records } from "../logic/records";
 import { emit, state } from "../store";
 
-/** The run the key is drawn for, and the peek's sequence (a late answer is dropped). */
+/** The run the key is drawn for, its line, and the peek's sequence (a late answer is dropped). */
 let shown: { run: string; rec: Records } | undefined;
+let shownLine: KeyStateLine | undefined;
 let peekSeq = 0;
 
 const value = (c: KeyChoice) => `${c.target}|${c.name}`;
@@ -45,6 +46,7 @@ export function drawKeyState(chart: RunChart, run: string | undefined, rec: Reco
   renderPicker(rec);
   const choice = state.chartKey;
   const line = rec && choice ? keyStateLine(rec, choice, endS) : undefined;
+  shownLine = line;
   const note = $("chart-key-note");
   const card = $("key-state");
   card.dataset.key = line ? line.title : "";
@@ -54,6 +56,11 @@ export function drawKeyState(chart: RunChart, run: string | undefined, rec: Reco
   else note.textContent = `${line.title}: ${line.label} after each of its ${fmtInt(line.decisions)} decisions; dashed: the most it can hold (${fmtInt(line.ceiling ?? 0)})`;
   chart.showKey($("key-chart"), line);
   $<HTMLButtonElement>("key-peek").disabled = !line;
+}
+
+/** The key's state as drawn now, for the export. */
+export function shownKeyState(): KeyStateLine | undefined {
+  return shownLine;
 }
 
 function clearPeek() {
