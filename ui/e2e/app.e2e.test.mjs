@@ -8,7 +8,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync, existsSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync, existsSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -513,6 +513,56 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await click('[data-measure="bin"]');
     await fill("#chart-key", "");
     await until(() => browser.execute(() => !document.querySelector("#key-chart .uplot")), 10_000, "the key's panel goes with the choice");
+  });
+
+  it("writes only the file the save dialog confirmed: precious.png stays byte for byte (defect 1)", async () => {
+    const answer = process.env.RATELOCKR_E2E_SAVE_ANSWER;
+    assert.ok(answer, "scripts/e2e.sh sets RATELOCKR_E2E_SAVE_ANSWER");
+    await click("#rule-new");
+    await fill("#rule-name", "precious");
+    await fill("#rule-algorithm", "fixed_window");
+    await fill("#rule-limit", "5");
+    await fill("#rule-window", "1000");
+    await until(async () => (await text('[data-error-for="name"]')) === "", 5_000, "a valid name");
+    await click("#rule-save");
+    await until(() => browser.execute(() => Boolean(document.querySelector('#rule-list [data-rule="precious"]'))), 5_000, "precious is listed");
+    await fill("#sim-pattern", "constant");
+    await runSimulation({ target: "precious", rps: 100, requests: 30 });
+    await until(finished, 30_000, "the run ends");
+    const dir = mkdtempSync(join(tmpdir(), "ratelockr-e2e-precious-"));
+    const png = join(dir, "precious.png");
+    const bytes = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47]), Buffer.from("the user's own picture")]);
+    writeFileSync(png, bytes);
+    /** Answers the next save dialog with `path`, clicks `button`, and returns the note. */
+    const exportAs = async (button, path) => {
+      writeFileSync(answer, path);
+      await browser.execute(() => { document.getElementById("export-note").textContent = "…"; });
+      await click(button);
+      return until(async () => {
+        const t = await text("#export-note");
+        return t !== "…" && t !== "Exporting…" ? t || "(cancelled)" : false;
+      }, 20_000, "the export answers");
+    };
+    try {
+      // The PNG button, and the user types precious.svg next to the precious.png they keep.
+      const saved = await exportAs("#export-png", join(dir, "precious.svg"));
+      assert.equal(saved, `Saved ${join(dir, "precious.svg")}`);
+      assert.ok(readFileSync(join(dir, "precious.svg"), "utf8").includes("<svg"), "the SVG the user confirmed");
+      assert.deepEqual(readFileSync(png), bytes, "precious.png is untouched");
+      // A name without a known extension is refused, and nothing is written anywhere.
+      for (const name of ["precious", "precious.txt"]) {
+        const refused = await exportAs("#export-png", join(dir, name));
+        assert.match(refused, /^Export failed: .*does not end in \.png or \.svg, so nothing was written/, refused);
+        assert.ok(!existsSync(join(dir, name)), `${name} was not written`);
+      }
+      // A cancelled dialog writes nothing and says nothing.
+      assert.equal(await exportAs("#export-svg", ""), "(cancelled)");
+      assert.deepEqual(readFileSync(png), bytes, "precious.png is still untouched");
+      assert.deepEqual(readdirSync(dir).sort(), ["precious.png", "precious.svg"]);
+    } finally {
+      rmSync(answer, { force: true });
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("resets a rule, and the next run continuing its state starts full", async () => {
