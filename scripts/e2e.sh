@@ -20,7 +20,9 @@ run_inside_x() {
   RATELOCKR_EXPORT_DIR=$(mktemp -d)
   # The Replay panel's open dialog answers with the sample log.
   RATELOCKR_OPEN_LOG=$PWD/samples/access.log.gz
-  export RATELOCKR_DATA_DIR RATELOCKR_EXPORT_DIR RATELOCKR_OPEN_LOG
+  # The save dialog answers with the path the test writes in this file, while it exists.
+  RATELOCKR_E2E_SAVE_ANSWER=$RATELOCKR_EXPORT_DIR/save-answer.txt
+  export RATELOCKR_DATA_DIR RATELOCKR_EXPORT_DIR RATELOCKR_OPEN_LOG RATELOCKR_E2E_SAVE_ANSWER
   # Free loopback ports for tauri-driver and the WebKitWebDriver behind it (4444/4445 by
   # default, which another test on the machine may hold).
   read -r port native < <(node -e '

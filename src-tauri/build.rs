@@ -26,6 +26,7 @@ const COMMANDS: &[&str] = &[
     "run_records",
     "history_configure",
     "limiter_reset",
+    "limiter_peek",
     "decision_headers",
     "workload_preview",
     "replay_open",

@@ -9,6 +9,7 @@ use crate::core::error::{AppError, ErrorCode};
 use crate::core::history::{HistorySettings, RunHistory, RunInfo, RunTarget};
 use crate::core::inspect::{ResetResult, WorkloadPreview};
 use crate::core::kept_replay::{LogIdentity, ReplayRunInfo};
+use crate::core::peek::KeyPeek;
 use crate::core::records::RunRecords;
 use crate::core::replay::{ReplayRequest, ReplayStatus};
 use crate::core::rules::RuleDraft;
@@ -23,6 +24,7 @@ use crate::core::{AppInfo, ChartFormat, Exported, MetricsStatus, RuleStats};
 use ratelockr::cluster::NodeRole;
 use ratelockr::commandstats::RedisCost;
 use ratelockr::export::style::{BinStep, LineStyle};
+use ratelockr::export::view::{ChartView, KeyStateView, Look, ViewLine, ViewPanel};
 use ratelockr::headers::HttpAnswer;
 use ratelockr::replay::{
     FieldNames, LineIssue, LogFormat, ParseSpec, PeakRates, Preview, PreviewLine, ReplayPoint,
@@ -82,10 +84,16 @@ pub fn render() -> Vec<(String, String)> {
     one::<RunTarget>(&cfg, &mut out);
     one::<RunRecords>(&cfg, &mut out);
     one::<ResetResult>(&cfg, &mut out);
+    one::<KeyPeek>(&cfg, &mut out);
     one::<WorkloadPreview>(&cfg, &mut out);
     one::<HttpAnswer>(&cfg, &mut out);
     one::<Decision>(&cfg, &mut out);
     one::<BinStep>(&cfg, &mut out);
+    one::<ChartView>(&cfg, &mut out);
+    one::<ViewPanel>(&cfg, &mut out);
+    one::<ViewLine>(&cfg, &mut out);
+    one::<Look>(&cfg, &mut out);
+    one::<KeyStateView>(&cfg, &mut out);
     one::<LineStyle>(&cfg, &mut out);
     one::<ReplayRequest>(&cfg, &mut out);
     one::<ReplayStatus>(&cfg, &mut out);
@@ -122,7 +130,7 @@ fn chart_style_ts() -> String {
          import type {{ BinStep }} from \"./BinStep\";\n\
          import type {{ LineStyle }} from \"./LineStyle\";\n\n\
          /** The run chart's look, shared with the engine's PNG/SVG export. */\n\
-         export const CHART_STYLE: {{\n  bins: BinStep[];\n  algorithms: Record<string, LineStyle>;\n  outcomes: Record<string, LineStyle>;\n}} = {style};\n\n\
+         export const CHART_STYLE: {{\n  bins: BinStep[];\n  algorithms: Record<string, LineStyle>;\n  outcomes: Record<string, LineStyle>;\n  key_state: Record<string, LineStyle>;\n  runs: string[];\n  overlay_dash: number[];\n}} = {style};\n\n\
          /** The bin width (ms) for a run of `durationMs`: the first step that covers it. */\n\
          export function binMs(durationMs: number): number {{\n  \
          const step = CHART_STYLE.bins.find((s) => s.up_to_ms === null || durationMs <= s.up_to_ms);\n  \

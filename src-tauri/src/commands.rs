@@ -7,6 +7,7 @@ use crate::core::export_path::confirmed_format;
 use crate::core::history::{HistorySettings, RunHistory, RunInfo};
 use crate::core::inspect::{self, ResetResult, WorkloadPreview};
 use crate::core::kept_replay::ReplayRunInfo;
+use crate::core::peek::KeyPeek;
 use crate::core::records::RunRecords;
 use crate::core::replay::{self, ReplayRequest, ReplayStatus};
 use crate::core::rules::RuleDraft;
@@ -17,6 +18,7 @@ use crate::core::{AppCore, AppInfo, ChartFormat, Exported, MetricsStatus, RuleSt
 use crate::events::WindowEvents;
 use crate::open_dialog::choose_log;
 use crate::save_dialog::choose_path;
+use ratelockr::export::ChartView;
 use ratelockr::headers::HttpAnswer;
 use ratelockr::replay::{ParseSpec, Preview};
 use ratelockr::{Decision, Rule, TlsOptions};
@@ -121,19 +123,23 @@ pub async fn export_csv<R: Runtime>(
 }
 
 /// Exports a kept run's chart (`id` None: the last run) to exactly the path the user
-/// confirmed, in the format that name asks for.
+/// confirmed, in the format that name asks for: `view` as the screen shows it, or (None) the
+/// run's default view.
 #[tauri::command]
 pub async fn export_chart<R: Runtime>(
     app: AppHandle<R>,
     core: Core<'_>,
     format: ChartFormat,
     id: Option<String>,
+    view: Option<ChartView>,
 ) -> Result<Exported, AppError> {
+    // Refused before the dialog: nothing to confirm for a view that cannot be drawn.
+    view.as_ref().map(ChartView::validate).transpose()?;
     let name = format!("ratelockr-chart.{}", format.extension());
     let kind = format.extension().to_uppercase();
     let dest = choose_path(&app, &name, &kind, format.extension())?;
     let format = confirmed_format(&dest)?;
-    core.export_chart(&dest, format, id.as_deref())
+    core.export_chart(&dest, format, id.as_deref(), view.as_ref())
 }
 
 #[tauri::command]
@@ -172,6 +178,17 @@ pub async fn limiter_reset(
     key: Option<String>,
 ) -> Result<ResetResult, AppError> {
     core.limiter_reset(&rule, key.as_deref()).await
+}
+
+/// A kept run's client key, read live without spending (the engine's peek).
+#[tauri::command]
+pub async fn limiter_peek(
+    core: Core<'_>,
+    run: String,
+    target: usize,
+    key: String,
+) -> Result<KeyPeek, AppError> {
+    core.limiter_peek(&run, target, &key).await
 }
 
 #[tauri::command]

@@ -53,6 +53,7 @@ macro_rules! handler {
             $crate::commands::run_records,
             $crate::commands::history_configure,
             $crate::commands::limiter_reset,
+            $crate::commands::limiter_peek,
             $crate::commands::decision_headers,
             $crate::commands::workload_preview,
             $crate::commands::replay_open,

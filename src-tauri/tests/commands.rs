@@ -241,6 +241,40 @@ fn a_simulation_runs_streams_stats_and_exports() {
     let chart = ui.ok("export_chart", json!({ "format": "svg" }));
     let svg = std::fs::read_to_string(chart["path"].as_str().expect("path")).expect("svg");
     assert!(svg.contains("<svg"), "an SVG chart");
+    // Stacked by default (the CLI's view): per bin and so far.
+    assert!(svg.contains("Requests per") && svg.contains("admitted so far"));
+
+    // The view on screen is what is drawn: here cumulative, two runs overlaid, a key's state.
+    let look = |c: &str| json!({ "colour": c, "dash": [], "width": 2.0 });
+    let view = json!({
+        "title": "before and after", "subtitle": "zoomed to 0.5–1.5 s",
+        "x": [0.0, 0.5, 1.0, 1.5], "x_range": [0.5, 1.5], "y_max": 40.0, "columns": 1,
+        "panels": [{ "title": "Runs overlaid", "y_label": "so far", "lines": [
+            { "label": "allowed · capacity 10", "look": look("#4f46e5"), "values": [5.0, 10.0, 12.0, 14.0], "stepped": false },
+            { "label": "allowed · capacity 30", "look": look("#db2777"), "values": [5.0, 15.0, 25.0, 35.0], "stepped": false }
+        ] }],
+        "key_state": { "title": "client-0 on compare-fixed-window", "label": "remaining",
+            "x": [0.0, 0.4, 1.6], "values": [null, 3.0, null], "ceiling": 10.0 }
+    });
+    let chart = ui.ok("export_chart", json!({ "format": "svg", "view": view }));
+    let svg = std::fs::read_to_string(chart["path"].as_str().expect("path")).expect("svg");
+    for text in [
+        "allowed · capacity 10",
+        "allowed · capacity 30",
+        "client-0 on compare-fixed-window",
+        "so far",
+    ] {
+        assert!(svg.contains(text), "{text} missing from the exported view");
+    }
+    assert!(!svg.contains("Requests per"), "only the measure on screen");
+    // A view that cannot be drawn is refused before anything is written, naming the field.
+    let mut bad = view;
+    bad["panels"][0]["lines"][1]["values"] = json!([1.0]);
+    let err = ui
+        .call("export_chart", json!({ "format": "png", "view": bad }))
+        .expect_err("values do not match x");
+    assert_eq!(err["field"], "view.panels[0].lines[1].values", "{err}");
+    assert!(!out.path().join("ratelockr-chart.png").exists());
 }
 
 #[test]
@@ -434,6 +468,102 @@ fn runs_start_full_by_default_and_reset_empties_a_shared_state() {
 }
 
 #[test]
+fn a_peek_reads_the_state_a_run_left_without_spending_it() {
+    let server = redis();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ui = Ui::open(dir.path(), Some(&server.url()));
+    // A window far longer than the test, so the state only changes when something spends.
+    let rule =
+        json!({ "name": "peeked", "algorithm": "fixed_window", "limit": 5, "window_ms": 600000 });
+    ui.ok("rule_save", json!({ "original": null, "draft": rule }));
+    let peek = |run: &str, key: &str| {
+        ui.ok(
+            "limiter_peek",
+            json!({ "run": run, "target": 0, "key": key }),
+        )
+    };
+    let (allowed, fresh) = run_allowed(&ui, run_request("peeked", 3, json!({ "naive": true })));
+    assert_eq!(allowed, 3);
+    let fresh = fresh["id"].as_str().expect("id").to_string();
+
+    // After the run: what it left, in its own namespace, with the headers a client would get.
+    let first = peek(&fresh, "client-0");
+    assert_eq!(first["key"], "client-0");
+    assert_eq!(first["decided_as"], format!("run-{fresh}:client-0"));
+    assert_eq!(first["decision"]["remaining"], 2, "{first}");
+    assert_eq!(first["decision"]["allowed"], true);
+    assert_eq!(first["decision"]["fail_open"], false);
+    assert_eq!(first["answer"]["status"], 200);
+    let headers = first["answer"]["headers"].to_string();
+    assert!(
+        headers.contains("r=2") && headers.contains("q=5"),
+        "{headers}"
+    );
+    // A peek spends nothing: the second sees what the first saw (only the wait has run on).
+    let second = peek(&fresh, "client-0");
+    assert_eq!(second["decision"]["remaining"], 2, "{second}");
+    assert_eq!(
+        second["answer"]["headers"][0],
+        first["answer"]["headers"][0]
+    );
+    let wait = |p: &Value| {
+        p["decision"]["reset_after_ms"]
+            .as_u64()
+            .expect("reset_after_ms")
+    };
+    assert!(wait(&second) <= wait(&first), "{first} then {second}");
+    // A key the run never sent is full.
+    assert_eq!(peek(&fresh, "client-9")["decision"]["remaining"], 5);
+
+    // A run that continued the shared state is peeked there; a reset key peeks full.
+    let (_, shared) = run_allowed(
+        &ui,
+        run_request("peeked", 4, json!({ "continue_state": true })),
+    );
+    let shared = shared["id"].as_str().expect("id").to_string();
+    let before = peek(&shared, "client-0");
+    assert_eq!(before["decided_as"], "client-0");
+    assert_eq!(before["decision"]["remaining"], 1, "{before}");
+    ui.ok(
+        "limiter_reset",
+        json!({ "rule": "peeked", "key": "client-0" }),
+    );
+    assert_eq!(
+        peek(&shared, "client-0")["decision"]["remaining"],
+        5,
+        "a reset key peeks full"
+    );
+    assert_eq!(
+        peek(&fresh, "client-0")["decision"]["remaining"],
+        2,
+        "the fresh run's namespace is its own"
+    );
+
+    // Refusals name what to change.
+    let naive = ui
+        .call(
+            "limiter_peek",
+            json!({ "run": fresh, "target": 1, "key": "client-0" }),
+        )
+        .expect_err("naive");
+    assert_eq!(naive["field"], "target", "{naive}");
+    let missing = ui
+        .call(
+            "limiter_peek",
+            json!({ "run": fresh, "target": 7, "key": "client-0" }),
+        )
+        .expect_err("no such target");
+    assert_eq!(missing["field"], "target", "{missing}");
+    let unknown = ui
+        .call(
+            "limiter_peek",
+            json!({ "run": "nope", "target": 0, "key": "client-0" }),
+        )
+        .expect_err("no such run");
+    assert_eq!(unknown["code"], "run_not_found", "{unknown}");
+}
+
+#[test]
 fn the_history_keeps_runs_bounded_restores_them_and_exports_an_older_one() {
     let server = redis();
     let dir = tempfile::tempdir().expect("tempdir");
@@ -564,6 +694,7 @@ fn the_history_keeps_runs_bounded_restores_them_and_exports_an_older_one() {
         &svg,
         ratelockr_app::core::ChartFormat::Svg,
         Some(&second_id),
+        None,
     )
     .expect("chart export");
     assert!(std::fs::read_to_string(&svg).expect("svg").contains("<svg"));
@@ -574,7 +705,8 @@ fn the_history_keeps_runs_bounded_restores_them_and_exports_an_older_one() {
         .export_chart(
             &wrong,
             ratelockr_app::core::ChartFormat::Svg,
-            Some(&second_id)
+            Some(&second_id),
+            None
         )
         .is_err());
     assert_eq!(std::fs::read(&wrong).expect("read"), b"precious");

@@ -6,21 +6,16 @@
 //! stroke as well as a colour: GCRA and the counter are dashed, drawn over the solid lines, and
 //! an equal pair shows as a solid line with dashes of the other colour along it.
 
+use super::canvas::{self, DrawResult, Picture};
 use super::ExportError;
 use crate::sim::{Report, Series};
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use std::path::Path;
-use std::sync::Once;
 
 /// The chart's size in pixels.
 pub const SIZE: (u32, u32) = (1200, 820);
-
-/// The font is embedded (DejaVu Sans, see assets/DejaVuSans.LICENSE) so that charts render the
-/// same on a machine without fontconfig or fonts.
-static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
-static REGISTER_FONT: Once = Once::new();
 
 /// One colour per algorithm, readable on white.
 const PALETTE: [RGBColor; 7] = [
@@ -65,14 +60,6 @@ impl ChartFormat {
     }
 }
 
-pub(crate) fn register_font() {
-    REGISTER_FONT.call_once(|| {
-        // Registering a valid embedded font cannot fail; if it did, text would be missing, not
-        // the chart.
-        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
-    });
-}
-
 /// What a chart shows: series of allowed and denied counts per bucket (a second, or
 /// coarser), one line per rule.
 #[derive(Debug, Clone)]
@@ -114,30 +101,18 @@ pub fn render_chart(report: &Report, path: &Path) -> Result<(), ExportError> {
 
 /// Draws `data` to `path`, PNG or SVG by its extension.
 pub fn render_series(data: &ChartData<'_>, path: &Path) -> Result<(), ExportError> {
-    let format = ChartFormat::from_path(path)?;
+    ChartFormat::from_path(path)?;
     if data.series.iter().all(|s| s.points.is_empty()) {
         return Err(ExportError::Empty);
     }
-    register_font();
-    let fail = |e: &dyn std::fmt::Display| ExportError::Chart {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    };
-    match format {
-        ChartFormat::Png => {
-            let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-            draw(&root, data).map_err(|e| fail(&e))?;
-            root.present().map_err(|e| fail(&e))
-        }
-        ChartFormat::Svg => {
-            let root = SVGBackend::new(path, SIZE).into_drawing_area();
-            draw(&root, data).map_err(|e| fail(&e))?;
-            root.present().map_err(|e| fail(&e))
-        }
-    }
+    canvas::render(data, SIZE, path)
 }
 
-type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+impl Picture for ChartData<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        draw(root, self)
+    }
+}
 
 fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &ChartData<'_>) -> DrawResult<DB> {
     root.fill(&WHITE)?;
@@ -176,23 +151,14 @@ fn panel<DB: DrawingBackend>(
         .max()
         .unwrap_or(0)
         .max(1);
-    let mut chart = ChartBuilder::on(area)
-        .margin_left(16)
-        .margin_right(28)
-        .margin_top(8)
-        .margin_bottom(8)
-        .x_label_area_size(44)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0u64..seconds - 1, 0u64..(peak + peak / 8 + 1))?;
-    chart
-        .configure_mesh()
-        .x_desc(data.x_desc.as_str())
-        .y_desc(label)
-        .axis_desc_style(("sans-serif", 16))
-        .label_style(("sans-serif", 14))
-        .light_line_style(RGBColor(235, 235, 235))
-        .bold_line_style(RGBColor(210, 210, 210))
-        .draw()?;
+    let mut chart = canvas::panel(
+        area,
+        0.0..(seconds - 1) as f64,
+        0.0..(peak + peak / 8 + 1) as f64,
+        70,
+        &data.x_desc,
+        label,
+    )?;
     // The naive limiter is drawn first and thinner, so the real limiters stay on top of it;
     // dashed lines come last, so a solid line they coincide with shows between their dashes.
     let mut order: Vec<&Series> = data.series.iter().collect();
@@ -200,11 +166,11 @@ fn panel<DB: DrawingBackend>(
     for series in order {
         let color = colour(series);
         let style = ShapeStyle::from(&color).stroke_width(if is_naive(series) { 2 } else { 3 });
-        let points: Vec<(u64, u64)> = series
+        let points: Vec<(f64, f64)> = series
             .points
             .iter()
             .take(seconds as usize)
-            .map(|p| (p.second, value(p)))
+            .map(|p| (p.second as f64, value(p) as f64))
             .collect();
         let drawn = match stroke(series) {
             Stroke::Solid => chart.draw_series(LineSeries::new(points, style))?,

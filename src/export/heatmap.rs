@@ -1,6 +1,7 @@
 //! A sweep as two heatmaps side by side: the percentage of requests denied and of keys denied
 //! at least once, for each configuration of a grid of one or two parameters.
 
+use super::canvas::{DrawResult, Picture};
 use super::chart::ChartFormat;
 use super::ExportError;
 use crate::replay::ReplayReport;
@@ -13,24 +14,14 @@ const SIZE: (u32, u32) = (1200, 620);
 
 /// Draws the sweep of `report` to `path` (PNG or SVG).
 pub fn render(report: &ReplayReport, path: &Path) -> Result<(), ExportError> {
-    let format = ChartFormat::from_path(path)?;
+    ChartFormat::from_path(path)?;
     let grid = Grid::of(report).ok_or(ExportError::Empty)?;
-    super::chart::register_font();
-    let fail = |e: &dyn std::fmt::Display| ExportError::Chart {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    };
-    match format {
-        ChartFormat::Png => {
-            let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-            draw(&root, &grid).map_err(|e| fail(&e))?;
-            root.present().map_err(|e| fail(&e))
-        }
-        ChartFormat::Svg => {
-            let root = SVGBackend::new(path, SIZE).into_drawing_area();
-            draw(&root, &grid).map_err(|e| fail(&e))?;
-            root.present().map_err(|e| fail(&e))
-        }
+    super::canvas::render(&grid, SIZE, path)
+}
+
+impl Picture for Grid {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        draw(root, self)
     }
 }
 
@@ -100,8 +91,6 @@ impl Grid {
         })
     }
 }
-
-type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
 fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, grid: &Grid) -> DrawResult<DB> {
     root.fill(&WHITE)?;

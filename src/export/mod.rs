@@ -1,13 +1,16 @@
 //! Export: simulation records as CSV, and per-second charts as PNG or SVG.
 //!
 //! - [`csv`]   the CSV writer, streaming records as they complete
+//! - [`canvas`] what every chart file shares: the font, PNG or SVG, the panels' axes
 //! - [`chart`] allowed and denied per second, one series per algorithm
-//! - [`run_chart`] a run's own timeline with the rule's envelope, PNG or SVG
+//! - [`view`] a run chart as the screen shows it: panels of styled lines, zoom, a key's state
+//! - [`run_chart`] draws a view (the app's, or the CLI's default for a run), PNG or SVG
 //! - [`timeline`] records binned per target at the width that fits the run
 //! - [`style`] the run chart's bins, colours, dashes and envelope, shared with the app
 //! - [`replay_chart`] a replay's decisions over log time, through [`chart`]
 //! - [`heatmap`] a replay's sweep: % of requests and of keys denied per configuration
 
+pub(crate) mod canvas;
 pub mod chart;
 pub mod csv;
 pub mod heatmap;
@@ -15,11 +18,13 @@ pub mod replay_chart;
 pub mod run_chart;
 pub mod style;
 pub mod timeline;
+pub mod view;
 
 pub use self::chart::{render_chart, ChartFormat};
 pub use self::csv::{for_each_record, for_each_record_ref, read_records, CsvSink, RecordRef};
-pub use self::run_chart::{render_run_chart, timeline_from_csv};
+pub use self::run_chart::{render_run_chart, render_view, timeline_from_csv};
 pub use self::timeline::{Timeline, TimelineBuilder};
+pub use self::view::ChartView;
 
 use std::path::{Path, PathBuf};
 
@@ -39,6 +44,8 @@ pub enum ExportError {
     UnknownFormat { path: PathBuf },
     #[error("the run has no data to chart")]
     Empty,
+    #[error("invalid chart view: {field} {reason}")]
+    InvalidView { field: String, reason: String },
 }
 
 impl ExportError {

@@ -1,18 +1,25 @@
-//! The run chart as a file: the run's own timeline at the bin width that fits it, in the
-//! colours, dashes and markers the app's screen uses ([`super::style`]).
-//!
-//! Top: requests per bin. One rule: offered, allowed, denied and fail-open. Several (compare):
-//! allowed per algorithm, all on one y-scale, with the offered traffic behind. Bottom: admitted
-//! so far per rule, under the rule's envelope (the most it could admit for the keys it saw).
+//! The run chart as a file: a [`ChartView`], the one the app's screen shows or the CLI's
+//! default for a run, drawn with plotters. Colours and dashes come with the view from the
+//! style table the screen reads too ([`super::style`]); the layout follows the screen's: every
+//! line once in a legend, the panels in rows on the view's x range, the chosen key's state
+//! under them.
 
-use super::chart::{register_font, ChartFormat, SIZE};
-use super::style::{algorithm_style, envelope, outcome_style, rgb, LineStyle};
+use super::canvas::{self, Chart, DrawResult, Picture};
+use super::chart::SIZE;
+use super::style::{key_state_style, rgb};
 use super::timeline::{Timeline, TimelineBuilder};
+use super::view::{ChartView, KeyStateView, Look, ViewLine};
 use super::ExportError;
 use crate::sim::{Report, SimSpec};
 use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use std::path::Path;
+
+/// Room for the title and subtitle, a legend row, the key-state panel.
+const HEAD_PX: u32 = 64;
+const LEGEND_ROW_PX: u32 = 24;
+const KEY_PX: u32 = 200;
 
 /// Reads a kept run's CSV into its timeline.
 pub fn timeline_from_csv(
@@ -25,267 +32,483 @@ pub fn timeline_from_csv(
     Ok(builder.finish(report.duration_ms))
 }
 
-/// Draws `timeline` to `path`, PNG or SVG by its extension (never another path).
+/// Draws the CLI's view of `timeline` ([`ChartView::of_timeline`]) to `path`, PNG or SVG by its
+/// extension.
 pub fn render_run_chart(timeline: &Timeline, title: &str, path: &Path) -> Result<(), ExportError> {
-    let format = ChartFormat::from_path(path)?;
     if timeline.bins() == 0 {
         return Err(ExportError::Empty);
     }
-    register_font();
-    let fail = |e: &dyn std::fmt::Display| ExportError::Chart {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    };
-    match format {
-        ChartFormat::Png => {
-            let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-            draw(&root, timeline, title).map_err(|e| fail(&e))?;
-            root.present().map_err(|e| fail(&e))
-        }
-        ChartFormat::Svg => {
-            let root = SVGBackend::new(path, SIZE).into_drawing_area();
-            draw(&root, timeline, title).map_err(|e| fail(&e))?;
-            root.present().map_err(|e| fail(&e))
-        }
-    }
+    let subtitle = format!("bins of {} ms", timeline.bin_ms);
+    render_view(&ChartView::of_timeline(timeline, title, &subtitle), path)
 }
 
-type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+/// Draws `view` to `path`, PNG or SVG by its extension (never another path). A view that
+/// cannot be drawn as it says is refused, naming the field.
+pub fn render_view(view: &ChartView, path: &Path) -> Result<(), ExportError> {
+    view.validate()?;
+    let height = SIZE.1 + if view.key_state.is_some() { KEY_PX } else { 0 };
+    canvas::render(view, (SIZE.0, height), path)
+}
 
-fn colour(style: &LineStyle) -> RGBColor {
-    let (r, g, b) = rgb(style.colour);
+fn colour(hex: &str) -> RGBColor {
+    let (r, g, b) = rgb(hex);
     RGBColor(r, g, b)
 }
 
-/// One line: its points, label and look.
-struct Line {
-    label: String,
-    points: Vec<(f64, f64)>,
-    style: LineStyle,
+fn shape(look: &Look) -> ShapeStyle {
+    colour(&look.colour).stroke_width(look.width.round().max(1.0) as u32)
 }
 
-fn draw<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    timeline: &Timeline,
-    title: &str,
-) -> DrawResult<DB> {
-    root.fill(&WHITE)?;
-    let (title_area, body) = root.split_vertically(70);
-    title_area.draw(&Text::new(
-        format!("Requests per {} ms", timeline.bin_ms),
-        (24, 12),
-        ("sans-serif", 28).into_font().color(&BLACK),
-    ))?;
-    title_area.draw(&Text::new(
-        title.to_string(),
-        (24, 46),
-        ("sans-serif", 17).into_font().color(&RGBColor(80, 80, 80)),
-    ))?;
-    let (top, bottom) = body.split_vertically(body.dim_in_pixel().1 * 55 / 100);
-    let secs = |bin: usize| (bin as u64 * timeline.bin_ms) as f64 / 1000.0;
-    let per_bin = |values: &[u64]| -> Vec<(f64, f64)> {
-        values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (secs(i), *v as f64))
-            .collect()
-    };
-    let mut rates = Vec::new();
-    if let [one] = timeline.targets.as_slice() {
-        for (name, values) in [
-            ("offered", &one.offered),
-            ("allowed", &one.allowed),
-            ("denied", &one.denied),
-            ("fail_open", &one.fail_open),
-        ] {
-            if name == "fail_open" && values.iter().all(|v| *v == 0) {
-                continue;
-            }
-            rates.push(Line {
-                label: name.replace('_', "-"),
-                points: per_bin(values),
-                style: outcome_style(name),
-            });
-        }
-    } else {
-        if let Some(first) = timeline.targets.first() {
-            rates.push(Line {
-                label: "offered".into(),
-                points: per_bin(&first.offered),
-                style: outcome_style("offered"),
-            });
-        }
-        for t in &timeline.targets {
-            rates.push(Line {
-                label: format!("{} allowed", t.rule),
-                points: per_bin(&t.allowed),
-                style: algorithm_style(&t.label),
-            });
-        }
+/// `[dash, gap]` of a look, if it is dashed.
+fn dashes(look: &Look) -> Option<(u32, u32)> {
+    match look.dash.as_slice() {
+        [dash, gap, ..] if *dash > 0 => Some((*dash, (*gap).max(1))),
+        _ => None,
     }
-    let end = secs(timeline.bins());
-    panel(
-        &top,
-        &rates,
-        end,
-        &format!("requests / {} ms", timeline.bin_ms),
-    )?;
-
-    let mut cumulative: Vec<Line> = Vec::new();
-    // Envelopes drawn so far, so that equal ones (the two windows in a compare run) are one
-    // line with both names instead of one line hiding another.
-    let mut envelopes: Vec<(Vec<(f64, f64)>, usize)> = Vec::new();
-    for t in &timeline.targets {
-        let mut total = 0u64;
-        let points = t
-            .allowed
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                total += v;
-                (secs(i + 1), total as f64)
-            })
-            .collect();
-        cumulative.push(Line {
-            label: format!("{} admitted", t.rule),
-            points,
-            style: if timeline.targets.len() == 1 {
-                outcome_style("allowed")
-            } else {
-                algorithm_style(&t.label)
-            },
-        });
-        if t.naive {
-            continue;
-        }
-        let keys = t.keys.max(1) as f64;
-        let steps = timeline.bins().max(1);
-        let points: Vec<(f64, f64)> = (0..=steps)
-            .map(|i| {
-                let t_ms = i as u64 * timeline.bin_ms;
-                (secs(i), envelope(&t.algorithm, t_ms) * keys)
-            })
-            .collect();
-        let keys = if t.keys == 1 {
-            "1 key".to_string()
-        } else {
-            format!("{} keys", t.keys)
-        };
-        if let Some((_, at)) = envelopes.iter().find(|(p, _)| *p == points) {
-            let line = &mut cumulative[*at];
-            line.label = line
-                .label
-                .replacen(" envelope", &format!(", {} envelope", t.rule), 1);
-            continue;
-        }
-        let mut style = outcome_style("envelope");
-        if timeline.targets.len() > 1 {
-            style.colour = algorithm_style(&t.label).colour;
-        }
-        envelopes.push((points.clone(), cumulative.len()));
-        cumulative.push(Line {
-            label: format!("{} envelope ({keys})", t.rule),
-            points,
-            style,
-        });
-    }
-    panel(&bottom, &cumulative, end, "admitted so far")
 }
 
-fn panel<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    lines: &[Line],
-    end_s: f64,
-    label: &str,
-) -> DrawResult<DB> {
-    let peak = lines
+/// The legend: every line once, by its label, in the order drawn (as the screen's).
+fn legend(view: &ChartView) -> Vec<(&str, &Look)> {
+    let mut seen = std::collections::HashSet::new();
+    view.panels
         .iter()
-        .flat_map(|l| l.points.iter().map(|p| p.1))
-        .fold(1.0f64, f64::max);
-    let mut chart = ChartBuilder::on(area)
-        .margin_left(16)
-        .margin_right(28)
-        .margin_top(8)
-        .margin_bottom(8)
-        .x_label_area_size(44)
-        .y_label_area_size(90)
-        .build_cartesian_2d(0.0..end_s.max(0.001), 0.0..peak * 1.12)?;
-    chart
-        .configure_mesh()
-        .x_desc("seconds since the run started")
-        .y_desc(label)
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .axis_desc_style(("sans-serif", 16))
-        .label_style(("sans-serif", 14))
-        .light_line_style(RGBColor(235, 235, 235))
-        .bold_line_style(RGBColor(210, 210, 210))
-        .draw()?;
-    for line in lines {
-        let c = colour(&line.style);
-        let shape = ShapeStyle::from(&c).stroke_width(line.style.width);
-        let points = line.points.clone();
-        let series = match line.style.dash {
-            [dash, gap, ..] => chart.draw_series(DashedLineSeries::new(
-                points.clone(),
-                *dash as i32,
-                *gap as i32,
-                shape,
-            ))?,
-            _ => chart.draw_series(LineSeries::new(points.clone(), shape))?,
+        .flat_map(|p| &p.lines)
+        .filter(|l| seen.insert(l.label.as_str()))
+        .map(|l| (l.label.as_str(), &l.look))
+        .collect()
+}
+
+/// The legend's items laid out in rows that fit `width` pixels: `(row, x)` per item.
+fn legend_layout<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    items: &[(&str, &Look)],
+    width: u32,
+) -> Vec<(u32, i32)> {
+    let font: TextStyle = ("sans-serif", 14).into();
+    let (mut row, mut x) = (0u32, 24i32);
+    items
+        .iter()
+        .map(|(label, _)| {
+            let text = area
+                .estimate_text_size(label, &font)
+                .map_or(label.len() as u32 * 8, |(w, _)| w);
+            let item = 28 + 6 + text as i32 + 18;
+            if x > 24 && x + item > width as i32 - 16 {
+                row += 1;
+                x = 24;
+            }
+            let at = (row, x);
+            x += item;
+            at
+        })
+        .collect()
+}
+
+impl Picture for ChartView {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        root.fill(&WHITE)?;
+        let (width, height) = root.dim_in_pixel();
+        let (head, body) = root.split_vertically(HEAD_PX);
+        head.draw(&Text::new(
+            self.title.clone(),
+            (24, 10),
+            ("sans-serif", 24).into_font().color(&BLACK),
+        ))?;
+        head.draw(&Text::new(
+            self.subtitle.clone(),
+            (24, 40),
+            ("sans-serif", 16).into_font().color(&RGBColor(80, 80, 80)),
+        ))?;
+        let items = legend(self);
+        let layout = legend_layout(root, &items, width);
+        let rows = layout.last().map_or(0, |(r, _)| r + 1);
+        let (legend_area, body) = body.split_vertically(rows * LEGEND_ROW_PX + 6);
+        for ((label, look), (row, x)) in items.iter().zip(&layout) {
+            let y = (row * LEGEND_ROW_PX + LEGEND_ROW_PX / 2) as i32;
+            let ends = vec![(*x, y), (x + 28, y)];
+            match dashes(look) {
+                Some((dash, gap)) => legend_area.draw(&DashedPathElement::new(
+                    ends,
+                    dash.min(8),
+                    gap.min(5),
+                    shape(look).stroke_width(3),
+                ))?,
+                None => legend_area.draw(&PathElement::new(ends, shape(look).stroke_width(3)))?,
+            }
+            legend_area.draw(&Text::new(
+                label.to_string(),
+                (x + 34, y - 8),
+                ("sans-serif", 14).into_font().color(&RGBColor(51, 65, 85)),
+            ))?;
+        }
+        let body_height = height.saturating_sub(HEAD_PX + rows * LEGEND_ROW_PX + 6);
+        let (panels_area, key_area) = match &self.key_state {
+            Some(_) => {
+                let (a, b) = body.split_vertically(body_height.saturating_sub(KEY_PX));
+                (a, Some(b))
+            }
+            None => (body, None),
         };
-        let style = line.style;
-        series.label(line.label.clone()).legend(move |(x, y)| {
-            let c = colour(&style);
-            EmptyElement::at((x, y))
-                + PathElement::new(vec![(0, 0), (24, 0)], c.stroke_width(3))
-                + marker_at(&style, (12, 0))
-        });
-        // Markers on a thinned set of points, so equal lines stay told apart.
-        if line.style.marker != "none" {
-            let every = (points.len() / 40).max(1);
-            chart.draw_series(
-                points
+        let columns = (self.columns as usize).clamp(1, self.panels.len().max(1));
+        let grid_rows = self.panels.len().div_ceil(columns);
+        let areas = panels_area.split_evenly((grid_rows, columns));
+        let (lo, hi) = self.range();
+        for (panel, area) in self.panels.iter().zip(&areas) {
+            let top = self.y_max.unwrap_or_else(|| {
+                panel
+                    .lines
                     .iter()
-                    .step_by(every)
-                    .map(|p| EmptyElement::at(*p) + marker_at(&style, (0, 0))),
+                    .flat_map(|l| l.values.iter().flatten())
+                    .fold(0.0f64, |a, b| a.max(*b))
+            });
+            let (title, plot) = area.split_vertically(24);
+            title.draw(&Text::new(
+                panel.title.clone(),
+                (18, 4),
+                ("sans-serif", 16).into_font().color(&BLACK),
+            ))?;
+            let mut chart = canvas::panel(
+                &plot,
+                lo..hi,
+                0.0..(top.max(1.0) * 1.08),
+                70,
+                "seconds since the run started",
+                &panel.y_label,
             )?;
+            for line in &panel.lines {
+                draw_line(&mut chart, &self.x, line, (lo, hi))?;
+            }
+        }
+        if let (Some(area), Some(key)) = (key_area, &self.key_state) {
+            draw_key(&area, key, (lo, hi))?;
+        }
+        Ok(())
+    }
+}
+
+fn draw_line<DB: DrawingBackend>(
+    chart: &mut Chart<'_, DB>,
+    x: &[f64],
+    line: &ViewLine,
+    range: (f64, f64),
+) -> DrawResult<DB> {
+    for points in segments(x, &line.values, line.stepped) {
+        for part in clip(&points, range.0, range.1) {
+            path(chart, part, &line.look)?;
         }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.9))
-        .border_style(RGBColor(180, 180, 180))
-        .label_font(("sans-serif", 15))
-        .draw()?;
     Ok(())
 }
 
-/// The marker of `style` at a pixel offset from a point, as one filled polygon (a circle is
-/// drawn as an octagon), so every marker has one type whatever the backend.
-fn marker_at(style: &LineStyle, at: (i32, i32)) -> Polygon<(i32, i32)> {
-    let c = colour(style);
-    let (x, y) = at;
-    let points = match style.marker {
-        "circle" => vec![
-            (x - 2, y - 4),
-            (x + 2, y - 4),
-            (x + 4, y - 2),
-            (x + 4, y + 2),
-            (x + 2, y + 4),
-            (x - 2, y + 4),
-            (x - 4, y + 2),
-            (x - 4, y - 2),
-        ],
-        "square" => vec![
-            (x - 4, y - 4),
-            (x + 4, y - 4),
-            (x + 4, y + 4),
-            (x - 4, y + 4),
-        ],
-        "triangle" => vec![(x, y - 5), (x + 5, y + 4), (x - 5, y + 4)],
-        "diamond" => vec![(x, y - 5), (x + 5, y), (x, y + 5), (x - 5, y)],
-        _ => vec![(x, y)],
-    };
-    Polygon::new(points, c.filled())
+fn path<DB: DrawingBackend>(
+    chart: &mut Chart<'_, DB>,
+    points: Vec<(f64, f64)>,
+    look: &Look,
+) -> DrawResult<DB> {
+    match dashes(look) {
+        Some((dash, gap)) => {
+            chart.draw_series(DashedLineSeries::new(points, dash, gap, shape(look)))?;
+        }
+        None => {
+            chart.draw_series(LineSeries::new(points, shape(look)))?;
+        }
+    }
+    Ok(())
+}
+
+/// The key's state under the panels: its steps and the rule's ceiling, on the same x range.
+fn draw_key<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    key: &KeyStateView,
+    range: (f64, f64),
+) -> DrawResult<DB> {
+    let (title, plot) = area.split_vertically(24);
+    title.draw(&Text::new(
+        format!(
+            "Key state: {} ({} after each decision; dashed: the most it can hold)",
+            key.title, key.label
+        ),
+        (18, 4),
+        ("sans-serif", 16).into_font().color(&BLACK),
+    ))?;
+    let top = key
+        .values
+        .iter()
+        .flatten()
+        .copied()
+        .chain(key.ceiling)
+        .fold(1.0f64, f64::max);
+    let mut chart = canvas::panel(
+        &plot,
+        range.0..range.1,
+        0.0..top * 1.1,
+        70,
+        "seconds since the run started",
+        &key.label,
+    )?;
+    let state: Look = key_state_style("state").into();
+    for points in segments(&key.x, &key.values, true) {
+        for part in clip(&points, range.0, range.1) {
+            path(&mut chart, part, &state)?;
+        }
+    }
+    if let Some(ceiling) = key.ceiling {
+        let look: Look = key_state_style("ceiling").into();
+        path(
+            &mut chart,
+            vec![(range.0, ceiling), (range.1, ceiling)],
+            &look,
+        )?;
+    }
+    Ok(())
+}
+
+/// The runs of known values as polylines: a stepped line holds each value until the next
+/// point; a gap (null) ends a run.
+fn segments(x: &[f64], values: &[Option<f64>], stepped: bool) -> Vec<Vec<(f64, f64)>> {
+    let mut out = Vec::new();
+    let mut cur: Vec<(f64, f64)> = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        let Some(v) = *v else {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            continue;
+        };
+        cur.push((x[i], v));
+        if stepped {
+            if let Some(next) = x.get(i + 1) {
+                cur.push((*next, v));
+            }
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// `points` cut to `lo..=hi` on x (a zoom): the parts inside, ends interpolated.
+fn clip(points: &[(f64, f64)], lo: f64, hi: f64) -> Vec<Vec<(f64, f64)>> {
+    if let [only] = points {
+        return if (lo..=hi).contains(&only.0) {
+            vec![vec![*only]]
+        } else {
+            Vec::new()
+        };
+    }
+    let mut out = Vec::new();
+    let mut cur: Vec<(f64, f64)> = Vec::new();
+    for w in points.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        if b.0 < lo || a.0 > hi {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            continue;
+        }
+        let at = |x: f64| {
+            if b.0 == a.0 {
+                a.1
+            } else {
+                a.1 + (b.1 - a.1) * (x - a.0) / (b.0 - a.0)
+            }
+        };
+        let p = if a.0 < lo { (lo, at(lo)) } else { a };
+        let q = if b.0 > hi { (hi, at(hi)) } else { b };
+        if cur.last() != Some(&p) {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            cur.push(p);
+        }
+        cur.push(q);
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::view::{ViewLine, ViewPanel};
+
+    fn line(label: &str, colour: &str, dash: &[u32], values: &[f64], stepped: bool) -> ViewLine {
+        ViewLine {
+            label: label.into(),
+            look: Look {
+                colour: colour.into(),
+                dash: dash.to_vec(),
+                width: 2.0,
+            },
+            values: values.iter().map(|v| Some(*v)).collect(),
+            stepped,
+        }
+    }
+
+    fn view(panels: Vec<ViewPanel>) -> ChartView {
+        ChartView {
+            title: "login-burst".into(),
+            subtitle: "token bucket, capacity 20".into(),
+            x: vec![0.0, 0.5, 1.0, 1.5],
+            x_range: None,
+            y_max: None,
+            columns: 1,
+            panels,
+            key_state: None,
+        }
+    }
+
+    /// A scratch file of this test process.
+    fn scratch(name: &str) -> std::path::PathBuf {
+        std::env::temp_dir().join(format!("ratelockr-view-{}-{name}", std::process::id()))
+    }
+
+    /// The texts of the SVG `view` draws: titles, legend, axis labels.
+    fn svg(view: &ChartView, name: &str) -> Vec<String> {
+        let path = scratch(name);
+        render_view(view, &path).expect("drawn");
+        let svg = std::fs::read_to_string(&path).expect("read");
+        let _ = std::fs::remove_file(&path);
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                Some(
+                    t.split_once('>')?
+                        .1
+                        .split_once("</text>")?
+                        .0
+                        .trim()
+                        .to_string(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_cumulative_view_exports_cumulative_and_nothing_else() {
+        let cumulative = view(vec![ViewPanel {
+            title: "login".into(),
+            y_label: "so far".into(),
+            lines: vec![
+                line("allowed", "#2ca02c", &[], &[3.0, 8.0, 12.0, 20.0], false),
+                line(
+                    "envelope",
+                    "#444444",
+                    &[3, 3],
+                    &[20.0, 25.0, 30.0, 35.0],
+                    false,
+                ),
+            ],
+        }]);
+        let text = svg(&cumulative, "cumulative.svg");
+        let has = |t: &str| text.iter().any(|x| x == t);
+        assert!(
+            has("so far") && has("envelope") && has("allowed"),
+            "{text:?}"
+        );
+        // The screen showed one measure: the file does not add the per-bin panel the old
+        // export always stacked on top.
+        assert!(
+            !text
+                .iter()
+                .any(|t| t.contains("requests /") || t.contains("Requests per")),
+            "{text:?}"
+        );
+        assert!(has("35"), "the y axis reaches the totals: {text:?}");
+        // The same view in PNG.
+        let png = scratch("cumulative.png");
+        render_view(&cumulative, &png).expect("png");
+        assert_eq!(&std::fs::read(&png).expect("read")[..4], b"\x89PNG");
+        let _ = std::fs::remove_file(&png);
+    }
+
+    #[test]
+    fn an_overlay_exports_both_runs_and_the_key_state() {
+        let mut overlay = view(vec![ViewPanel {
+            title: "Runs overlaid".into(),
+            y_label: "per 500 ms".into(),
+            lines: vec![
+                line(
+                    "Token bucket allowed · capacity 10",
+                    "#4f46e5",
+                    &[],
+                    &[5.0, 2.0, 2.0, 2.0],
+                    true,
+                ),
+                line(
+                    "Token bucket allowed · capacity 30",
+                    "#db2777",
+                    &[],
+                    &[5.0, 5.0, 4.0, 2.0],
+                    true,
+                ),
+            ],
+        }]);
+        overlay.key_state = Some(KeyStateView {
+            title: "client-3 on login".into(),
+            label: "tokens left".into(),
+            x: vec![0.0, 0.2, 0.9, 1.5],
+            values: vec![None, Some(9.0), Some(0.0), None],
+            ceiling: Some(10.0),
+        });
+        let text = svg(&overlay, "overlay.svg");
+        for name in [
+            "Token bucket allowed · capacity 10",
+            "Token bucket allowed · capacity 30",
+            "tokens left",
+        ] {
+            assert!(text.iter().any(|t| t == name), "{name} missing: {text:?}");
+        }
+        assert!(
+            text.iter().any(|t| t.contains("client-3 on login")),
+            "{text:?}"
+        );
+    }
+
+    #[test]
+    fn a_zoomed_view_draws_only_its_range_and_steps_hold_their_bin() {
+        let x = [0.0, 1.0, 2.0, 3.0];
+        let steps = segments(&x, &[Some(1.0), Some(4.0), None, Some(2.0)], true);
+        assert_eq!(
+            steps,
+            vec![
+                vec![(0.0, 1.0), (1.0, 1.0), (1.0, 4.0), (2.0, 4.0)],
+                vec![(3.0, 2.0)]
+            ]
+        );
+        let joined = segments(&x, &[Some(0.0), Some(2.0), Some(4.0), Some(6.0)], false);
+        assert_eq!(
+            clip(&joined[0], 0.5, 2.5),
+            vec![vec![(0.5, 1.0), (1.0, 2.0), (2.0, 4.0), (2.5, 5.0)]]
+        );
+        assert!(clip(&joined[0], 4.0, 5.0).is_empty());
+        assert_eq!(clip(&[(3.0, 2.0)], 0.0, 1.0), Vec::<Vec<(f64, f64)>>::new());
+    }
+
+    #[test]
+    fn a_view_that_cannot_be_drawn_is_refused_naming_the_field() {
+        let mut bad = view(vec![ViewPanel {
+            title: "p".into(),
+            y_label: "y".into(),
+            lines: vec![line("a", "#112233", &[], &[1.0, 2.0], true)],
+        }]);
+        let field = |v: &ChartView| match v.validate() {
+            Err(ExportError::InvalidView { field, .. }) => field,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(field(&bad), "panels[0].lines[0].values");
+        bad.panels[0].lines[0].values = vec![Some(1.0); 4];
+        bad.panels[0].lines[0].look.colour = "blue".into();
+        assert_eq!(field(&bad), "panels[0].lines[0].look.colour");
+        bad.panels[0].lines[0].look.colour = "#0000ff".into();
+        bad.x_range = Some([2.0, 1.0]);
+        assert_eq!(field(&bad), "x_range");
+        bad.x_range = Some([0.5, 1.0]);
+        assert!(bad.validate().is_ok());
+        bad.x = vec![0.0, 2.0, 1.0, 3.0];
+        assert_eq!(field(&bad), "x");
+    }
 }

@@ -95,6 +95,21 @@ pub const OUTCOMES: [(&str, LineStyle); 5] = [
     ("envelope", line("#444444", &[3, 3], 2, "none")),
 ];
 
+/// One client key's limiter state drawn under the run: its value after each decision, and the
+/// most it can hold (the rule's capacity, burst or limit).
+pub const KEY_STATE: [(&str, LineStyle); 2] = [
+    ("state", line("#4f46e5", &[], 2, "none")),
+    ("ceiling", line("#0f172a", &[8, 4], 1, "none")),
+];
+
+/// Colours that tell overlaid runs apart (the selected run first), in this order, repeating.
+pub const RUNS: [&str; 6] = [
+    "#4f46e5", "#db2777", "#0891b2", "#65a30d", "#b45309", "#7c3aed",
+];
+
+/// The dash of an overlaid run's admissions in the side-by-side panels.
+pub const OVERLAY_DASH: [u32; 2] = [6, 3];
+
 const fn line(
     colour: &'static str,
     dash: &'static [u32],
@@ -115,6 +130,19 @@ pub fn algorithm_style(label: &str) -> LineStyle {
         .iter()
         .find(|(name, _)| *name == label)
         .map_or(ALGORITHMS[ALGORITHMS.len() - 1].1, |(_, s)| *s)
+}
+
+/// The look of a key-state line (`state` or `ceiling`).
+pub fn key_state_style(part: &str) -> LineStyle {
+    KEY_STATE
+        .iter()
+        .find(|(name, _)| *name == part)
+        .map_or(KEY_STATE[0].1, |(_, s)| *s)
+}
+
+/// The colour of the `i`th run drawn (0: the selected run).
+pub fn run_colour(i: usize) -> &'static str {
+    RUNS[i % RUNS.len()]
 }
 
 /// The look of an outcome's line.
@@ -138,6 +166,9 @@ pub struct ChartStyle {
     pub bins: &'static [BinStep],
     pub algorithms: std::collections::BTreeMap<&'static str, LineStyle>,
     pub outcomes: std::collections::BTreeMap<&'static str, LineStyle>,
+    pub key_state: std::collections::BTreeMap<&'static str, LineStyle>,
+    pub runs: &'static [&'static str],
+    pub overlay_dash: &'static [u32],
 }
 
 pub fn chart_style() -> ChartStyle {
@@ -145,6 +176,9 @@ pub fn chart_style() -> ChartStyle {
         bins: &BIN_STEPS,
         algorithms: ALGORITHMS.into_iter().collect(),
         outcomes: OUTCOMES.into_iter().collect(),
+        key_state: KEY_STATE.into_iter().collect(),
+        runs: &RUNS,
+        overlay_dash: &OVERLAY_DASH,
     }
 }
 

@@ -189,6 +189,15 @@ impl SimSpec {
         format!("run-{run_id}")
     }
 
+    /// The name the limiter decides `client` as in a run with `scope`: `<scope>:<client>`, or
+    /// the client's own key in the shared namespace.
+    pub fn decided_as(scope: Option<&str>, client: &str) -> String {
+        match scope {
+            Some(scope) => format!("{scope}:{client}"),
+            None => client.to_string(),
+        }
+    }
+
     /// The title of charts and summaries.
     pub fn describe(&self) -> String {
         let what = match self.targets.iter().filter(|t| !t.naive).count() {
@@ -539,10 +548,7 @@ impl Server {
         let clock = self.clock;
         let stop = self.stop.clone();
         // The limiter sees the scoped name; records keep the client's own key.
-        let decided_as = match &self.scope {
-            Some(scope) => format!("{scope}:{key}"),
-            None => key.clone(),
-        };
+        let decided_as = SimSpec::decided_as(self.scope.as_deref(), &key);
         async move {
             // Every target sees the first try at the same time, so compare runs stay fair.
             let first_sent_ms = now_ms();

@@ -3,13 +3,14 @@
 // It creates a rule, runs simulations, watches the chart and summary, exports a CSV, kills
 // Redis mid-run to see the fail-open banner and the recovery; runs the boundary-burst preset
 // and compares the run chart's peaks, lays two kept runs over each other, opens a key in the
-// per-key view, resets a rule; connects to a 3-master cluster and a TLS redis-server through
-// the connection form; and saves docs/screenshot.png, screenshot-cluster.png, run-chart.png and
-// per-key.png.
+// per-key view, draws a key's state under the run chart and peeks it, resets a rule; connects to
+// a 3-master cluster and a TLS redis-server through the connection form; and saves
+// docs/screenshot.png, screenshot-cluster.png, run-chart.png, per-key.png and
+// screenshot-key-state.png.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync, existsSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync, existsSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -23,6 +24,7 @@ const RUN_CHART_PNG = join(ROOT, "docs/run-chart.png");
 const PER_KEY_PNG = join(ROOT, "docs/per-key.png");
 const REPLAY_PNG = join(ROOT, "docs/replay.png");
 const CLUSTER_PNG = join(ROOT, "docs/screenshot-cluster.png");
+const KEY_STATE_PNG = join(ROOT, "docs/screenshot-key-state.png");
 
 // The app inherits tauri-driver's environment, so scripts/e2e.sh sets these for both.
 const dataDir = process.env.RATELOCKR_DATA_DIR ?? mkdtempSync(join(tmpdir(), "ratelockr-e2e-data-"));
@@ -511,6 +513,116 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     assert.match(http, /Retry-After: \d+/);
     assert.match(http, /RateLimit-Policy: /);
     await photograph(PER_KEY_PNG, ["sim-card", "run-card", "chart-card"]);
+  });
+
+  it("draws a chosen key's state under the run chart, and peeks it without spending", async () => {
+    await click("#rule-new");
+    await fill("#rule-name", "peek-me");
+    await fill("#rule-algorithm", "token_bucket");
+    await fill("#rule-capacity", "10");
+    await fill("#rule-refill", "2");
+    await until(async () => (await text('[data-error-for="name"]')) === "", 5_000, "a valid name");
+    await click("#rule-save");
+    await until(() => browser.execute(() => Boolean(document.querySelector('#rule-list [data-rule="peek-me"]'))), 5_000, "peek-me is listed");
+    await fill("#sim-pattern", "constant");
+    await runSimulation({ target: "peek-me", rps: 40, requests: 120, keys: 3 });
+    await until(finished, 60_000, "the run ends");
+    await click('[data-measure="bin"]');
+    await click('[data-layout="panels"]');
+    // The picker offers the run's keys, top offenders first.
+    const offered = await until(async () => {
+      const o = await browser.execute(() => [...document.querySelectorAll("#chart-key option")].map((e) => e.value).filter(Boolean));
+      return o.length === 3 ? o : false;
+    }, 20_000, "the key picker offers the run's three keys");
+    assert.ok(offered.every((v) => v.startsWith("0|client-")), offered.join());
+    await fill("#chart-key", offered[0]);
+    const name = offered[0].slice(2);
+    await until(() => browser.execute(() => Boolean(document.querySelector("#key-chart .uplot"))), 10_000, "the key's state is drawn under the run chart");
+    assert.match(await text("#chart-key-note"), new RegExp(`^${name} on peek-me: tokens left after each of its \\d+ decisions`));
+    assert.equal(await browser.execute(() => document.getElementById("key-state").dataset.key), `${name} on peek-me`);
+    await click("#key-peek");
+    const peeked = await until(() => browser.execute(() => document.querySelector('[data-testid="peek-result"]')?.dataset.remaining ?? false), 10_000, "the peek answers");
+    const tokens = Number(peeked);
+    assert.ok(Number.isInteger(tokens) && tokens >= 0 && tokens <= 10, `tokens now: ${peeked}`);
+    const http = await text("#key-peek-out .http-response");
+    assert.match(http, /^HTTP\/1\.1 200 OK/);
+    assert.match(http, /RateLimit-Policy: "peek-me";q=10;w=5/);
+    assert.match(await text("#key-peek-out"), new RegExp(`as run-\\d+:${name}`));
+    // A peek spends nothing: the bucket only refills, so a second one never shows fewer.
+    await click("#key-peek");
+    await new Promise((r) => setTimeout(r, 500));
+    const again = Number(await until(() => browser.execute(() => document.querySelector('[data-testid="peek-result"]')?.dataset.remaining ?? false), 10_000, "the second peek answers"));
+    assert.ok(again >= tokens, `${again} after ${tokens}`);
+    await photograph(KEY_STATE_PNG, ["sim-card"]);
+    // The exported file is the view on screen: its measure, and the key's state under it.
+    const exported = async (button) => {
+      await browser.execute(() => { document.getElementById("export-note").textContent = ""; });
+      await click(button);
+      const note = await until(async () => ((await text("#export-note")).startsWith("Saved") ? text("#export-note") : false), 20_000, "the chart is saved");
+      return note.replace(/^Saved /, "");
+    };
+    const perBin = readFileSync(await exported("#export-svg"), "utf8");
+    assert.ok(perBin.includes(`${name} on peek-me`), "the key's state is in the file");
+    assert.ok(/per \d+ ms/.test(perBin) && !/so far/.test(perBin), "the per-bin view, alone");
+    await click('[data-measure="cumulative"]');
+    const cumulative = readFileSync(await exported("#export-svg"), "utf8");
+    assert.ok(/so far/.test(cumulative) && !/per \d+ ms/.test(cumulative), "only the measure on screen");
+    const png = await exported("#export-png");
+    assert.deepEqual([...readFileSync(png).subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
+    execFileSync("cp", [png, join(tmpdir(), "ratelockr-e2e-view.png")]);
+    await click('[data-measure="bin"]');
+    await fill("#chart-key", "");
+    await until(() => browser.execute(() => !document.querySelector("#key-chart .uplot")), 10_000, "the key's panel goes with the choice");
+  });
+
+  it("writes only the file the save dialog confirmed: precious.png stays byte for byte (defect 1)", async () => {
+    const answer = process.env.RATELOCKR_E2E_SAVE_ANSWER;
+    assert.ok(answer, "scripts/e2e.sh sets RATELOCKR_E2E_SAVE_ANSWER");
+    await click("#rule-new");
+    await fill("#rule-name", "precious");
+    await fill("#rule-algorithm", "fixed_window");
+    await fill("#rule-limit", "5");
+    await fill("#rule-window", "1000");
+    await until(async () => (await text('[data-error-for="name"]')) === "", 5_000, "a valid name");
+    await click("#rule-save");
+    await until(() => browser.execute(() => Boolean(document.querySelector('#rule-list [data-rule="precious"]'))), 5_000, "precious is listed");
+    await fill("#sim-pattern", "constant");
+    await runSimulation({ target: "precious", rps: 100, requests: 30 });
+    await until(finished, 30_000, "the run ends");
+    const dir = mkdtempSync(join(tmpdir(), "ratelockr-e2e-precious-"));
+    const png = join(dir, "precious.png");
+    const bytes = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47]), Buffer.from("the user's own picture")]);
+    writeFileSync(png, bytes);
+    /** Answers the next save dialog with `path`, clicks `button`, and returns the note. */
+    const exportAs = async (button, path) => {
+      writeFileSync(answer, path);
+      await browser.execute(() => { document.getElementById("export-note").textContent = "…"; });
+      await click(button);
+      return until(async () => {
+        const t = await text("#export-note");
+        return t !== "…" && t !== "Exporting…" ? t || "(cancelled)" : false;
+      }, 20_000, "the export answers");
+    };
+    try {
+      // The PNG button, and the user types precious.svg next to the precious.png they keep.
+      const saved = await exportAs("#export-png", join(dir, "precious.svg"));
+      assert.equal(saved, `Saved ${join(dir, "precious.svg")}`);
+      assert.ok(readFileSync(join(dir, "precious.svg"), "utf8").includes("<svg"), "the SVG the user confirmed");
+      assert.deepEqual(readFileSync(png), bytes, "precious.png is untouched");
+      // A name without a known extension is refused, and nothing is written anywhere.
+      for (const name of ["precious", "precious.txt"]) {
+        const refused = await exportAs("#export-png", join(dir, name));
+        assert.match(refused, /^Export failed: .*does not end in \.png or \.svg, so nothing was written/, refused);
+        assert.ok(!existsSync(join(dir, name)), `${name} was not written`);
+      }
+      // A cancelled dialog writes nothing and says nothing.
+      assert.equal(await exportAs("#export-svg", ""), "(cancelled)");
+      assert.deepEqual(readFileSync(png), bytes, "precious.png is still untouched");
+      assert.deepEqual(readdirSync(dir).sort(), ["precious.png", "precious.svg"]);
+    } finally {
+      rmSync(answer, { force: true });
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("resets a rule, and the next run continuing its state starts full", async () => {

@@ -7,6 +7,7 @@ import { listen, type UnlistenFn } from "@tauri-apps/api/event";
 import type { AppError } from "./bindings/AppError";
 import type { AppInfo } from "./bindings/AppInfo";
 import type { ChartFormat } from "./bindings/ChartFormat";
+import type { ChartView } from "./bindings/ChartView";
 import type { ConnectionStatus } from "./bindings/ConnectionStatus";
 import type { ConnectionTest } from "./bindings/ConnectionTest";
 import type { TlsOptions } from "./bindings/TlsOptions";
@@ -24,6 +25,7 @@ import type { SimStatus } from "./bindings/SimStatus";
 import type { Decision } from "./bindings/Decision";
 import type { HistorySettings } from "./bindings/HistorySettings";
 import type { HttpAnswer } from "./bindings/HttpAnswer";
+import type { KeyPeek } from "./bindings/KeyPeek";
 import type { ResetResult } from "./bindings/ResetResult";
 import type { RunHistory } from "./bindings/RunHistory";
 import type { RunInfo } from "./bindings/RunInfo";
@@ -73,9 +75,9 @@ export const api = {
   simStatus: () => call<SimStatus>("sim_status"),
   /** Exports a kept run's CSV; `id` omitted: the last run. */
   exportCsv: (id?: string) => call<Exported>("export_csv", { id: id ?? null }),
-  /** Exports a kept run's chart; `id` omitted: the last run. */
-  exportChart: (format: ChartFormat, id?: string) =>
-    call<Exported>("export_chart", { format, id: id ?? null }),
+  /** Exports a kept run's chart: `view` as on screen, else its default view; `id` omitted: the last run. */
+  exportChart: (format: ChartFormat, id?: string, view?: ChartView) =>
+    call<Exported>("export_chart", { format, id: id ?? null, view: view ?? null }),
   runsList: () => call<RunHistory>("runs_list"),
   runRename: (id: string, name: string) => call<RunInfo>("run_rename", { id, name }),
   runDelete: (id: string) => call<RunHistory>("run_delete", { id }),
@@ -85,6 +87,9 @@ export const api = {
   /** Clears a rule's limiter state: one client key's, or (key omitted) every key's. */
   limiterReset: (rule: string, key?: string) =>
     call<ResetResult>("limiter_reset", { rule, key: key ?? null }),
+  /** A kept run's client key read live (cost 0: nothing is spent). */
+  limiterPeek: (run: string, target: number, key: string) =>
+    call<KeyPeek>("limiter_peek", { run, target, key }),
   decisionHeaders: (rule: Rule, decision: Decision) =>
     call<HttpAnswer>("decision_headers", { rule, decision }),
   workloadPreview: (request: SimRequest) => call<WorkloadPreview>("workload_preview", { request }),

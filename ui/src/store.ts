@@ -5,9 +5,10 @@
 import type { ConnectionStatus } from "./bindings/ConnectionStatus";
 import type { Rule } from "./bindings/Rule";
 import type { SimStatus } from "./bindings/SimStatus";
+import type { KeyChoice } from "./logic/keystate";
 import type { ChartFocus } from "./logic/live";
 
-export type Topic = "rules" | "sim" | "connection" | "history" | "selection" | "key";
+export type Topic = "rules" | "sim" | "connection" | "history" | "selection" | "key" | "chartKey";
 
 export const state = {
   rules: [] as Rule[],
@@ -23,6 +24,8 @@ export const state = {
   selectedTarget: 0,
   /** The client key opened in the per-key view (an index into the run's keys). */
   selectedKey: null as number | null,
+  /** The client key whose limiter state is drawn under the run chart (by name: it carries over). */
+  chartKey: null as KeyChoice | null,
 };
 
 const listeners = new Map<Topic, Set<() => void>>();

@@ -96,6 +96,23 @@ impl From<ratelockr::RuleError> for AppError {
     }
 }
 
+/// A file not written; a chart view that cannot be drawn names its field under `view.`.
+impl From<ratelockr::export::ExportError> for AppError {
+    fn from(err: ratelockr::export::ExportError) -> Self {
+        let field = match &err {
+            ratelockr::export::ExportError::InvalidView { field, .. } => {
+                Some(format!("view.{field}"))
+            }
+            _ => None,
+        };
+        AppError {
+            code: ErrorCode::Export,
+            message: err.to_string(),
+            field,
+        }
+    }
+}
+
 impl From<ratelockr::TargetError> for AppError {
     fn from(err: ratelockr::TargetError) -> Self {
         // TargetError holds only the redacted URL, so its message is safe to show.

@@ -13,6 +13,7 @@
 //! - [`runs`]       the commands over the history: list, rename, delete, records, export
 //! - [`records`]    a run's records in columns, for charting
 //! - [`inspect`]    reset, the HTTP headers of a decision, the workload preview
+//! - [`peek`]       a kept run's client key read live, without spending
 //! - [`export_path`] chart exports go exactly where the user confirmed
 //! - [`coalesce`]   at most one `refetch-stats` per frame
 //! - [`replay`]     a log replayed through rules: preview, progress, cancel, kept in the history
@@ -25,6 +26,7 @@ pub mod export_path;
 pub mod history;
 pub mod inspect;
 pub mod kept_replay;
+pub mod peek;
 pub mod records;
 pub mod replay;
 pub mod rules;

@@ -5,6 +5,7 @@ use super::error::{AppError, ErrorCode};
 use super::history::{HistorySettings, RunHistory, RunInfo, StoredRun};
 use super::records::RunRecords;
 use super::{lock, AppCore, ChartFormat, Exported};
+use ratelockr::export::ChartView;
 use std::path::{Path, PathBuf};
 
 impl AppCore {
@@ -89,27 +90,33 @@ impl AppCore {
     }
 
     /// Draws a kept run's chart to exactly `dest`, which must end in `format`'s extension:
-    /// the path the user confirmed is the only one ever written.
+    /// the path the user confirmed is the only one ever written. With `view` (what the screen
+    /// shows: measure, overlays, envelope, a key's state, the zoom), that view is drawn;
+    /// without, the CLI's default view of the run.
     pub fn export_chart(
         &self,
         dest: &Path,
         format: ChartFormat,
         id: Option<&str>,
+        view: Option<&ChartView>,
     ) -> Result<Exported, AppError> {
         super::export_path::check_extension(dest, format)?;
         let (run, csv) = self.kept_run(id)?;
+        if let Some(view) = view {
+            ratelockr::export::render_view(view, dest)?;
+            return Ok(Exported {
+                path: dest.display().to_string(),
+            });
+        }
         let report = run.report.as_ref().ok_or_else(|| {
             AppError::new(
                 ErrorCode::NoRun,
                 "this run ended before it had a summary; export its CSV instead",
             )
         })?;
-        let export_error =
-            |e: ratelockr::export::ExportError| AppError::new(ErrorCode::Export, e.to_string());
-        let timeline =
-            ratelockr::export::timeline_from_csv(report, &run.spec, &csv).map_err(export_error)?;
+        let timeline = ratelockr::export::timeline_from_csv(report, &run.spec, &csv)?;
         let title = format!("{}: {}", run.name, run.spec.describe());
-        ratelockr::export::render_run_chart(&timeline, &title, dest).map_err(export_error)?;
+        ratelockr::export::render_run_chart(&timeline, &title, dest)?;
         Ok(Exported {
             path: dest.display().to_string(),
         })

@@ -7,6 +7,9 @@ export const CHART_STYLE: {
   bins: BinStep[];
   algorithms: Record<string, LineStyle>;
   outcomes: Record<string, LineStyle>;
+  key_state: Record<string, LineStyle>;
+  runs: string[];
+  overlay_dash: number[];
 } = {
   "bins": [
     {
@@ -152,7 +155,36 @@ export const CHART_STYLE: {
       "width": 2,
       "marker": "none"
     }
-  }
+  },
+  "key_state": {
+    "ceiling": {
+      "colour": "#0f172a",
+      "dash": [
+        8,
+        4
+      ],
+      "width": 1,
+      "marker": "none"
+    },
+    "state": {
+      "colour": "#4f46e5",
+      "dash": [],
+      "width": 2,
+      "marker": "none"
+    }
+  },
+  "runs": [
+    "#4f46e5",
+    "#db2777",
+    "#0891b2",
+    "#65a30d",
+    "#b45309",
+    "#7c3aed"
+  ],
+  "overlay_dash": [
+    6,
+    3
+  ]
 };
 
 /** The bin width (ms) for a run of `durationMs`: the first step that covers it. */

@@ -2,14 +2,18 @@
  * The run chart: a run's own timeline from its first request to its last, which stays after
  * the run ends. One panel per target on one shared y-scale, or one overlaid chart; runs from
  * the history laid over; zoom and pan on x, kept in step across panels; a click picks the
- * decision under the cursor for the inspector.
+ * decision under the cursor for the inspector. A chosen client key's limiter state can sit
+ * under it, on the same x range and cursor.
  */
 import uPlot from "uplot";
 import { h } from "../dom";
 import { algorithmLabel } from "../logic/algorithms";
 import { peak } from "../logic/records";
+import { isStepped, yLabel } from "../logic/exportview";
+import type { KeyStateLine } from "../logic/keystate";
 import type { Line, Measure, RunView } from "../logic/runview";
 import { secondsAxis, wheelZoomPlugin, yAxis } from "./axes";
+import { stateChart } from "./state";
 
 export interface Pick {
   run: string;
@@ -35,8 +39,14 @@ function swatch(line: Line): HTMLElement {
   return canvas;
 }
 
+/** The key-state panel's height: small, under the run chart. */
+const KEY_HEIGHT = 130;
+
 export class RunChart {
   private plots: uPlot[] = [];
+  /** The chosen key's state, under the panels. */
+  private keyPlot: uPlot | undefined;
+  private keyEl: HTMLElement | undefined;
   private syncing = false;
   private observer: ResizeObserver;
   private view: RunView | undefined;
@@ -64,7 +74,8 @@ export class RunChart {
     this.plots = [];
   }
 
-  private columns(): number {
+  /** Panels per row now. */
+  columns(): number {
     const n = this.view?.plots.length ?? 1;
     if (n <= 1) return 1;
     // Side by side is the point of the view: down to ~200 px a panel, then fewer per row.
@@ -84,6 +95,44 @@ export class RunChart {
     this.root.style.setProperty("--cols", String(this.columns()));
     const size = this.size();
     for (const p of this.plots) p.setSize(size);
+    if (this.keyPlot && this.keyEl) this.keyPlot.setSize({ width: this.keyWidth(this.keyEl), height: KEY_HEIGHT });
+  }
+
+  /** The key panel's width: a single run panel's, so their x axes line up. */
+  private keyWidth(el: HTMLElement): number {
+    return Math.max(240, el.clientWidth);
+  }
+
+  /** The x range shown now (after a zoom or pan), if the panels have one. */
+  xRange(): [number, number] | undefined {
+    const { min, max } = this.plots[0]?.scales.x ?? {};
+    return min === undefined || max === undefined ? undefined : [min, max];
+  }
+
+  /**
+   * Draws `line` (a key's state) in `el`, on the panels' x range and cursor, so zooming or
+   * panning either moves both; undefined clears it.
+   */
+  showKey(el: HTMLElement, line: KeyStateLine | undefined) {
+    this.keyPlot?.destroy();
+    this.keyPlot = undefined;
+    this.keyEl = el;
+    el.replaceChildren();
+    if (!line) return;
+    const first = this.plots[0];
+    this.keyPlot = stateChart(el, line, {
+      width: this.keyWidth(el),
+      height: KEY_HEIGHT,
+      sync: { key: "run-chart", onScale: (u) => this.syncX(u) },
+      // uPlot keeps an axis's computed width as `_size`.
+      yAxisSize: () => (first?.axes[1] as { _size?: number } | undefined)?._size,
+    });
+    const range = this.xRange();
+    if (range) {
+      this.syncing = true;
+      this.keyPlot.setScale("x", { min: range[0], max: range[1] });
+      this.syncing = false;
+    }
   }
 
   show(view: RunView, measure: Measure) {
@@ -119,7 +168,7 @@ export class RunChart {
           legend: { show: false },
           cursor: { sync: { key: "run-chart" }, drag: { x: true, y: false } },
           scales: { x: { time: false }, y: { range: () => [0, Math.ceil(view.yMax * 1.08)] } },
-          axes: [secondsAxis(), yAxis({ label: measure === "bin" ? `per ${view.binMs} ms` : "so far", labelSize: 16, labelFont: "11px system-ui" })],
+          axes: [secondsAxis(), yAxis({ label: yLabel(measure, view.binMs), labelSize: 16, labelFont: "11px system-ui" })],
           series: [
             {},
             ...plot.lines.map((l) => ({
@@ -128,7 +177,7 @@ export class RunChart {
               dash: l.dash,
               width: l.width,
               points: { show: false },
-              paths: measure === "bin" && l.kind !== "envelope" ? uPlot.paths.stepped!({ align: 1 }) : undefined,
+              paths: isStepped(measure, l) ? uPlot.paths.stepped!({ align: 1 }) : undefined,
             })),
           ],
           plugins: [wheelZoomPlugin()],
@@ -151,7 +200,8 @@ export class RunChart {
     if (this.syncing) return;
     this.syncing = true;
     const { min, max } = from.scales.x;
-    for (const p of this.plots) if (p !== from && min !== undefined && max !== undefined) p.setScale("x", { min, max });
+    const all = this.keyPlot ? [...this.plots, this.keyPlot] : this.plots;
+    for (const p of all) if (p !== from && min !== undefined && max !== undefined) p.setScale("x", { min, max });
     this.syncing = false;
   }
 

@@ -1,6 +1,6 @@
 /**
  * A run's columnar records (the backend's `run_records`) turned into what the run chart and
- * the per-key view draw: series per time bin, the rule's envelope, a key's state over time.
+ * the per-key view draw: series per time bin, the rule's envelope (a key's state: keystate.ts).
  *
  * Written against the fields it reads, not the generated type, so that it is tested with
  * small hand-made runs and keeps working when the payload grows.
@@ -163,15 +163,6 @@ export function envelope(rec: Records, target: number, binMs: number, bins: numb
     out.push(any ? sum : null);
   }
   return out;
-}
-
-/** One key's limiter state over time: remaining after each decision (null where it failed open). */
-export function keyState(rec: Records, target: number, key: number): { x: number[]; remaining: (number | null)[] } {
-  const idx = recordIndices(rec, target, key);
-  return {
-    x: idx.map((i) => rec.t_ms[i] / 1000),
-    remaining: idx.map((i) => (rec.outcome[i] === OUTCOME.failOpen ? null : rec.remaining[i])),
-  };
 }
 
 /** What the limiter could hold at most, for the state plot's ceiling line. */

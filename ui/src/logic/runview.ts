@@ -15,8 +15,17 @@ export const OUTCOME_STYLE = Object.fromEntries(
   (Object.keys(LABELS) as LineKind[]).map((k) => [k, { label: LABELS[k], color: CHART_STYLE.outcomes[k]?.colour ?? "#7f7f7f", dash: [...(CHART_STYLE.outcomes[k]?.dash ?? [])] }]),
 ) as Record<LineKind, { label: string; color: string; dash: number[] }>;
 
-/** Colours that tell runs apart when the same algorithm is drawn more than once. */
-export const RUN_COLORS = ["#4f46e5", "#db2777", "#0891b2", "#65a30d", "#b45309", "#7c3aed"];
+/** Colours that tell runs apart when the same algorithm is drawn more than once (the engine's). */
+export const RUN_COLORS = [...CHART_STYLE.runs];
+
+/** An overlaid run's admissions in the side-by-side panels: its run colour, this dash. */
+const OVERLAY_DASH = [...CHART_STYLE.overlay_dash];
+
+/** A key's state line and its ceiling, as the engine's table has them. */
+export const KEY_STATE_STYLE = {
+  state: { color: CHART_STYLE.key_state.state?.colour ?? "#4f46e5", dash: [...(CHART_STYLE.key_state.state?.dash ?? [])] },
+  ceiling: { color: CHART_STYLE.key_state.ceiling?.colour ?? "#0f172a", dash: [...(CHART_STYLE.key_state.ceiling?.dash ?? [8, 4])] },
+};
 
 
 export interface Line {
@@ -109,7 +118,7 @@ export function buildRunView(runs: RunData[], opts: ViewOptions): RunView {
         const m = matchTarget(primary, t, run.records);
         if (m < 0) return;
         const [allowed] = outcomeLines(run, m, ["allowed"]);
-        lines.push({ ...allowed, label: `allowed · ${run.name}`, color: RUN_COLORS[(i + 1) % RUN_COLORS.length], dash: [6, 3], width: 2 });
+        lines.push({ ...allowed, label: `allowed · ${run.name}`, color: RUN_COLORS[(i + 1) % RUN_COLORS.length], dash: [...OVERLAY_DASH], width: 2 });
       });
       return { title: target.rule.name, target: t, rule: target.rule.name, algorithm: target.naive ? "naive_get_set" : target.rule.algorithm, lines };
     });

@@ -8,7 +8,8 @@ import { $, h } from "../dom";
 import { algorithmLabel } from "../logic/algorithms";
 import { fmtInt, fmtOffset } from "../logic/format";
 import { keyDecisions, perKey, sortKeys, type KeyColumn, type KeyRow } from "../logic/perkey";
-import { keyState, OUTCOME, stateCeiling, type Records } from "../logic/records";
+import { keyStateLine } from "../logic/keystate";
+import { OUTCOME, spanMs, type Records } from "../logic/records";
 import { emit, on, state } from "../store";
 import { inspect } from "./inspector";
 import { records } from "./run";
@@ -108,8 +109,8 @@ function renderDetail() {
   const t = state.selectedTarget;
   const k = state.selectedKey;
   const target = r.targets[t];
-  const s = keyState(r, t, k);
-  const label = target.rule.capacity !== undefined ? "tokens left" : "remaining";
+  const line = keyStateLine(r, { target: t, name: r.keys[k] }, spanMs(r) / 1000);
+  const label = line?.label ?? "remaining";
   const chartEl = h("div", { className: "state-chart" });
   const decisions = keyDecisions(r, t, k);
   const list = h(
@@ -130,15 +131,21 @@ function renderDetail() {
     }),
   );
   const more = decisions.length > MAX_DECISIONS ? h("div", { className: "hint", text: `First ${MAX_DECISIONS} of ${fmtInt(decisions.length)} decisions.` }) : "";
+  const onChart = h("button", { type: "button", className: "secondary small", text: "Show on the run chart", data: { testid: "key-to-chart" }, disabled: target.naive });
+  onChart.addEventListener("click", () => {
+    state.chartKey = { target: t, name: r.keys[k] };
+    emit("chartKey");
+    document.getElementById("run-card")?.scrollIntoView?.({ block: "start", behavior: "smooth" });
+  });
   detail.replaceChildren(
-    h("h3", { text: `${r.keys[k]} on ${target.rule.name}`, data: { testid: "key-title" } }),
+    h("div", { className: "row" }, h("h3", { text: `${r.keys[k]} on ${target.rule.name}`, data: { testid: "key-title" } }), h("span", { className: "spacer" }), onChart),
     h("div", { className: "hint", text: `${label} after each decision (the dashed line: the most it can hold)` }),
     chartEl,
     h("h3", { text: "Decisions" }),
     list,
     more,
   );
-  plot = stateChart(chartEl, s.x, s.remaining, stateCeiling(target.rule), label);
+  if (line) plot = stateChart(chartEl, line, { width: Math.max(240, chartEl.clientWidth), height: 160 });
 }
 
 async function load() {

@@ -13,6 +13,9 @@ import { buildRunView, type Layout, type Measure, type RunData } from "../logic/
 import { on, state } from "../store";
 import { runInfo, selectedRunInfo } from "./history";
 import { inspect } from "./inspector";
+import { drawKeyState, initKeyState, shownKeyState } from "./keystate";
+import { exportView } from "../logic/exportview";
+import type { RunView } from "../logic/runview";
 
 const view = { measure: "bin" as Measure, layout: "panels" as Layout };
 
@@ -31,14 +34,18 @@ export async function records(id: string): Promise<RunRecords> {
 
 let chart: RunChart;
 let drawSeq = 0;
+/** What the chart shows now (for the export), with the run it is about. */
+let drawn: { run: string; view: RunView; measure: Measure } | undefined;
 
 async function draw() {
   const seq = ++drawSeq;
   const run = selectedRunInfo();
+  drawn = undefined;
   renderHead(run);
   renderSummary(run);
   if (!run) {
     chart.clear("Run a simulation: its own timeline appears here and stays.");
+    drawKeyState(chart, undefined, undefined, 0);
     return;
   }
   try {
@@ -48,13 +55,19 @@ async function draw() {
     if (seq !== drawSeq) return;
     if (data[0].records.t_ms.length === 0) {
       chart.clear(run.status === "running" ? "Running… the chart appears when the run ends." : "This run has no decisions to chart.");
+      drawKeyState(chart, undefined, undefined, 0);
       return;
     }
     const v = buildRunView(data, { ...view, envelope: true });
     $("run-bin").textContent = `bins of ${v.binMs} ms`;
     chart.show(v, view.measure);
+    drawn = { run: run.id, view: v, measure: view.measure };
+    drawKeyState(chart, run.id, data[0].records, v.x[v.x.length - 1] ?? 0);
   } catch (err) {
-    if (seq === drawSeq) chart.clear(`The run could not be charted: ${toAppError(err).message}`);
+    if (seq === drawSeq) {
+      chart.clear(`The run could not be charted: ${toAppError(err).message}`);
+      drawKeyState(chart, undefined, undefined, 0);
+    }
   }
 }
 
@@ -162,6 +175,19 @@ async function runExport(what: (id: string) => Promise<{ path: string }>) {
   }
 }
 
+/** The chart on screen as the view to export: measure, overlays, envelope, key, zoom. */
+function screenView(id: string) {
+  if (!drawn || drawn.run !== id) return undefined;
+  const run = runInfo(id);
+  return exportView(drawn.view, drawn.measure, {
+    title: run?.name ?? id,
+    subtitle: run?.workload ?? "",
+    columns: chart.columns(),
+    xRange: chart.xRange(),
+    key: shownKeyState(),
+  });
+}
+
 export function initRun() {
   chart = new RunChart($("run-charts"), $("run-legend"), (p) => void onPick(p));
   for (const b of document.querySelectorAll<HTMLElement>("[data-measure]")) {
@@ -177,7 +203,9 @@ export function initRun() {
     });
   }
   $("export-csv").addEventListener("click", () => runExport((id) => api.exportCsv(id)));
-  $("export-png").addEventListener("click", () => runExport((id) => api.exportChart("png", id)));
-  $("export-svg").addEventListener("click", () => runExport((id) => api.exportChart("svg", id)));
+  $("export-png").addEventListener("click", () => runExport((id) => api.exportChart("png", id, screenView(id))));
+  $("export-svg").addEventListener("click", () => runExport((id) => api.exportChart("svg", id, screenView(id))));
+  initKeyState();
   on("selection", () => void draw());
+  on("chartKey", () => void draw());
 }
