@@ -216,6 +216,16 @@ fn mutual_tls_wants_a_client_certificate_on_its_field() {
         .call("connection_test", json!({ "url": server.url(), "tls": { "ca": path(&pki.ca), "cert": path(&pki.client_cert), "insecure": false } }))
         .expect_err("a certificate without its key");
     assert_eq!(err["field"], "tls_key", "{err}");
+    // Browse…: the open dialog's answer (here the bypass's) is a path for the field.
+    std::env::set_var(ratelockr_app::open_dialog::OPEN_PEM_ENV, &pki.client_key);
+    assert_eq!(
+        ui.ok("connection_pick_file", json!({ "field": "tls_key" })),
+        json!(path(&pki.client_key))
+    );
+    let err = ui
+        .call("connection_pick_file", json!({ "field": "password" }))
+        .expect_err("not a TLS file field");
+    assert_eq!(err["field"], "field", "{err}");
     let status = ui.ok("connection_switch", json!({ "url": server.url(), "tls": {
         "ca": path(&pki.ca), "cert": path(&pki.client_cert), "key": path(&pki.client_key), "insecure": false } }));
     assert_eq!(status["state"], "connected", "{status}");
