@@ -8,6 +8,7 @@ const COMMANDS: &[&str] = &[
     "connection_test",
     "connection_switch",
     "connection_topology",
+    "connection_pick_file",
     "rules_list",
     "rule_validate",
     "rule_save",

@@ -16,7 +16,7 @@ use crate::core::sim::{SimRequest, SimStatus};
 use crate::core::topology::Topology;
 use crate::core::{AppCore, AppInfo, ChartFormat, Exported, MetricsStatus, RuleStats};
 use crate::events::WindowEvents;
-use crate::open_dialog::choose_log;
+use crate::open_dialog::{choose_log, choose_pem};
 use crate::save_dialog::choose_path;
 use ratelockr::export::ChartView;
 use ratelockr::headers::HttpAnswer;
@@ -54,6 +54,16 @@ pub async fn connection_switch(
     tls: Option<TlsOptions>,
 ) -> Result<ConnectionStatus, AppError> {
     core.connection_switch(url, tls).await
+}
+
+/// A TLS file for the connection form's `field` (`tls_ca`, `tls_cert`, `tls_key`), from the
+/// open dialog: its path only, read and checked on Test and Use.
+#[tauri::command]
+pub async fn connection_pick_file<R: Runtime>(
+    app: AppHandle<R>,
+    field: String,
+) -> Result<String, AppError> {
+    choose_pem(&app, &field)
 }
 
 /// The cluster's nodes (none on a single Redis): read when asked, never polled.

@@ -35,6 +35,7 @@ macro_rules! handler {
             $crate::commands::connection_test,
             $crate::commands::connection_switch,
             $crate::commands::connection_topology,
+            $crate::commands::connection_pick_file,
             $crate::commands::rules_list,
             $crate::commands::rule_validate,
             $crate::commands::rule_save,

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{redis, Ui};
+use common::{redis, run_allowed, run_request, wait_for_run, Ui};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -383,39 +383,6 @@ fn http_get(port: u16) -> String {
     let mut body = String::new();
     stream.read_to_string(&mut body).expect("read");
     body
-}
-
-fn wait_for_run(ui: &Ui) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let status = ui.ok("sim_status", json!({}));
-        if status["running"] == false {
-            assert!(status.get("error").is_none(), "the run failed: {status}");
-            return status;
-        }
-        assert!(Instant::now() < deadline, "the run did not end: {status}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// A single-rule run of `requests` on one key, as fast as possible.
-fn run_request(rule: &str, requests: u64, extra: Value) -> Value {
-    let mut request = json!({
-        "target": { "kind": "rule", "name": rule },
-        "pattern": { "kind": "constant" }, "rps": 0.0, "requests": requests,
-        "servers": 2, "keys": 1, "zipf": false, "naive": false });
-    if let (Some(r), Some(e)) = (request.as_object_mut(), extra.as_object()) {
-        r.extend(e.clone());
-    }
-    json!({ "request": request })
-}
-
-/// Starts a run, waits for it and returns its summary row's `allowed`, and the summary.
-fn run_allowed(ui: &Ui, request: Value) -> (u64, Value) {
-    ui.ok("sim_start", request);
-    let status = wait_for_run(ui);
-    let last = status["last"].clone();
-    (last["rows"][0]["allowed"].as_u64().expect("allowed"), last)
 }
 
 #[test]

@@ -8,13 +8,26 @@ mod common;
 #[path = "../../tests/common/tls.rs"]
 mod tls;
 
-use common::{redis, Ui};
+use common::{redis, run_allowed, run_request, Ui};
 use ratelockr::embedded_cluster::EmbeddedCluster;
 use serde_json::{json, Value};
 use tls::{Pki, TlsRedis, TlsServer};
 
 fn path(p: &std::path::Path) -> &str {
     p.to_str().expect("a UTF-8 temp path")
+}
+
+/// A run of 20 requests against a limit of 5 (per hour: nothing refills): Redis decided every
+/// one, so exactly 5 were let through and none failed open.
+fn assert_a_run_decides(ui: &Ui) {
+    ui.ok(
+        "rule_save",
+        json!({ "original": null, "draft": { "name": "gate", "algorithm": "fixed_window", "limit": 5, "window_ms": 3_600_000 } }),
+    );
+    let (allowed, summary) = run_allowed(ui, run_request("gate", 20, json!({})));
+    assert_eq!(allowed, 5, "{summary}");
+    assert_eq!(summary["rows"][0]["fail_open"], 0, "{summary}");
+    ui.ok("rule_delete", json!({ "name": "gate" }));
 }
 
 #[test]
@@ -77,6 +90,9 @@ fn a_cluster_is_shown_as_one_with_its_masters_replicas_and_round_trips() {
         );
     }
 
+    // Each simulated server holds its own cluster connection; every decision is made.
+    assert_a_run_decides(&ui);
+
     let err = ui
         .call(
             "connection_test",
@@ -118,6 +134,7 @@ fn tls_is_shown_verified_or_insecure_and_a_failed_handshake_names_its_field() {
         "{status}"
     );
     assert_eq!(transport["tls_options"]["ca"], path(&pki.ca), "{status}");
+    assert_a_run_decides(&ui);
 
     // A CA that signed nothing here: the engine's unknown-CA diagnosis, on the CA field.
     let tested = ui.ok("connection_test", with_ca(&pki.other_ca));
@@ -216,6 +233,16 @@ fn mutual_tls_wants_a_client_certificate_on_its_field() {
         .call("connection_test", json!({ "url": server.url(), "tls": { "ca": path(&pki.ca), "cert": path(&pki.client_cert), "insecure": false } }))
         .expect_err("a certificate without its key");
     assert_eq!(err["field"], "tls_key", "{err}");
+    // Browse…: the open dialog's answer (here the bypass's) is a path for the field.
+    std::env::set_var(ratelockr_app::open_dialog::OPEN_PEM_ENV, &pki.client_key);
+    assert_eq!(
+        ui.ok("connection_pick_file", json!({ "field": "tls_key" })),
+        json!(path(&pki.client_key))
+    );
+    let err = ui
+        .call("connection_pick_file", json!({ "field": "password" }))
+        .expect_err("not a TLS file field");
+    assert_eq!(err["field"], "field", "{err}");
     let status = ui.ok("connection_switch", json!({ "url": server.url(), "tls": {
         "ca": path(&pki.ca), "cert": path(&pki.client_cert), "key": path(&pki.client_key), "insecure": false } }));
     assert_eq!(status["state"], "connected", "{status}");

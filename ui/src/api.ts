@@ -64,6 +64,8 @@ export const api = {
     call<ConnectionStatus>("connection_switch", { url, tls }),
   /** The cluster's nodes (none on a single Redis): on demand, never polled. */
   connectionTopology: () => call<Topology>("connection_topology"),
+  /** A TLS file's path from the open dialog (`field`: tls_ca, tls_cert or tls_key). */
+  connectionPickFile: (field: string) => call<string>("connection_pick_file", { field }),
   rulesList: () => call<Rule[]>("rules_list"),
   ruleValidate: (draft: RuleDraft) => call<Rule>("rule_validate", { draft }),
   ruleSave: (original: string | null, draft: RuleDraft) =>

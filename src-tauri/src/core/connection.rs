@@ -130,7 +130,10 @@ impl Connection {
             Err(failure) if target.is_tls() => Err(ratelockr::tls::diagnose(target, failure).await),
             other => other,
         };
-        let error = ping.as_ref().err().map(|e| e.to_string());
+        let error = ping
+            .as_ref()
+            .err()
+            .map(|e| transport::in_form_words(&e.to_string()));
         let kind = self.backend.kind();
         let state = match (&ping, kind) {
             (Err(_), _) => LinkState::Unreachable,
@@ -178,7 +181,10 @@ pub async fn test(url: &str, tls: &TlsOptions) -> Result<ConnectionTest, AppErro
     // port says "refused" instead of running out the deadline as a "timeout". A failed TLS
     // handshake comes back diagnosed (unknown CA, hostname mismatch, plain TCP...).
     let ping = ratelockr::backend::probe(&target, TEST_DEADLINE).await;
-    let error = ping.as_ref().err().map(|e| e.to_string());
+    let error = ping
+        .as_ref()
+        .err()
+        .map(|e| transport::in_form_words(&e.to_string()));
     Ok(ConnectionTest {
         ok: ping.is_ok(),
         url: target.redacted().to_string(),

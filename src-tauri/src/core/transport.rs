@@ -109,17 +109,25 @@ pub fn tls_error(err: TlsError) -> AppError {
         .as_ref()
         .map(|p| format!(" {}", p.display()))
         .unwrap_or_default();
-    // The engine's reasons name the CLI's flags; the form's fields are what the user sees.
-    let reason = err
-        .reason
-        .replace("--tls-key", "the client key")
-        .replace("--tls-cert", "the client certificate")
-        .replace("--tls-ca", "the CA file");
+    let reason = in_form_words(&err.reason);
     AppError::new(
         ErrorCode::InvalidTls,
         format!("invalid {}{path}: {reason}", label(err.field)),
     )
     .with_field(err.field.field())
+}
+
+/// The engine's TLS messages name the CLI's flags (`give the CA's PEM file with --tls-ca`); the
+/// form's fields are what the user sees here.
+pub fn in_form_words(message: &str) -> String {
+    message
+        // The server's own option keeps its name (without the dashes, so it is not a flag).
+        .replace("--tls-ca-cert-file", "tls-ca-cert-file")
+        .replace("with --tls-ca", "as the CA file")
+        .replace("--tls-cert and --tls-key", "the client certificate and key")
+        .replace("--tls-key", "the client key")
+        .replace("--tls-cert", "the client certificate")
+        .replace("--tls-ca", "the CA file")
 }
 
 /// The form field a failed connection is about, from the engine's diagnosis (`tls::explain`,
@@ -248,7 +256,9 @@ mod tests {
             ("invalid peer certificate: Expired", None),
         ];
         for (raw, field) in cases {
-            assert_eq!(failure_field(&explained(raw)), field, "{raw}");
+            let message = in_form_words(&explained(raw));
+            assert_eq!(failure_field(&message), field, "{raw}");
+            assert!(!message.contains("--tls"), "the form's words: {message}");
         }
         assert_eq!(failure_field("unavailable: Connection refused"), None);
         let plain = "misconfiguration: TLS: the server at 127.0.0.1:1 did not answer in TLS, and a plain-TCP Redis answers there: use redis:// for it";

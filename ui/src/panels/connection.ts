@@ -160,6 +160,20 @@ export async function initConnection() {
     if (wantsTls(input.value)) $<HTMLDetailsElement>("conn-tls").open = true;
   });
   $("conn-topology-refresh").addEventListener("click", () => void loadTopology());
+  // Browse…: the path from the native open dialog (the file is read on Test and Use).
+  for (const button of document.querySelectorAll<HTMLButtonElement>("#conn-tls [data-pick]")) {
+    button.addEventListener("click", async () => {
+      const field = button.dataset.pick ?? "";
+      try {
+        const path = await api.connectionPickFile(field);
+        const target = document.querySelector<HTMLInputElement>(`#conn-tls input[data-field="${field}"]`);
+        if (target) target.value = path;
+      } catch (err) {
+        const e = toAppError(err);
+        if (e.code !== "cancelled") showError(e);
+      }
+    });
+  }
 
   $("conn-test").addEventListener("click", async () => {
     showError(null);
