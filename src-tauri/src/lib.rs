@@ -3,7 +3,7 @@
 //! - [`core`]        the app's behaviour without Tauri (state, connection, rules, simulator...)
 //! - [`commands`]    `#[tauri::command]`s, one-line calls into `core`
 //! - [`events`]      simulator events to the window
-//! - [`store`]       settings persisted with tauri-plugin-store
+//! - [`store`]       settings persisted in one JSON file, written atomically
 //! - [`save_dialog`] where exports go (native dialog, or a directory for tests)
 //! - [`window_fit`]  the window shrunk to fit a small screen
 //! - [`bindings`]    the TypeScript types in `ui/src/bindings/`, generated from Rust
@@ -74,7 +74,6 @@ macro_rules! handler {
 /// tests, on the mock runtime, call [`install`] after building.
 pub fn app<R: Runtime>(builder: Builder<R>) -> Builder<R> {
     builder
-        .plugin(tauri_plugin_store::Builder::default().build())
         .plugin(tauri_plugin_dialog::init())
         .invoke_handler(handler!())
 }
@@ -116,7 +115,7 @@ fn open_core<R: Runtime>(
         None => default_data_dir(app)?,
     };
     std::fs::create_dir_all(&dir)?;
-    let (settings, persist, warnings) = store::open(app, &dir.join(store::SETTINGS_FILE))?;
+    let (settings, persist, warnings) = store::open(&dir.join(store::SETTINGS_FILE))?;
     for warning in &warnings {
         tracing::warn!("{warning}");
     }

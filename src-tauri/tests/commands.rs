@@ -1036,6 +1036,12 @@ fn a_replay_of_the_sample_log_names_the_abusive_client_first() {
         "{report}"
     );
     assert!(report["requests"].as_u64() > Some(0));
+    // The status says "not running" before the window's listener has the event: wait for it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while finished.lock().expect("lock").is_empty() {
+        assert!(Instant::now() < deadline, "no replay-finished event came");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert_eq!(
         finished
             .lock()

@@ -198,8 +198,8 @@ pub fn quarantine_if_corrupt(path: &Path) -> Option<String> {
 
 /// Makes the settings file readable and writable by its owner only (mode 0600), since the
 /// Redis URL in it may carry a password. A missing file is created empty (`{}`) with that mode
-/// first, so the password is never written into a file others can read: the store rewrites
-/// the file in place, which keeps its mode. On other platforms the per-user data directory is
+/// first, so the password is never written into a file others can read (each save then
+/// replaces it with a private temporary file, mode 0600 as well: `crate::store`). On other platforms the per-user data directory is
 /// the guard and this does nothing.
 pub fn restrict_to_owner(path: &Path) -> std::io::Result<()> {
     #[cfg(unix)]
