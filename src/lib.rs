@@ -58,6 +58,7 @@ pub mod sim;
 pub mod target;
 pub mod telemetry;
 pub mod tls;
+pub mod topology;
 
 pub use backend::{Backend, BackendError, BackendKind};
 pub use conn::Conn;

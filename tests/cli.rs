@@ -619,3 +619,43 @@ fn simulate_preview_prints_the_schedules_shape_without_redis() {
     assert_eq!(bins.iter().sum::<u64>(), 80);
     assert_eq!(bins.iter().filter(|&&n| n == 20).count(), 4, "{bins:?}");
 }
+
+#[test]
+fn topology_says_single_node_and_a_dead_redis_is_an_error() {
+    let server = common::redis();
+    let url = server.url();
+    let t = json(&ratelockr(&["--redis", &url, "--json", "topology"]));
+    assert_eq!(
+        (&t["cluster"], &t["tls"], &t["insecure"]),
+        (
+            &serde_json::json!(false),
+            &serde_json::json!(false),
+            &serde_json::json!(false)
+        ),
+        "{t}"
+    );
+    assert_eq!(t["nodes"], serde_json::json!([]), "{t}");
+    assert!(t["rtt_ms"].as_f64().is_some_and(|ms| ms > 0.0), "{t}");
+    let human = ratelockr(&["--redis", &url, "topology"]);
+    assert!(human.status.success(), "{}", text(&human.stderr));
+    assert!(
+        text(&human.stdout).contains("single node"),
+        "{}",
+        text(&human.stdout)
+    );
+
+    let dead = common::dead_url();
+    let out = ratelockr(&["--redis", &dead, "--deadline-ms", "500", "topology"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("did not answer"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = ratelockr(&["--redis", &url, "topology", "--node-deadline-ms", "0"]);
+    assert!(
+        text(&out.stderr).contains("--node-deadline-ms"),
+        "{}",
+        text(&out.stderr)
+    );
+}

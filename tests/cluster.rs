@@ -527,4 +527,29 @@ fn cli_check_and_simulate_work_on_the_cluster(url: &str) {
         .as_u64()
         .expect("Redis's cost");
     assert!(calls >= 400, "{summary}");
+
+    // `topology`: the three masters serve every slot between them, each answers a PING, and
+    // every replica names a master that is listed.
+    let t = run(&["topology"]);
+    assert_eq!(t["cluster"], true, "{t}");
+    let nodes = t["nodes"].as_array().expect("nodes");
+    let masters: Vec<&serde_json::Value> = nodes.iter().filter(|n| n["role"] == "master").collect();
+    assert_eq!(masters.len(), 3, "{t}");
+    let served: u64 = masters
+        .iter()
+        .flat_map(|m| m["slots"].as_array().expect("slots"))
+        .map(|r| r[1].as_u64().expect("end") - r[0].as_u64().expect("start") + 1)
+        .sum();
+    assert_eq!(served, 16384, "{t}");
+    assert!(masters.iter().all(|m| m["rtt_ms"].is_number()), "{t}");
+    let addresses: Vec<&str> = masters
+        .iter()
+        .filter_map(|m| m["address"].as_str())
+        .collect();
+    for replica in nodes.iter().filter(|n| n["role"] == "replica") {
+        let follows = replica["follows"]
+            .as_str()
+            .expect("a replica names its master");
+        assert!(addresses.contains(&follows), "{replica} in {t}");
+    }
 }

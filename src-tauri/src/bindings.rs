@@ -18,7 +18,6 @@ use crate::core::sim::{
     RunStatus, RunSummary, SimFinished, SimPattern, SimProgress, SimRequest, SimRetry, SimStatus,
     SimTarget, SummaryRow,
 };
-use crate::core::topology::{Topology, TopologyNode};
 use crate::core::transport::Transport;
 use crate::core::{AppInfo, ChartFormat, Exported, MetricsStatus, RuleStats};
 use ratelockr::cluster::NodeRole;
@@ -31,6 +30,7 @@ use ratelockr::replay::{
     ReplayProgress, ReplayReport, ReplaySeries, RuleReport, Suggestion, SweepAxis, SweepPoint,
     TopKey,
 };
+use ratelockr::topology::{Topology, TopologyNode};
 use ratelockr::{Algorithm, AlgorithmKind, BackendKind, Decision, Rule, StatsPoint, TlsOptions};
 use ts_rs::{Config, TS};
 

@@ -354,7 +354,7 @@ impl AppCore {
     }
 
     /// The cluster's nodes with their round trips (no nodes on a single Redis).
-    pub async fn connection_topology(&self) -> Result<topology::Topology, AppError> {
+    pub async fn connection_topology(&self) -> Result<ratelockr::topology::Topology, AppError> {
         topology::read(&self.connection().limiter).await
     }
 

@@ -126,6 +126,8 @@ pub enum Command {
     Simulate(crate::cmd::simulate::SimulateArgs),
     /// Decide a real log's requests on its own clock: whom would these limits have denied?
     Replay(crate::cmd::replay::ReplayArgs),
+    /// Which Redis this is: one node or a cluster (its nodes, slots and round trips), and TLS.
+    Topology(crate::cmd::topology::TopologyArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

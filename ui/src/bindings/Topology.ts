@@ -2,6 +2,11 @@
 import type { TopologyNode } from "./TopologyNode";
 
 /**
- * The nodes of the cluster the app is on; `cluster` false (and no nodes) on a single Redis.
+ * A cluster's nodes; `cluster` false (and no nodes) on a single Redis.
  */
-export type Topology = { cluster: boolean, nodes: Array<TopologyNode>, };
+export type Topology = { cluster: boolean, 
+/**
+ * Masters in slot order, each followed by its replicas; then any replica whose master the
+ * cluster no longer lists.
+ */
+nodes: Array<TopologyNode>, };

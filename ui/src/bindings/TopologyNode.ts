@@ -23,7 +23,8 @@ slots: Array<[number, number]>,
  */
 failing: boolean, 
 /**
- * The round trip of a PING sent to this node.
+ * The round trip of a PING sent to this node. A replica's includes opening a connection
+ * to it: the cluster connection routes to masters only.
  */
 rtt_ms?: number, 
 /**

@@ -9,6 +9,7 @@ pub mod reset;
 pub mod serve;
 pub mod simulate;
 pub mod stats;
+pub mod topology;
 
 use crate::opts::{Cli, Command};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -25,6 +26,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(args) => bench::run(&cli.global, args).await,
         Command::Simulate(args) => simulate::run(&cli.global, args).await,
         Command::Replay(args) => replay::run(&cli.global, args).await,
+        Command::Topology(args) => topology::run(&cli.global, args).await,
     }
 }
 
