@@ -45,6 +45,8 @@ pub struct LazyCluster {
     /// A seed URL (with its credentials), for reaching a node the cluster connection does not
     /// route to (a replica) on a connection of its own.
     seed: Arc<str>,
+    /// The TLS settings of a `rediss+cluster://` target, for those connections too.
+    tls: Option<redis::TlsCertificates>,
     conn: Arc<tokio::sync::OnceCell<ClusterConnection>>,
 }
 
@@ -81,6 +83,7 @@ impl Conn {
             return Conn::Cluster(LazyCluster {
                 client: Arc::new(cluster_client(target, options)),
                 seed: target.cluster_seeds()[0].as_str().into(),
+                tls: target.tls_certificates(),
                 conn: Arc::default(),
             });
         }
@@ -197,7 +200,12 @@ impl Conn {
                         })?;
                         let _ = url.set_host(Some(&node.host));
                         let _ = url.set_port(Some(node.port));
-                        let client = redis::Client::open(url.as_str())?;
+                        let client = match &lazy.tls {
+                            Some(certificates) => {
+                                redis::Client::build_with_tls(url.as_str(), certificates.clone())?
+                            }
+                            None => redis::Client::open(url.as_str())?,
+                        };
                         let mut conn = client.get_multiplexed_async_connection().await?;
                         Ok(ping.query_async::<String>(&mut conn).await?)
                     }
@@ -339,6 +347,16 @@ fn cluster_client(target: &RedisTarget, options: ConnOptions) -> redis::cluster:
             .retries(options.retries as u32);
     if let Some(delay) = options.max_delay {
         builder = builder.max_retry_wait(delay.as_millis() as u64);
+    }
+    if let Some(certificates) = target.tls_certificates() {
+        // rediss+cluster://: every node over TLS, verified against the target's CA (or not at
+        // all when it is marked insecure), with its client certificate for mutual TLS.
+        crate::tls::install_crypto_provider();
+        let mode = match target.is_insecure() {
+            true => redis::TlsMode::Insecure,
+            false => redis::TlsMode::Secure,
+        };
+        builder = builder.tls(mode).certs(certificates);
     }
     builder
         .build()

@@ -21,6 +21,20 @@ pub const NODE_TIMEOUT_MS: u64 = 1000;
 #[derive(Debug)]
 pub struct EmbeddedCluster {
     nodes: Vec<Option<EmbeddedRedis>>,
+    /// Each node's TLS port, in the order of `nodes`, for a cluster over TLS.
+    tls_ports: Option<Vec<u16>>,
+}
+
+/// The PEM files of a cluster over TLS: every node serves `cert` and trusts `ca`, and the
+/// nodes speak TLS to each other (bus and replication), presenting `client_cert` (the cluster
+/// bus always asks for one, and a server-only certificate is refused). Clients need none.
+#[derive(Debug, Clone)]
+pub struct ClusterTls {
+    pub cert: std::path::PathBuf,
+    pub key: std::path::PathBuf,
+    pub ca: std::path::PathBuf,
+    pub client_cert: std::path::PathBuf,
+    pub client_key: std::path::PathBuf,
 }
 
 /// Why the cluster could not be formed.
@@ -39,14 +53,34 @@ impl EmbeddedCluster {
     /// and waits until every node reports `cluster_state:ok`, every master has its replicas and
     /// every replica has finished its first sync.
     pub fn start(masters: usize, replicas: usize) -> Result<Self, ClusterError> {
+        Self::start_with(masters, replicas, None)
+    }
+
+    /// As [`EmbeddedCluster::start`], every node also on a TLS port (`tls-cluster yes`, so
+    /// the cluster names its TLS ports to clients); [`EmbeddedCluster::url`] is then a
+    /// `rediss+cluster://` URL. Each node keeps a plain loopback port for administration.
+    pub fn start_tls(
+        masters: usize,
+        replicas: usize,
+        tls: &ClusterTls,
+    ) -> Result<Self, ClusterError> {
+        Self::start_with(masters, replicas, Some(tls))
+    }
+
+    fn start_with(
+        masters: usize,
+        replicas: usize,
+        tls: Option<&ClusterTls>,
+    ) -> Result<Self, ClusterError> {
         let cli = find_on_path("redis-cli").ok_or(ClusterError::NoRedisCli)?;
+        let port = || free_port().map_err(|e| ClusterError::Form(e.to_string()));
         let mut nodes = Vec::new();
+        let mut tls_ports = Vec::new();
         for _ in 0..masters * (1 + replicas) {
             // The bus port is chosen too: the default (port + 10000) may not exist.
-            let bus = free_port().map_err(|e| ClusterError::Form(e.to_string()))?;
+            let bus = port()?.to_string();
             let timeout = NODE_TIMEOUT_MS.to_string();
-            let bus = bus.to_string();
-            nodes.push(Some(EmbeddedRedis::start_with(&[
+            let mut args: Vec<String> = [
                 "--cluster-enabled",
                 "yes",
                 "--cluster-config-file",
@@ -57,12 +91,41 @@ impl EmbeddedCluster {
                 &bus,
                 "--cluster-require-full-coverage",
                 "no",
-            ])?));
+            ]
+            .map(String::from)
+            .to_vec();
+            if let Some(tls) = tls {
+                let tls_port = port()?;
+                tls_ports.push(tls_port);
+                args.extend(["--tls-port".into(), tls_port.to_string()]);
+                for (flag, path) in [
+                    ("--tls-cert-file", &tls.cert),
+                    ("--tls-key-file", &tls.key),
+                    ("--tls-ca-cert-file", &tls.ca),
+                    ("--tls-client-cert-file", &tls.client_cert),
+                    ("--tls-client-key-file", &tls.client_key),
+                ] {
+                    args.extend([flag.into(), path.display().to_string()]);
+                }
+                for flag in ["--tls-cluster", "--tls-replication"] {
+                    args.extend([flag.into(), "yes".into()]);
+                }
+                args.extend(["--tls-auth-clients".into(), "no".into()]);
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            nodes.push(Some(EmbeddedRedis::start_with(&args)?));
         }
-        let cluster = EmbeddedCluster { nodes };
-        let out = Command::new(cli)
+        let cluster = EmbeddedCluster {
+            nodes,
+            tls_ports: tls.map(|_| tls_ports),
+        };
+        let mut create = Command::new(cli);
+        if let Some(tls) = tls {
+            create.arg("--tls").arg("--cacert").arg(&tls.ca);
+        }
+        let out = create
             .args(["--cluster", "create"])
-            .args(cluster.addresses())
+            .args(cluster.client_addresses())
             .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .output()
             .map_err(|e| ClusterError::Form(format!("redis-cli: {e}")))?;
@@ -127,9 +190,27 @@ impl EmbeddedCluster {
         self.nodes.iter().flatten().map(EmbeddedRedis::port)
     }
 
-    /// `redis+cluster://` with every running node as a seed.
+    /// `redis+cluster://` with every running node as a seed (`rediss+cluster://` and the TLS
+    /// ports for a cluster over TLS).
     pub fn url(&self) -> String {
-        format!("{}{}", crate::cluster::SCHEME, self.addresses().join(","))
+        let scheme = match self.tls_ports {
+            Some(_) => crate::cluster::TLS_SCHEME,
+            None => crate::cluster::SCHEME,
+        };
+        format!("{scheme}{}", self.client_addresses().join(","))
+    }
+
+    /// The addresses clients use: the TLS ports of a cluster over TLS, else [`Self::addresses`].
+    fn client_addresses(&self) -> Vec<String> {
+        let Some(tls_ports) = &self.tls_ports else {
+            return self.addresses();
+        };
+        self.nodes
+            .iter()
+            .zip(tls_ports)
+            .filter(|(node, _)| node.is_some())
+            .map(|(_, port)| format!("127.0.0.1:{port}"))
+            .collect()
     }
 
     /// The node on `port`, if it runs.

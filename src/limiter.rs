@@ -509,6 +509,27 @@ impl Limiter {
             return;
         }
         let failed_total = inner.ledger.failures_total();
+        // A `rediss://` Redis that does not answer may be a plain-TCP one: diagnosed off the
+        // decision's path (a probe of up to a second), then logged as any failure.
+        let diagnosable = inner.target.is_tls()
+            && matches!(
+                failure.kind,
+                FailureKind::Timeout | FailureKind::Unavailable | FailureKind::Other
+            );
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) if diagnosable => {
+                let (limiter, failure) = (self.clone(), failure.clone());
+                runtime.spawn(async move {
+                    let failure = limiter.diagnose(failure).await;
+                    limiter.log_failure(&failure, failed_total);
+                });
+            }
+            _ => self.log_failure(failure, failed_total),
+        }
+    }
+
+    fn log_failure(&self, failure: &RedisFailure, failed_total: u64) {
+        let inner = &*self.inner;
         if failure.kind == FailureKind::Misconfiguration {
             tracing::error!(
                 redis = %inner.target, kind = %failure.kind, failed_total,
@@ -522,6 +543,14 @@ impl Limiter {
                 "Redis failed a rate-limit decision: {}", failure.message
             );
         }
+    }
+
+    /// A failure as a user should read it: for a `rediss://` Redis that did not answer in
+    /// TLS, whether a plain-TCP Redis answers there instead ([`crate::tls::diagnose`]). The
+    /// one path every front reports through: the failures it logs, [`Limiter::ping`], and
+    /// the CLI's `check`.
+    pub async fn diagnose(&self, failure: RedisFailure) -> RedisFailure {
+        crate::tls::diagnose(&self.inner.target, failure).await
     }
 
     /// The last 30 seconds of `rule`, oldest first, the current second last, with this
@@ -549,13 +578,18 @@ impl Limiter {
         Ok(points)
     }
 
-    /// A PING through the shared connection: the round-trip time, or why it failed.
+    /// A PING through the shared connection: the round-trip time, or why it failed
+    /// ([diagnosed](Limiter::diagnose)).
     pub async fn ping(&self) -> Result<Duration, RedisFailure> {
         let mut conn = self.inner.conn.clone();
         let started = Instant::now();
-        let pong: String = self
-            .within_deadline(redis::cmd("PING").query_async(&mut conn))
-            .await?;
+        let pong = self
+            .within_deadline(redis::cmd("PING").query_async::<String>(&mut conn))
+            .await;
+        let pong = match pong {
+            Ok(pong) => pong,
+            Err(failure) => return Err(self.diagnose(failure).await),
+        };
         if pong != "PONG" {
             return Err(RedisFailure::new(
                 FailureKind::Reply,

@@ -34,12 +34,28 @@ impl RedisTarget {
     pub fn parse(input: &str) -> Result<Self, TargetError> {
         let input = input.trim();
         if let Some(seeds) = crate::cluster::seed_urls(input)? {
+            let redacted = crate::cluster::redact_seeds(input);
+            // Over TLS, the settings of a rediss:// URL; the cluster client takes them
+            // (conn.rs), and each seed is checked with them as a rediss:// URL is.
+            let tls = match seeds.tls {
+                false => None,
+                true => {
+                    let options = TlsOptions {
+                        insecure: seeds.insecure,
+                        ..TlsOptions::default()
+                    };
+                    let material = TlsMaterial::load(&options).map_err(|err| TargetError {
+                        shown: redacted.clone(),
+                        reason: err.to_string(),
+                    })?;
+                    Some(Arc::new(material))
+                }
+            };
             return Ok(RedisTarget {
                 url: input.to_string(),
-                redacted: crate::cluster::redact_seeds(input),
-                seeds,
-                // TLS to a cluster (`rediss+cluster://`) is not supported yet.
-                tls: None,
+                redacted,
+                seeds: seeds.urls,
+                tls,
             });
         }
         let fail = |shown: String, reason: &str| TargetError {
@@ -112,21 +128,21 @@ impl RedisTarget {
 
     /// The one place a single-node client is made, TLS or not.
     pub(crate) fn client(&self) -> redis::Client {
-        if let Some(tls) = &self.tls {
-            return tls_client(&self.url, tls).expect("built once in RedisTarget::with_tls");
-        }
         // parse() already opened a client from this very string (or, for a cluster, from its
         // first seed: a single-node client of a cluster reaches one node only).
         let url = self.seeds.first().unwrap_or(&self.url);
+        if let Some(tls) = &self.tls {
+            return tls_client(url, tls).expect("built once in RedisTarget::with_tls");
+        }
         redis::Client::open(url.as_str()).expect("validated in RedisTarget::parse")
     }
 
-    /// True for a Redis Cluster (`redis+cluster://`).
+    /// True for a Redis Cluster (`redis+cluster://` or `rediss+cluster://`).
     pub fn is_cluster(&self) -> bool {
         !self.seeds.is_empty()
     }
 
-    /// A Redis Cluster's seed nodes as `redis://` URLs (empty for a single Redis).
+    /// A Redis Cluster's seed nodes as `redis://` (`rediss://`) URLs (empty for a single Redis).
     pub(crate) fn cluster_seeds(&self) -> &[String] {
         &self.seeds
     }
@@ -175,8 +191,13 @@ impl RedisTarget {
         if options.insecure && !was_insecure {
             self.url = with_insecure_fragment(&self.url);
             self.redacted = with_insecure_fragment(&self.redacted);
+            for seed in &mut self.seeds {
+                *seed = with_insecure_fragment(seed);
+            }
         }
-        tls_client(&self.url, &material).map_err(|err| TlsError {
+        // A cluster's client is built from its seeds (conn.rs); a seed is checked here.
+        let url = self.seeds.first().unwrap_or(&self.url);
+        tls_client(url, &material).map_err(|err| TlsError {
             field: match options.cert.is_some() {
                 true => TlsField::Key,
                 false => TlsField::Ca,
@@ -188,7 +209,7 @@ impl RedisTarget {
         Ok(self)
     }
 
-    /// True for `rediss://`.
+    /// True for `rediss://` and `rediss+cluster://`.
     pub fn is_tls(&self) -> bool {
         self.tls.is_some()
     }

@@ -166,6 +166,41 @@ fn tls_errors_name_what_failed() {
         text(&out.stderr)
     );
 
+    // simulate and serve say the same, at start-up, as every front diagnoses one way.
+    let simulate = ratelockr(
+        &[
+            "simulate",
+            "--json",
+            "--redis",
+            &plain_url,
+            "--deadline-ms",
+            "2000",
+            "--algorithm",
+            "fixed-window",
+            "--limit",
+            "5",
+            "--window-ms",
+            "600000",
+            "--requests",
+            "2",
+            "--rps",
+            "0",
+            "--servers",
+            "1",
+        ],
+        &[],
+    );
+    assert!(
+        text(&simulate.stderr).contains("use redis:// for it"),
+        "{}",
+        text(&simulate.stderr)
+    );
+    let serve_warning = serve_stderr_until(&plain_url, "does not answer");
+    assert!(
+        serve_warning.contains("use redis:// for it"),
+        "{serve_warning}"
+    );
+
     // Bad options exit non-zero naming the flag, before any connection.
     let missing = pki.dir.join("missing.pem");
     let plain_redis = plain.url();
@@ -194,4 +229,34 @@ fn tls_errors_name_what_failed() {
             text(&out.stderr)
         );
     }
+}
+
+/// `ratelockr serve` on a loopback port against `url`: its stderr up to the first line holding
+/// `needle` (or everything it wrote before exiting), then it is stopped.
+fn serve_stderr_until(url: &str, needle: &str) -> String {
+    use std::io::{BufRead, BufReader};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ratelockr"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--deadline-ms", "2000"])
+        .args(["--redis", url])
+        .env_remove("RUST_LOG")
+        .env_remove("REDIS_URL")
+        .env_remove("REDIS_TLS_CA")
+        .env_remove("REDIS_TLS_INSECURE")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("serve starts");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let mut seen = String::new();
+    for line in BufReader::new(stderr).lines() {
+        let Ok(line) = line else { break };
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.contains(needle) {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    seen
 }

@@ -522,6 +522,31 @@ fn cli_check_and_simulate_work_on_the_cluster(url: &str) {
         assert_eq!(a["fail_open"], 0, "{a}");
         assert_eq!(a["over_admitted"], 0, "{a}");
     }
+    // replay of the sample log with a sweep: three rules (three hash tags) in one pass.
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/access.log.gz");
+    let replayed = run(&[
+        "replay",
+        "--log",
+        sample,
+        "--algorithm",
+        "token-bucket",
+        "--capacity",
+        "20",
+        "--refill-per-sec",
+        "2",
+        "--sweep",
+        "capacity=10,40",
+    ]);
+    assert!(
+        replayed["requests"].as_u64().expect("requests") > 40_000,
+        "{replayed}"
+    );
+    assert_eq!(replayed["rules"][0]["fail_open"], 0, "{replayed}");
+    let sweep = replayed["sweep"].as_array().expect("the sweep");
+    assert_eq!(sweep.len(), 2, "{replayed}");
+    for point in sweep {
+        assert_eq!(point["fail_open"], 0, "{point}");
+    }
     // Redis's own cost, summed over the masters: at least the run's 5 × 80 script calls.
     let calls = summary["redis_cost"]["calls"]
         .as_u64()

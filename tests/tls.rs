@@ -175,3 +175,65 @@ async fn insecure_skips_verification_and_says_so() {
     assert!(from_url.is_insecure());
     assert_decides(&from_url, "tls-insecure-url").await;
 }
+
+/// `rediss+cluster://`: a 3-master cluster whose nodes speak only TLS to clients (and to each
+/// other), decided on every master with the CA file; refused by a client that trusts another
+/// CA (an unknown CA, said so, failing open); and every node's round trip over TLS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_over_tls() {
+    use ratelockr::embedded_cluster::{ClusterTls, EmbeddedCluster};
+    let pki = Pki::new("tls-cluster");
+    let files = ClusterTls {
+        cert: pki.server_cert.clone(),
+        key: pki.server_key.clone(),
+        ca: pki.ca.clone(),
+        client_cert: pki.client_cert.clone(),
+        client_key: pki.client_key.clone(),
+    };
+    let cluster = tokio::task::block_in_place(|| EmbeddedCluster::start_tls(3, 0, &files))
+        .expect("a TLS cluster forms");
+    let url = cluster.url();
+    assert!(url.starts_with("rediss+cluster://"), "{url}");
+    let t = target(&url, with_ca(&pki.ca));
+    assert!(t.is_cluster() && t.is_tls() && !t.is_insecure());
+    assert_decides(&t, "tls-cluster").await;
+    // Rules whose hash tags land on every master, each decided by Redis.
+    let limiter = Limiter::new(&t, common::options("tls-cluster-rules"));
+    let mut conn = limiter.connection();
+    let masters = conn.masters().await.expect("masters").expect("a cluster");
+    let mut served = std::collections::BTreeSet::new();
+    for i in 0..12 {
+        let rule = Rule::new(format!("tls.{i}"), *rule().algorithm()).expect("valid");
+        common::decide_now(&limiter, &rule, "k", 1).await;
+        let slot: u16 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(format!("{{{}}}", rule.name()))
+            .query_async(&mut conn)
+            .await
+            .expect("KEYSLOT");
+        let owner = masters
+            .iter()
+            .find(|m| m.slots.iter().any(|&(a, b)| (a..=b).contains(&slot)))
+            .expect("served");
+        served.insert(owner.port);
+    }
+    assert_eq!(served.len(), 3, "the rules reach every master");
+    let nodes = conn
+        .topology_with_rtt(Duration::from_secs(5))
+        .await
+        .expect("topology")
+        .expect("a cluster");
+    assert_eq!(nodes.len(), 3);
+    for node in &nodes {
+        assert!(node.rtt_us.is_ok(), "{node:?}");
+    }
+
+    let failure = assert_fails(&target(&url, with_ca(&pki.other_ca)), "tls-cluster-ca").await;
+    assert_eq!(failure.kind, FailureKind::Misconfiguration, "{failure}");
+    assert!(failure.message.contains("unknown CA"), "{failure}");
+
+    // The insecure opt-out, in the URL, decides too and is marked.
+    let insecure = RedisTarget::parse(&format!("{url}#insecure")).expect("valid");
+    assert!(insecure.is_insecure() && insecure.to_string().contains("INSECURE"));
+    assert_decides(&insecure, "tls-cluster-insecure").await;
+}

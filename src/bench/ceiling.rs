@@ -64,6 +64,9 @@ impl RedisBenchmark {
             return Err("the Redis URL carries a password; redis-benchmark would have to show it on its command line".into());
         }
         if target.is_cluster() {
+            if target.is_tls() {
+                return Err("the ceiling is measured over plain TCP only (redis-benchmark is not given the TLS settings)".into());
+            }
             let seed = url::Url::parse(&target.cluster_seeds()[0])
                 .map_err(|_| "an unusable cluster seed".to_string())?;
             let host = seed

@@ -6,8 +6,10 @@
 //! `limit` for a client is over-admission). Mid-run one master is killed with SIGKILL
 //! (failover) or a range of slots is moved with `redis-cli --cluster reshard` (resharding).
 //! Reported: how long decisions of the affected rules failed open, whether they came back
-//! without help, how many decisions failed, and how many requests were admitted beyond the
-//! limit by Redis itself (writes lost with the killed master), against the limit.
+//! without help, how many decisions failed (overall and by the master that served each rule
+//! when the run started, so a failover shows whose slots failed open), and how many requests
+//! were admitted beyond the limit by Redis itself (writes lost with the killed master),
+//! against the limit.
 
 use crate::embedded_cluster::{ClusterError, EmbeddedCluster};
 use crate::{KeySpace, Limiter, LimiterOptions, RedisTarget, Rule};
@@ -54,6 +56,9 @@ pub struct ClusterReport {
     pub decisions: u64,
     /// Decisions that failed open, by failure kind.
     pub fail_open: u64,
+    /// Decisions and fail-opens by the master that served each rule's slot when the run
+    /// started: a failover should fail open only the killed master's.
+    pub by_master: Vec<MasterShare>,
     pub failures_by_kind: Vec<(String, u64)>,
     /// Rules served by the disrupted master (failover) or in the moved slots (resharding).
     pub affected_rules: usize,
@@ -77,6 +82,18 @@ pub struct ClusterReport {
     /// The master serving the disrupted master's first affected slot at the end, as a surviving
     /// node tells it (the promoted replica, after a failover).
     pub now_serving: Option<String>,
+}
+
+/// One master's share of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct MasterShare {
+    /// `host:port` when the run started.
+    pub master: String,
+    /// The master killed (failover) or whose slots moved (resharding).
+    pub disrupted: bool,
+    pub rules: usize,
+    pub decisions: u64,
+    pub fail_open: u64,
 }
 
 struct Sample {
@@ -125,6 +142,10 @@ impl ClusterBench {
         };
         let victim = owner(slot_of[0]).ok_or_else(|| form("no master serves slot".into()))?;
         let victim = victim.clone();
+        let owner_of: Vec<String> = slot_of
+            .iter()
+            .map(|&slot| owner(slot).map_or_else(|| "none".into(), |n| n.address()))
+            .collect();
 
         let stop = Arc::new(AtomicBool::new(false));
         let mut handles = Vec::new();
@@ -203,6 +224,30 @@ impl ClusterBench {
                 recovered += 1;
             }
         }
+        let mut by_master: Vec<MasterShare> = Vec::new();
+        for master in &owner_of {
+            let index = match by_master.iter().position(|m| &m.master == master) {
+                Some(index) => index,
+                None => {
+                    by_master.push(MasterShare {
+                        master: master.clone(),
+                        disrupted: *master == victim.address(),
+                        rules: 0,
+                        decisions: 0,
+                        fail_open: 0,
+                    });
+                    by_master.len() - 1
+                }
+            };
+            by_master[index].rules += 1;
+        }
+        for s in &samples {
+            if let Some(share) = by_master.iter_mut().find(|m| m.master == owner_of[s.rule]) {
+                share.decisions += 1;
+                share.fail_open += u64::from(s.fail_open);
+            }
+        }
+        by_master.sort_by(|a, b| b.disrupted.cmp(&a.disrupted).then(a.master.cmp(&b.master)));
         let over: Vec<u64> = admitted
             .values()
             .filter(|&&n| n > self.limit)
@@ -234,6 +279,7 @@ impl ClusterBench {
             deadline_ms: self.deadline.as_millis() as u64,
             decisions: samples.len() as u64,
             fail_open,
+            by_master,
             failures_by_kind: ledger
                 .failures()
                 .into_iter()

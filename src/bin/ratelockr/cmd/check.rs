@@ -46,7 +46,7 @@ pub async fn run(global: &Global, args: &CheckArgs) -> anyhow::Result<ExitCode> 
         Ok(decision) => decision,
         Err(CheckError::Rule(err)) => return Err(flag_error(err)),
         Err(CheckError::Redis(failure)) => {
-            let failure = ratelockr::tls::diagnose(limiter.target(), failure).await;
+            let failure = limiter.diagnose(failure).await;
             eprintln!(
                 "ratelockr: fail-open: Redis at {} could not decide ({failure}); the request is allowed without a limit",
                 limiter.target()

@@ -30,6 +30,18 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// Warns on stderr when the limiter's Redis does not answer a PING, saying why as every front
+/// does ([`ratelockr::Limiter::diagnose`]: a plain-TCP Redis behind `rediss://` is named), so
+/// that the decisions to come are known to fail open.
+pub async fn warn_unless_redis_answers(limiter: &ratelockr::Limiter, command: &str) {
+    if let Err(failure) = limiter.ping().await {
+        eprintln!(
+            "ratelockr {command}: warning: Redis at {} does not answer ({failure}); decisions will fail open. Use --embedded for a private Redis.",
+            limiter.target()
+        );
+    }
+}
+
 /// A progress bar of `len` drawn with `template` on a terminal, hidden otherwise (stderr piped).
 pub fn progress_bar(len: u64, template: &str) -> ProgressBar {
     if !std::io::stderr().is_terminal() {

@@ -301,12 +301,7 @@ pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCod
     }
     let backend = global.backend()?;
     let limiter = global.limiter(&backend)?;
-    if let Err(failure) = limiter.ping().await {
-        eprintln!(
-            "ratelockr: warning: Redis at {} does not answer ({failure}); decisions will fail open. Use --embedded for a private Redis.",
-            limiter.target()
-        );
-    }
+    super::warn_unless_redis_answers(&limiter, "simulate").await;
 
     let bar = super::progress_bar(
         spec.workload.planned_requests().unwrap_or(0),
