@@ -487,13 +487,18 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     const http = await text("#key-peek-out .http-response");
     assert.match(http, /^HTTP\/1\.1 200 OK/);
     assert.match(http, /RateLimit-Policy: "peek-me";q=10;w=5/);
-    assert.match(await text("#key-peek-out"), new RegExp(`as run-\\d+:${name}`));
+    assert.match(await text("#key-peek-out"), new RegExp(`this run's own copy of ${name} \\(run-\\d+:${name}\\)`));
     // A peek spends nothing: the bucket only refills, so a second one never shows fewer.
     await click("#key-peek");
     await new Promise((r) => setTimeout(r, 500));
     const again = Number(await until(() => browser.execute(() => document.querySelector('[data-testid="peek-result"]')?.dataset.remaining ?? false), 10_000, "the second peek answers"));
     assert.ok(again >= tokens, `${again} after ${tokens}`);
+    // A full run dismisses the warnings banner first; alone, this step does it itself.
+    if (await visible("#warnings-banner")) await click('[data-testid="warnings-dismiss"]');
     await photograph(KEY_STATE_PNG, ["sim-card"]);
+    // "Reset it" clears this run's copy of the key: the next peek finds it full.
+    await click('[data-testid="peek-reset"]');
+    await until(() => browser.execute(() => document.querySelector('[data-testid="peek-result"]')?.dataset.remaining === "10"), 10_000, "the reset key peeks full");
     // The exported file is the view on screen: its measure, and the key's state under it.
     const exported = async (button) => {
       await browser.execute(() => { document.getElementById("export-note").textContent = ""; });
