@@ -460,6 +460,11 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     assert.match(http, /Retry-After: \d+/);
     assert.match(http, /RateLimit-Policy: /);
     await photograph(PER_KEY_PNG, ["sim-card", "run-card", "chart-card"]);
+    // The opened key goes under the run chart from here too.
+    await domClick('[data-testid="key-to-chart"]');
+    await until(() => browser.execute(() => document.getElementById("key-state").dataset.key === "client-0 on compare-token-bucket"), 10_000, "the key's state is under the run chart");
+    assert.equal(await browser.execute(() => document.getElementById("chart-key").value), "0|client-0");
+    await fill("#chart-key", "");
   });
 
   it("draws a chosen key's state under the run chart, and peeks it without spending", async () => {
