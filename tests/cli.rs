@@ -659,3 +659,63 @@ fn topology_says_single_node_and_a_dead_redis_is_an_error() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn simulate_chart_shows_the_measure_asked_for_and_a_keys_state() {
+    let dir = common::tempdir("cli-chart-view");
+    let svg = dir.join("view.svg");
+    let svg_arg = svg.to_str().expect("utf-8 path");
+    let out = ratelockr(&[
+        "--embedded",
+        "simulate",
+        "--algorithm",
+        "fixed-window",
+        "--limit",
+        "5",
+        "--window-ms",
+        "60000",
+        "--requests",
+        "12",
+        "--rps",
+        "0",
+        "--keys",
+        "1",
+        "--chart",
+        svg_arg,
+        "--chart-measure",
+        "cumulative",
+        "--chart-key",
+        "client-0",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let drawn = std::fs::read_to_string(&svg).expect("the chart");
+    assert!(drawn.contains("admitted so far"), "the cumulative panel");
+    assert!(!drawn.contains("Requests per"), "and only that one");
+    assert!(
+        drawn.contains("client-0 on fixed-window"),
+        "the key's state"
+    );
+    // Both panels by default, and no key panel unless asked for.
+    let out = ratelockr(&[
+        "--embedded",
+        "simulate",
+        "--algorithm",
+        "fixed-window",
+        "--requests",
+        "5",
+        "--chart",
+        svg_arg,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let drawn = std::fs::read_to_string(&svg).expect("the chart");
+    assert!(drawn.contains("admitted so far") && drawn.contains("Requests per"));
+    assert!(!drawn.contains("Key state"));
+    // The chart flags need a chart.
+    let out = ratelockr(&["simulate", "--chart-measure", "per-bin"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("--chart"),
+        "{}",
+        text(&out.stderr)
+    );
+}

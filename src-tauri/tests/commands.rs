@@ -505,6 +505,12 @@ fn a_peek_reads_the_state_a_run_left_without_spending_it() {
         2,
         "the fresh run's namespace is its own"
     );
+    // Its copy of the key is reset by the name the peek gave (the app's "Reset it").
+    ui.ok(
+        "limiter_reset",
+        json!({ "rule": "peeked", "key": first["decided_as"] }),
+    );
+    assert_eq!(peek(&fresh, "client-0")["decision"]["remaining"], 5);
 
     // Refusals name what to change.
     let naive = ui

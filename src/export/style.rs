@@ -1,6 +1,6 @@
 //! What the run chart looks like, decided once for the exported files and the app's screen:
-//! the bin width that fits a run, each algorithm's colour and dash, the outcome colours, and
-//! the rule's envelope. The app generates a TypeScript constant from [`chart_style`], so the
+//! the bin width that fits a run, each algorithm's colour and dash, the outcome colours, a
+//! key's state, the overlaid runs' colours, and the rule's envelope. The app generates a TypeScript constant from [`chart_style`], so the
 //! screen and the file cannot drift apart.
 
 use crate::rule::Algorithm;
@@ -63,43 +63,38 @@ pub struct LineStyle {
     /// `#rrggbb`.
     pub colour: &'static str,
     /// `[dash, gap]` in pixels, `[]` solid: distinct per algorithm, so equal lines stay
-    /// visible (with the markers).
+    /// visible (the sliding log's under the fixed window's, GCRA's on the token bucket's).
     pub dash: &'static [u32],
     pub width: u32,
-    /// A marker drawn on the line's points: `none`, `circle`, `square`, `triangle`, `diamond`.
-    pub marker: &'static str,
 }
 
 /// Per algorithm (by its label in records), the line's look.
 pub const ALGORITHMS: [(&str, LineStyle); 7] = [
-    ("token_bucket", line("#1f77b4", &[], 3, "none")),
-    ("sliding_window_log", line("#2ca02c", &[10, 5], 3, "circle")),
-    ("fixed_window", line("#ff7f0e", &[3, 4], 3, "square")),
-    ("naive_get_set", line("#d62728", &[16, 6], 2, "diamond")),
+    ("token_bucket", line("#1f77b4", &[], 3)),
+    ("sliding_window_log", line("#2ca02c", &[10, 5], 3)),
+    ("fixed_window", line("#ff7f0e", &[3, 4], 3)),
+    ("naive_get_set", line("#d62728", &[16, 6], 2)),
     // The two scripts design.md adds (GCRA, the sliding window counter), ready for them.
-    ("gcra", line("#17becf", &[8, 3], 3, "triangle")),
-    (
-        "sliding_window_counter",
-        line("#8c564b", &[5, 5], 3, "diamond"),
-    ),
+    ("gcra", line("#17becf", &[8, 3], 3)),
+    ("sliding_window_counter", line("#8c564b", &[5, 5], 3)),
     // Algorithms this table does not know yet (new scripts) until they get their own.
-    ("other", line("#9467bd", &[12, 3], 3, "circle")),
+    ("other", line("#9467bd", &[12, 3], 3)),
 ];
 
 /// Per outcome, the line's look in a single-rule chart.
 pub const OUTCOMES: [(&str, LineStyle); 5] = [
-    ("offered", line("#7f7f7f", &[4, 4], 2, "none")),
-    ("allowed", line("#2ca02c", &[], 3, "none")),
-    ("denied", line("#d62728", &[], 3, "none")),
-    ("fail_open", line("#9467bd", &[8, 3], 3, "triangle")),
-    ("envelope", line("#444444", &[3, 3], 2, "none")),
+    ("offered", line("#7f7f7f", &[4, 4], 2)),
+    ("allowed", line("#2ca02c", &[], 3)),
+    ("denied", line("#d62728", &[], 3)),
+    ("fail_open", line("#9467bd", &[8, 3], 3)),
+    ("envelope", line("#444444", &[3, 3], 2)),
 ];
 
 /// One client key's limiter state drawn under the run: its value after each decision, and the
 /// most it can hold (the rule's capacity, burst or limit).
 pub const KEY_STATE: [(&str, LineStyle); 2] = [
-    ("state", line("#4f46e5", &[], 2, "none")),
-    ("ceiling", line("#0f172a", &[8, 4], 1, "none")),
+    ("state", line("#4f46e5", &[], 2)),
+    ("ceiling", line("#0f172a", &[8, 4], 1)),
 ];
 
 /// Colours that tell overlaid runs apart (the selected run first), in this order, repeating.
@@ -110,17 +105,11 @@ pub const RUNS: [&str; 6] = [
 /// The dash of an overlaid run's admissions in the side-by-side panels.
 pub const OVERLAY_DASH: [u32; 2] = [6, 3];
 
-const fn line(
-    colour: &'static str,
-    dash: &'static [u32],
-    width: u32,
-    marker: &'static str,
-) -> LineStyle {
+const fn line(colour: &'static str, dash: &'static [u32], width: u32) -> LineStyle {
     LineStyle {
         colour,
         dash,
         width,
-        marker,
     }
 }
 

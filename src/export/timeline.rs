@@ -27,12 +27,24 @@ pub struct TargetLine {
     pub keys: u64,
 }
 
+/// One client key's limiter state after each of its decisions on one rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyTrace {
+    pub key: String,
+    pub rule: String,
+    pub algorithm: Algorithm,
+    /// `(ms from the run's start, remaining)` in sending order; `None` where it failed open.
+    pub points: Vec<(u64, Option<i64>)>,
+}
+
 /// A run's timeline.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Timeline {
     pub bin_ms: u64,
     pub duration_ms: u64,
     pub targets: Vec<TargetLine>,
+    /// The key asked for with [`TimelineBuilder::with_key`], if any.
+    pub key: Option<KeyTrace>,
 }
 
 impl Timeline {
@@ -49,7 +61,12 @@ pub struct TimelineBuilder {
     index: HashMap<String, usize>,
     lines: Vec<TargetLine>,
     keys: Vec<HashSet<String>>,
+    /// The traced key, with each point's sending order.
+    trace: Option<(KeyTrace, Vec<SendOrder>)>,
 }
+
+/// `(sent ms, seq, attempt)`: a record's place in sending order.
+type SendOrder = (u64, u64, u32);
 
 impl TimelineBuilder {
     /// A builder for `spec`'s targets, counting from `started_at_ms` (as an observer, from
@@ -80,7 +97,22 @@ impl TimelineBuilder {
                 .collect(),
             keys: vec![HashSet::new(); lines.len()],
             lines,
+            trace: None,
         }
+    }
+
+    /// Also keeps `key`'s state after each decision on the first real (not naive) rule.
+    pub fn with_key(mut self, key: &str) -> Self {
+        self.trace = self.lines.iter().find(|l| !l.naive).map(|l| {
+            let trace = KeyTrace {
+                key: key.to_string(),
+                rule: l.rule.clone(),
+                algorithm: l.algorithm,
+                points: Vec::new(),
+            };
+            (trace, Vec::new())
+        });
+        self
     }
 
     /// Counts one record (records of rules the spec does not name are ignored).
@@ -111,6 +143,14 @@ impl TimelineBuilder {
         if !self.keys[i].contains(&record.key) {
             self.keys[i].insert(record.key.clone());
         }
+        if let Some((trace, order)) = &mut self.trace {
+            if trace.rule == record.rule && trace.key == record.key {
+                let at = record.sent_at_ms.saturating_sub(self.started_at_ms);
+                let remaining = (!record.fail_open).then_some(record.remaining);
+                trace.points.push((at, remaining));
+                order.push((at, record.seq, record.attempt));
+            }
+        }
     }
 
     /// The timeline of a run that lasted `duration_ms` (the latest record decides when it is
@@ -140,10 +180,18 @@ impl TimelineBuilder {
             line.fail_open = merge(&line.fail_open);
             line.keys = keys.len() as u64;
         }
+        // Records arrive in completion order; a key's story is told in sending order.
+        let key = self.trace.map(|(mut trace, order)| {
+            let mut both: Vec<_> = order.into_iter().zip(trace.points).collect();
+            both.sort_by_key(|(o, _)| *o);
+            trace.points = both.into_iter().map(|(_, p)| p).collect();
+            trace
+        });
         Timeline {
             bin_ms: width,
             duration_ms,
             targets: self.lines,
+            key,
         }
     }
 
@@ -236,6 +284,23 @@ mod tests {
         b.add(&record("fw", 59_999, "a", true));
         let t = b.finish(60_000);
         assert_eq!((t.bin_ms, t.bins()), (200, 300));
+        assert_eq!(t.key, None, "no key asked for");
+        // A traced key: its state in sending order, a gap where it failed open.
+        let mut b = TimelineBuilder::new(&spec, 1_000).with_key("a");
+        let mut late = record("fw", 1_300, "a", true);
+        late.remaining = 4;
+        let mut open = record("fw", 1_200, "a", true);
+        open.fail_open = true;
+        b.add(&late);
+        b.add(&open);
+        b.add(&record("fw", 1_100, "a", false));
+        b.add(&record("fw", 1_100, "b", true));
+        let key = b.finish(1_000).key.expect("traced");
+        assert_eq!((key.key.as_str(), key.rule.as_str()), ("a", "fw"));
+        assert_eq!(
+            key.points,
+            vec![(100, Some(0)), (200, None), (300, Some(4))]
+        );
         assert_eq!(t.targets[0].offered[0], 2);
         assert_eq!(t.targets[0].offered[299], 1);
     }

@@ -5,8 +5,9 @@
 //! comes from [`super::style`], the one table the screen reads too.
 
 use super::style::{algorithm_style, envelope, outcome_style, LineStyle};
-use super::timeline::Timeline;
+use super::timeline::{KeyTrace, Timeline};
 use super::ExportError;
+use crate::rule::Algorithm;
 use serde::{Deserialize, Serialize};
 
 /// At most this many panels, lines per panel and points per line: a view is a screenful, and
@@ -205,6 +206,17 @@ impl ChartView {
     /// and fail-open; several: allowed per algorithm over the offered traffic), admitted so
     /// far under each rule's envelope below.
     pub fn of_timeline(timeline: &Timeline, title: &str, subtitle: &str) -> ChartView {
+        Self::of_timeline_showing(timeline, title, subtitle, Shown::Both)
+    }
+
+    /// [`ChartView::of_timeline`] with only the panels `shown`, and the traced key's state
+    /// ([`super::TimelineBuilder::with_key`]) under them.
+    pub fn of_timeline_showing(
+        timeline: &Timeline,
+        title: &str,
+        subtitle: &str,
+        shown: Shown,
+    ) -> ChartView {
         let bins = timeline.bins();
         let secs = |bin: usize| (bin as u64 * timeline.bin_ms) as f64 / 1000.0;
         // One point per bin start and one at the end, so the last bin's step has its width.
@@ -304,6 +316,22 @@ impl ChartView {
                 false,
             ));
         }
+        let end = x.last().copied().unwrap_or(0.0);
+        let mut panels = Vec::new();
+        if shown != Shown::Cumulative {
+            panels.push(ViewPanel {
+                title: format!("Requests per {} ms", timeline.bin_ms),
+                y_label: format!("requests / {} ms", timeline.bin_ms),
+                lines: rates,
+            });
+        }
+        if shown != Shown::PerBin {
+            panels.push(ViewPanel {
+                title: "Admitted so far, under the rule's envelope".into(),
+                y_label: "admitted so far".into(),
+                lines: so_far,
+            });
+        }
         ChartView {
             title: title.to_string(),
             subtitle: subtitle.to_string(),
@@ -311,20 +339,48 @@ impl ChartView {
             x_range: None,
             y_max: None,
             columns: 1,
-            panels: vec![
-                ViewPanel {
-                    title: format!("Requests per {} ms", timeline.bin_ms),
-                    y_label: format!("requests / {} ms", timeline.bin_ms),
-                    lines: rates,
-                },
-                ViewPanel {
-                    title: "Admitted so far, under the rule's envelope".into(),
-                    y_label: "admitted so far".into(),
-                    lines: so_far,
-                },
-            ],
-            key_state: None,
+            panels,
+            key_state: timeline
+                .key
+                .as_ref()
+                .filter(|k| !k.points.is_empty())
+                .map(|k| key_state(k, end)),
         }
+    }
+}
+
+/// Which of the timeline's two panels a view shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shown {
+    Both,
+    PerBin,
+    Cumulative,
+}
+
+/// A traced key as the panel under the chart: unknown before its first decision and after its
+/// last, under the most the rule can hold.
+fn key_state(trace: &KeyTrace, end_s: f64) -> KeyStateView {
+    let (label, ceiling) = match trace.algorithm {
+        Algorithm::TokenBucket { capacity, .. } => ("tokens left", capacity),
+        Algorithm::Gcra { burst, .. } => ("remaining", burst),
+        Algorithm::SlidingWindowLog { limit, .. }
+        | Algorithm::SlidingWindowCounter { limit, .. }
+        | Algorithm::FixedWindow { limit, .. } => ("remaining", limit),
+    };
+    let mut x = vec![0.0];
+    let mut values = vec![None];
+    for (t, v) in &trace.points {
+        x.push(*t as f64 / 1000.0);
+        values.push(v.map(|v| v as f64));
+    }
+    x.push(end_s.max(x.last().copied().unwrap_or(0.0)));
+    values.push(None);
+    KeyStateView {
+        title: format!("{} on {}", trace.key, trace.rule),
+        label: label.into(),
+        x,
+        values,
+        ceiling: Some(ceiling as f64),
     }
 }
 

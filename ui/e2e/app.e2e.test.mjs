@@ -170,6 +170,13 @@ async function click(sel) {
   await el.click();
 }
 
+/** Deletes a rule a step made, so the ones after it count only their own. */
+async function deleteRule(name) {
+  await click(`#rule-list [data-rule="${name}"]`);
+  await click("#rule-delete");
+  await until(() => browser.execute((n) => !document.querySelector(`#rule-list [data-rule="${n}"]`), name), 5_000, `${name} is deleted`);
+}
+
 const runsFinished = () => browser.execute(() => Number(document.body.dataset.runsFinished ?? 0));
 let runsBefore = 0;
 /** Waits for the end of the run started last (its `sim-finished` event). */
@@ -513,6 +520,11 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     assert.match(http, /Retry-After: \d+/);
     assert.match(http, /RateLimit-Policy: /);
     await photograph(PER_KEY_PNG, ["sim-card", "run-card", "chart-card"]);
+    // The opened key goes under the run chart from here too.
+    await domClick('[data-testid="key-to-chart"]');
+    await until(() => browser.execute(() => document.getElementById("key-state").dataset.key === "client-0 on compare-token-bucket"), 10_000, "the key's state is under the run chart");
+    assert.equal(await browser.execute(() => document.getElementById("chart-key").value), "0|client-0");
+    await fill("#chart-key", "");
   });
 
   it("draws a chosen key's state under the run chart, and peeks it without spending", async () => {
@@ -547,13 +559,18 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     const http = await text("#key-peek-out .http-response");
     assert.match(http, /^HTTP\/1\.1 200 OK/);
     assert.match(http, /RateLimit-Policy: "peek-me";q=10;w=5/);
-    assert.match(await text("#key-peek-out"), new RegExp(`as run-\\d+:${name}`));
+    assert.match(await text("#key-peek-out"), new RegExp(`this run's own copy of ${name} \\(run-\\d+:${name}\\)`));
     // A peek spends nothing: the bucket only refills, so a second one never shows fewer.
     await click("#key-peek");
     await new Promise((r) => setTimeout(r, 500));
     const again = Number(await until(() => browser.execute(() => document.querySelector('[data-testid="peek-result"]')?.dataset.remaining ?? false), 10_000, "the second peek answers"));
     assert.ok(again >= tokens, `${again} after ${tokens}`);
+    // A full run dismisses the warnings banner first; alone, this step does it itself.
+    if (await visible("#warnings-banner")) await click('[data-testid="warnings-dismiss"]');
     await photograph(KEY_STATE_PNG, ["sim-card"]);
+    // "Reset it" clears this run's copy of the key: the next peek finds it full.
+    await click('[data-testid="peek-reset"]');
+    await until(() => browser.execute(() => document.querySelector('[data-testid="peek-result"]')?.dataset.remaining === "10"), 10_000, "the reset key peeks full");
     // The exported file is the view on screen: its measure, and the key's state under it.
     const exported = async (button) => {
       await browser.execute(() => { document.getElementById("export-note").textContent = ""; });
@@ -561,8 +578,24 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
       const note = await until(async () => ((await text("#export-note")).startsWith("Saved") ? text("#export-note") : false), 20_000, "the chart is saved");
       return note.replace(/^Saved /, "");
     };
+    // Zoom on the key's panel: the run chart follows, and the export takes the zoom.
+    const range = (sel) => browser.execute((s) => document.querySelector(s)?.dataset.xRange ?? "", sel);
+    const full = await range("#run-charts .uplot");
+    await browser.execute(() => {
+      const over = document.querySelector("#key-chart .u-over");
+      const r = over.getBoundingClientRect();
+      over.dispatchEvent(new WheelEvent("wheel", { deltaY: -100, clientX: r.left + r.width / 2, clientY: r.top + r.height / 2, bubbles: true, cancelable: true }));
+    });
+    const zoomed = await until(async () => {
+      const [run, key] = [await range("#run-charts .uplot"), await range("#key-chart .uplot")];
+      return run && run !== full && run === key ? run : false;
+    }, 5_000, "the run chart follows the key panel's zoom");
+    const [lo, hi] = zoomed.split(",").map(Number);
+    const [flo, fhi] = full.split(",").map(Number);
+    assert.ok(hi - lo < fhi - flo, `${zoomed} inside ${full}`);
     const perBin = readFileSync(await exported("#export-svg"), "utf8");
     assert.ok(perBin.includes(`${name} on peek-me`), "the key's state is in the file");
+    assert.ok(perBin.includes("zoomed to"), "the file has the zoom");
     assert.ok(/per \d+ ms/.test(perBin) && !/so far/.test(perBin), "the per-bin view, alone");
     await click('[data-measure="cumulative"]');
     const cumulative = readFileSync(await exported("#export-svg"), "utf8");
@@ -573,6 +606,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await click('[data-measure="bin"]');
     await fill("#chart-key", "");
     await until(() => browser.execute(() => !document.querySelector("#key-chart .uplot")), 10_000, "the key's panel goes with the choice");
+    await deleteRule("peek-me");
   });
 
   it("writes only the file the save dialog confirmed: precious.png stays byte for byte (defect 1)", async () => {
@@ -623,6 +657,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
       rmSync(answer, { force: true });
       rmSync(dir, { recursive: true, force: true });
     }
+    await deleteRule("precious");
   });
 
   it("resets a rule, and the next run continuing its state starts full", async () => {

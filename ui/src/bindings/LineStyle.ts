@@ -10,10 +10,6 @@ export type LineStyle = {
 colour: string, 
 /**
  * `[dash, gap]` in pixels, `[]` solid: distinct per algorithm, so equal lines stay
- * visible (with the markers).
+ * visible (the sliding log's under the fixed window's, GCRA's on the token bucket's).
  */
-dash: Array<number>, width: number, 
-/**
- * A marker drawn on the line's points: `none`, `circle`, `square`, `triangle`, `diamond`.
- */
-marker: string, };
+dash: Array<number>, width: number, };

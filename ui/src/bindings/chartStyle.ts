@@ -60,8 +60,7 @@ export const CHART_STYLE: {
         3,
         4
       ],
-      "width": 3,
-      "marker": "square"
+      "width": 3
     },
     "gcra": {
       "colour": "#17becf",
@@ -69,8 +68,7 @@ export const CHART_STYLE: {
         8,
         3
       ],
-      "width": 3,
-      "marker": "triangle"
+      "width": 3
     },
     "naive_get_set": {
       "colour": "#d62728",
@@ -78,8 +76,7 @@ export const CHART_STYLE: {
         16,
         6
       ],
-      "width": 2,
-      "marker": "diamond"
+      "width": 2
     },
     "other": {
       "colour": "#9467bd",
@@ -87,8 +84,7 @@ export const CHART_STYLE: {
         12,
         3
       ],
-      "width": 3,
-      "marker": "circle"
+      "width": 3
     },
     "sliding_window_counter": {
       "colour": "#8c564b",
@@ -96,8 +92,7 @@ export const CHART_STYLE: {
         5,
         5
       ],
-      "width": 3,
-      "marker": "diamond"
+      "width": 3
     },
     "sliding_window_log": {
       "colour": "#2ca02c",
@@ -105,28 +100,24 @@ export const CHART_STYLE: {
         10,
         5
       ],
-      "width": 3,
-      "marker": "circle"
+      "width": 3
     },
     "token_bucket": {
       "colour": "#1f77b4",
       "dash": [],
-      "width": 3,
-      "marker": "none"
+      "width": 3
     }
   },
   "outcomes": {
     "allowed": {
       "colour": "#2ca02c",
       "dash": [],
-      "width": 3,
-      "marker": "none"
+      "width": 3
     },
     "denied": {
       "colour": "#d62728",
       "dash": [],
-      "width": 3,
-      "marker": "none"
+      "width": 3
     },
     "envelope": {
       "colour": "#444444",
@@ -134,8 +125,7 @@ export const CHART_STYLE: {
         3,
         3
       ],
-      "width": 2,
-      "marker": "none"
+      "width": 2
     },
     "fail_open": {
       "colour": "#9467bd",
@@ -143,8 +133,7 @@ export const CHART_STYLE: {
         8,
         3
       ],
-      "width": 3,
-      "marker": "triangle"
+      "width": 3
     },
     "offered": {
       "colour": "#7f7f7f",
@@ -152,8 +141,7 @@ export const CHART_STYLE: {
         4,
         4
       ],
-      "width": 2,
-      "marker": "none"
+      "width": 2
     }
   },
   "key_state": {
@@ -163,14 +151,12 @@ export const CHART_STYLE: {
         8,
         4
       ],
-      "width": 1,
-      "marker": "none"
+      "width": 1
     },
     "state": {
       "colour": "#4f46e5",
       "dash": [],
-      "width": 2,
-      "marker": "none"
+      "width": 2
     }
   },
   "runs": [

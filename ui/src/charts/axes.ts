@@ -25,6 +25,12 @@ export function secondsAxis(extra: Partial<uPlot.Axis> = {}): uPlot.Axis {
   return { ...AXIS, values: (_u, splits) => splits.map((s) => `${fmtAxis(s)} s`), ...extra };
 }
 
+/** Writes a plot's x range on its root (`data-x-range="min,max"`), where tests can read it. */
+export function markXRange(u: uPlot) {
+  const { min, max } = u.scales.x;
+  if (min !== undefined && max !== undefined) u.root.dataset.xRange = `${min.toFixed(3)},${max.toFixed(3)}`;
+}
+
 /** The x range after zooming by `factor` around `at`, kept inside `bounds`. */
 export function zoomRange(min: number, max: number, at: number, factor: number, bounds: [number, number]): [number, number] {
   const span = Math.min((max - min) * factor, bounds[1] - bounds[0]);

@@ -12,7 +12,7 @@ import { peak } from "../logic/records";
 import { isStepped, yLabel } from "../logic/exportview";
 import type { KeyStateLine } from "../logic/keystate";
 import type { Line, Measure, RunView } from "../logic/runview";
-import { secondsAxis, wheelZoomPlugin, yAxis } from "./axes";
+import { markXRange, secondsAxis, wheelZoomPlugin, yAxis } from "./axes";
 import { stateChart } from "./state";
 
 export interface Pick {
@@ -182,7 +182,13 @@ export class RunChart {
           ],
           plugins: [wheelZoomPlugin()],
           hooks: {
-            setScale: [(self, key) => key === "x" && this.syncX(self)],
+            setScale: [
+              (self, key) => {
+                if (key !== "x") return;
+                markXRange(self);
+                this.syncX(self);
+              },
+            ],
           },
         },
         [view.x, ...plot.lines.map((l) => l.values)] as uPlot.AlignedData,

@@ -6,7 +6,7 @@
 import uPlot from "uplot";
 import type { KeyStateLine } from "../logic/keystate";
 import { KEY_STATE_STYLE } from "../logic/runview";
-import { secondsAxis, wheelZoomPlugin, yAxis } from "./axes";
+import { markXRange, secondsAxis, wheelZoomPlugin, yAxis } from "./axes";
 
 export interface StateChartOptions {
   width: number;
@@ -50,7 +50,15 @@ export function stateChart(root: HTMLElement, line: KeyStateLine, opts: StateCha
       axes: [secondsAxis(), y],
       series,
       plugins: [wheelZoomPlugin()],
-      hooks: opts.sync ? { setScale: [(u, key) => key === "x" && opts.sync?.onScale(u)] } : {},
+      hooks: {
+        setScale: [
+          (u, key) => {
+            if (key !== "x") return;
+            markXRange(u);
+            opts.sync?.onScale(u);
+          },
+        ],
+      },
     },
     data as uPlot.AlignedData,
     root,

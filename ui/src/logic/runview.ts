@@ -2,6 +2,7 @@
  * What the run chart draws, as data: one plot per target with a shared y-scale, or one
  * overlaid plot; the runs picked from the history laid over the selected one.
  */
+import type { LineStyle } from "../bindings/LineStyle";
 import { CHART_STYLE } from "../bindings/chartStyle";
 import { algorithmInfo } from "./algorithms";
 import { binCount, binTarget, cumulative, envelope, spanMs, type Records } from "./records";
@@ -12,7 +13,7 @@ export type LineKind = keyof typeof LABELS;
 
 /** The engine's outcome colours and dashes (CHART_STYLE, from src/export/style.rs), as the files have them. */
 export const OUTCOME_STYLE = Object.fromEntries(
-  (Object.keys(LABELS) as LineKind[]).map((k) => [k, { label: LABELS[k], color: CHART_STYLE.outcomes[k]?.colour ?? "#7f7f7f", dash: [...(CHART_STYLE.outcomes[k]?.dash ?? [])] }]),
+  (Object.keys(LABELS) as LineKind[]).map((k) => [k, { label: LABELS[k], ...must(CHART_STYLE.outcomes, k) }]),
 ) as Record<LineKind, { label: string; color: string; dash: number[] }>;
 
 /** Colours that tell runs apart when the same algorithm is drawn more than once (the engine's). */
@@ -21,11 +22,15 @@ export const RUN_COLORS = [...CHART_STYLE.runs];
 /** An overlaid run's admissions in the side-by-side panels: its run colour, this dash. */
 const OVERLAY_DASH = [...CHART_STYLE.overlay_dash];
 
+/** A look the engine's table must have: a missing one is a build error in waiting, not a grey line. */
+function must(table: Record<string, LineStyle>, name: string): { color: string; dash: number[] } {
+  const s = table[name];
+  if (!s) throw new Error(`the chart style table has no ${name}`);
+  return { color: s.colour, dash: [...s.dash] };
+}
+
 /** A key's state line and its ceiling, as the engine's table has them. */
-export const KEY_STATE_STYLE = {
-  state: { color: CHART_STYLE.key_state.state?.colour ?? "#4f46e5", dash: [...(CHART_STYLE.key_state.state?.dash ?? [])] },
-  ceiling: { color: CHART_STYLE.key_state.ceiling?.colour ?? "#0f172a", dash: [...(CHART_STYLE.key_state.ceiling?.dash ?? [8, 4])] },
-};
+export const KEY_STATE_STYLE = { state: must(CHART_STYLE.key_state, "state"), ceiling: must(CHART_STYLE.key_state, "ceiling") };
 
 
 export interface Line {
@@ -135,7 +140,7 @@ export function buildRunView(runs: RunData[], opts: ViewOptions): RunView {
         const color = many ? RUN_COLORS[r % RUN_COLORS.length] : info.color;
         const label = `${targetLabel(run.records, t)} allowed${many ? ` · ${run.name}` : ""}`;
         lines.push({ ...allowed, label, color, dash: [...info.dash], width: 2 });
-        if (env) lines.push({ ...env, label: `envelope · ${targetLabel(run.records, t)}${many ? ` · ${run.name}` : ""}`, color, dash: [2, 4], width: 1 });
+        if (env) lines.push({ ...env, label: `envelope · ${targetLabel(run.records, t)}${many ? ` · ${run.name}` : ""}`, color, dash: [...OUTCOME_STYLE.envelope.dash], width: 1 });
       });
     });
     plots = [{ title: many ? "Runs overlaid" : "Algorithms overlaid", target: -1, lines }];

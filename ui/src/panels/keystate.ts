@@ -58,6 +58,15 @@ export function drawKeyState(chart: RunChart, run: string | undefined, rec: Reco
   $<HTMLButtonElement>("key-peek").disabled = !line;
 }
 
+/** The last value the run left (the line's last known point). */
+function lastKnown(line: KeyStateLine | undefined): number | undefined {
+  for (let i = (line?.values.length ?? 0) - 1; i >= 0; i--) {
+    const v = line?.values[i];
+    if (v !== null && v !== undefined) return v;
+  }
+  return undefined;
+}
+
 /** The key's state as drawn now, for the export. */
 export function shownKeyState(): KeyStateLine | undefined {
   return shownLine;
@@ -73,21 +82,38 @@ function renderPeek(p: KeyPeek) {
   const label = stateLabel(p.rule);
   const ceiling = stateCeiling(p.rule) ?? 0;
   const now = new Date(p.at_ms).toLocaleTimeString("en-GB");
+  // Beside what the run left, so "4 now" next to a line ending at 0 reads as a refill.
+  const left = lastKnown(shownLine);
+  const since = left === undefined || d.fail_open ? "" : left === d.remaining ? " · as the run left it" : ` · the run left ${fmtInt(left)}`;
   const head = d.fail_open
     ? h("div", { className: "warn", text: `Redis did not answer at ${now}: the peek failed open (remaining −1), so nothing is known about ${p.key}.` })
     : h(
         "div",
         { className: "peek-now" },
         h("strong", { text: `${fmtInt(d.remaining)} ${label}` }),
-        ` of ${fmtInt(ceiling)} now · full again in ${(d.reset_after_ms / 1000).toFixed(1)} s`,
+        ` of ${fmtInt(ceiling)} now${since} · full again in ${(d.reset_after_ms / 1000).toFixed(1)} s`,
       );
   const reason = p.answer.status === 429 ? "Too Many Requests" : "OK";
+  // Resets the very state peeked (this run's copy of the key, or the shared one), then peeks.
+  const reset = h("button", { type: "button", className: "ghost small", text: "Reset it", title: `Delete ${p.decided_as}'s limiter state, then peek again`, data: { testid: "peek-reset" } });
+  reset.addEventListener("click", async () => {
+    try {
+      await api.limiterReset(p.rule.name, p.decided_as);
+      await peek();
+    } catch (err) {
+      $("key-peek-out").replaceChildren(h("div", { className: "error", text: `Not reset: ${toAppError(err).message}` }));
+    }
+  });
   $("key-peek-out").replaceChildren(
     h(
       "div",
       { className: "peek", data: { remaining: String(d.remaining), testid: "peek-result" } },
       head,
-      h("div", { className: "hint", text: `Peeked at ${now} without spending (cost 0), as ${p.decided_as}. A client asking now would get:` }),
+      h("div", {
+        className: "hint",
+        text: `Read from Redis at ${now} without spending anything (a cost-0 check) on ${p.decided_as === p.key ? "the shared state" : "this run's own copy"} of ${p.key} (${p.decided_as}). A client asking now would get:`,
+      }),
+      h("div", {}, reset),
       h("pre", { className: "mono http-response", data: { status: String(p.answer.status) } }, `HTTP/1.1 ${p.answer.status} ${reason}\n` + p.answer.headers.map(([k, v]) => `${k}: ${v}`).join("\n")),
     ),
   );

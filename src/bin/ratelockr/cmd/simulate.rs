@@ -6,6 +6,7 @@ use anyhow::{anyhow, Context};
 use clap::{Args, ValueEnum};
 use indicatif::ProgressBar;
 use ratelockr::export::timeline::TimelineObserver;
+use ratelockr::export::view::Shown;
 use ratelockr::export::{self, CsvSink, TimelineBuilder};
 use ratelockr::sim::{
     self, KeyDistribution, Length, Pattern, Progress, Report, SimClock, SimObserver, SimSpec,
@@ -115,6 +116,22 @@ pub struct SimulateArgs {
     /// and admissions under each rule's envelope, as the app draws it.
     #[arg(long)]
     pub chart: Option<PathBuf>,
+    /// What the chart shows: both panels, requests per bin, or admissions so far under the
+    /// envelope (the app's Per bin / Cumulative).
+    #[arg(long, value_enum, default_value_t = ChartMeasure::Both, requires = "chart")]
+    pub chart_measure: ChartMeasure,
+    /// Draw this client key's limiter state (remaining, or tokens, after each decision) under
+    /// the chart, for the first rule (not the naive one): the app's key state.
+    #[arg(long, requires = "chart")]
+    pub chart_key: Option<String>,
+}
+
+/// `--chart-measure`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ChartMeasure {
+    Both,
+    PerBin,
+    Cumulative,
 }
 
 impl SimulateArgs {
@@ -309,10 +326,14 @@ pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCod
     );
     let observer = Watch {
         bar: bar.clone(),
-        timeline: args
-            .chart
-            .as_ref()
-            .map(|_| TimelineBuilder::new(&spec, 0).observer()),
+        timeline: args.chart.as_ref().map(|_| {
+            let builder = TimelineBuilder::new(&spec, 0);
+            match &args.chart_key {
+                Some(key) => builder.with_key(key),
+                None => builder,
+            }
+            .observer()
+        }),
     };
     let cancel = super::cancel_on_ctrl_c();
     let report = sim::run(
@@ -328,8 +349,23 @@ pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCod
     if let (Some(path), Some(timeline)) = (&args.chart, observer.timeline) {
         // The run chart, as the app draws and exports it (src/export/style.rs).
         let timeline = timeline.finish(report.duration_ms);
-        export::render_run_chart(&timeline, &report.workload, path)
-            .with_context(|| format!("drawing {}", path.display()))?;
+        let shown = match args.chart_measure {
+            ChartMeasure::Both => Shown::Both,
+            ChartMeasure::PerBin => Shown::PerBin,
+            ChartMeasure::Cumulative => Shown::Cumulative,
+        };
+        if let (Some(key), None) = (&args.chart_key, &timeline.key) {
+            eprintln!("ratelockr: warning: --chart-key {key}: no real rule to trace it on");
+        } else if let Some(trace) = timeline.key.as_ref().filter(|k| k.points.is_empty()) {
+            eprintln!(
+                "ratelockr: warning: --chart-key {}: that key sent nothing to {} (keys are client-0 … client-N)",
+                trace.key, trace.rule
+            );
+        }
+        let subtitle = format!("bins of {} ms", timeline.bin_ms);
+        let view =
+            export::ChartView::of_timeline_showing(&timeline, &report.workload, &subtitle, shown);
+        export::render_view(&view, path).with_context(|| format!("drawing {}", path.display()))?;
     }
     if global.json {
         print_json(&JsonSummary::from(&report))?;
