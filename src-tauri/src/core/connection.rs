@@ -102,8 +102,12 @@ impl Connection {
             None if !tls.is_empty() => return Err(transport::without_url(tls)),
             None => Backend::resolve(None)?,
         };
-        let limiter = Limiter::new(backend.target(), LimiterOptions::default())
-            .with_observer(Arc::new(metrics.clone()));
+        let options = LimiterOptions {
+            deadline: decision_deadline().unwrap_or(ratelockr::limiter::DEFAULT_DEADLINE),
+            ..LimiterOptions::default()
+        };
+        let limiter =
+            Limiter::new(backend.target(), options).with_observer(Arc::new(metrics.clone()));
         Ok(Connection {
             backend: Arc::new(backend),
             limiter,
@@ -162,6 +166,34 @@ impl Connection {
     }
 }
 
+/// Sets how long one decision may wait for Redis before it fails open, in milliseconds (the
+/// CLI's `--deadline-ms`). The default (250 ms) suits an interactive app on a local Redis; a
+/// Redis far away, or a machine too loaded to answer in time (a CI runner), needs more.
+pub const DEADLINE_ENV: &str = "RATELOCKR_DEADLINE_MS";
+
+/// The decision deadline [`DEADLINE_ENV`] asks for: `Ok(None)` when unset, `Err` (a message for
+/// the start-up banner; the default is used) when it is not a whole number of ms, 1 or more.
+pub fn decision_deadline_setting() -> Result<Option<std::time::Duration>, String> {
+    parse_deadline(std::env::var(DEADLINE_ENV).ok().as_deref())
+}
+
+fn parse_deadline(value: Option<&str>) -> Result<Option<std::time::Duration>, String> {
+    let Some(text) = value else {
+        return Ok(None);
+    };
+    match text.trim().parse::<u64>() {
+        Ok(ms) if ms >= 1 => Ok(Some(std::time::Duration::from_millis(ms))),
+        _ => Err(format!(
+            "{DEADLINE_ENV}={text:?} is not a whole number of milliseconds (1 or more); decisions use the default deadline of {} ms",
+            ratelockr::limiter::DEFAULT_DEADLINE.as_millis()
+        )),
+    }
+}
+
+fn decision_deadline() -> Option<std::time::Duration> {
+    decision_deadline_setting().ok().flatten()
+}
+
 /// How long the Test button waits: longer than a decision's deadline, since a person is
 /// waiting for a verdict rather than a request for its answer.
 pub const TEST_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
@@ -196,4 +228,26 @@ pub async fn test(url: &str, tls: &TlsOptions) -> Result<ConnectionTest, AppErro
         error,
         transport: Transport::of(&target),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_deadline_setting_is_whole_milliseconds_or_a_warning() {
+        assert_eq!(parse_deadline(None), Ok(None));
+        assert_eq!(
+            parse_deadline(Some(" 2000 ")),
+            Ok(Some(Duration::from_millis(2000)))
+        );
+        for bad in ["0", "-5", "1.5", "abc", ""] {
+            let err = parse_deadline(Some(bad)).expect_err(bad);
+            assert!(
+                err.contains(DEADLINE_ENV) && err.contains("250 ms"),
+                "{err}"
+            );
+        }
+    }
 }

@@ -219,6 +219,9 @@ impl AppCore {
         data_dir: PathBuf,
     ) -> Result<Self, AppError> {
         let metrics = Metrics::new();
+        if let Err(warning) = connection::decision_deadline_setting() {
+            warnings.push(warning);
+        }
         let conn = match Connection::open(
             settings.redis_url.as_deref(),
             &settings.redis_tls,
