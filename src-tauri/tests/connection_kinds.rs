@@ -305,3 +305,47 @@ fn tls_settings_survive_a_restart_and_a_broken_ca_file_loses_nothing() {
     assert_eq!(saved["redis_url"], server.url(), "{saved}");
     assert_eq!(saved["redis_tls"]["ca"], path(&pki.ca), "{saved}");
 }
+
+#[test]
+fn a_cluster_over_tls_is_shown_as_both_with_its_masters() {
+    use ratelockr::embedded_cluster::ClusterTls;
+    let pki = Pki::new("app-tls-cluster");
+    let files = ClusterTls {
+        cert: pki.server_cert.clone(),
+        key: pki.server_key.clone(),
+        ca: pki.ca.clone(),
+        client_cert: pki.client_cert.clone(),
+        client_key: pki.client_key.clone(),
+    };
+    let cluster = EmbeddedCluster::start_tls(3, 0, &files).expect("a TLS cluster forms");
+    let url = cluster.url();
+    assert!(url.starts_with("rediss+cluster://"), "{url}");
+    let server = redis();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ui = Ui::open(dir.path(), Some(&server.url()));
+
+    // Without the CA, the handshake fails on the CA field's account.
+    let tested = ui.ok("connection_test", json!({ "url": url }));
+    assert_eq!(tested["ok"], false, "{tested}");
+    let tls = json!({ "ca": path(&pki.ca) });
+    let status = ui.ok("connection_switch", json!({ "url": url, "tls": tls }));
+    assert_eq!(status["state"], "connected", "{status}");
+    assert_eq!(
+        (
+            &status["transport"]["cluster"],
+            &status["transport"]["tls"],
+            &status["transport"]["insecure"]
+        ),
+        (&json!(true), &json!(true), &json!(false)),
+        "{status}"
+    );
+    let topology = ui.ok("connection_topology", json!({}));
+    let nodes = topology["nodes"].as_array().expect("nodes");
+    let masters: Vec<&Value> = nodes.iter().filter(|n| n["role"] == "master").collect();
+    assert_eq!(masters.len(), 3, "{topology}");
+    assert!(
+        masters.iter().all(|m| m["rtt_ms"].is_number()),
+        "every master answers its PING over TLS: {topology}"
+    );
+    assert_a_run_decides(&ui);
+}

@@ -60,17 +60,11 @@ pub fn normalized(options: Option<TlsOptions>) -> TlsOptions {
 
 /// `url` with `tls` applied: the URL's own errors on `redis_url`, the TLS files' on their field.
 pub fn target(url: &str, tls: &TlsOptions) -> Result<RedisTarget, AppError> {
-    let target = RedisTarget::parse(url)?;
-    if target.is_cluster() && !tls.is_empty() {
-        // The engine has no TLS for clusters yet (`rediss+cluster://`); say so rather than
-        // connect in plain TCP with the files ignored.
-        return Err(AppError::new(
-            ErrorCode::InvalidTls,
-            "TLS to a Redis Cluster is not supported yet: clear the TLS fields, or use a rediss:// URL of a single node",
-        )
-        .with_field(first_set_field(tls)));
-    }
-    target.with_tls(tls.clone()).map_err(tls_error)
+    // TLS files on a plain URL (`redis://`, `redis+cluster://`) are refused by the engine,
+    // naming the field, rather than ignored; `rediss+cluster://` takes them for every node.
+    RedisTarget::parse(url)?
+        .with_tls(tls.clone())
+        .map_err(tls_error)
 }
 
 /// TLS options with no URL: the automatic choice is a plain-TCP local Redis, so they would be
@@ -211,6 +205,10 @@ mod tests {
         assert_eq!(err.field.as_deref(), Some("tls_insecure"));
         let ok = target("redis+cluster://127.0.0.1:7000", &TlsOptions::default()).expect("ok");
         assert!(Transport::of(&ok).cluster);
+        // A cluster over TLS takes them.
+        let tls = target("rediss+cluster://127.0.0.1:7000", &insecure).expect("TLS cluster");
+        let shown = Transport::of(&tls);
+        assert!(shown.cluster && shown.tls && shown.insecure, "{shown:?}");
     }
 
     #[test]

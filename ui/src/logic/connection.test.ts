@@ -24,8 +24,9 @@ describe("connection markers", () => {
 });
 
 describe("the TLS form", () => {
-  it("opens for rediss:// and #insecure URLs only", () => {
+  it("opens for rediss://, rediss+cluster:// and #insecure URLs only", () => {
     expect(wantsTls(" rediss://h:6380")).toBe(true);
+    expect(wantsTls("rediss+cluster://a:1,b:2")).toBe(true);
     expect(wantsTls("REDISS://h")).toBe(true);
     expect(wantsTls("redis://h:6379")).toBe(false);
     expect(wantsTls("redis+cluster://a:1,b:2")).toBe(false);

@@ -37,7 +37,7 @@ export function markers(t: Transport): Marker[] {
 
 /** True when the URL asks for TLS, so the TLS fields should be open. */
 export function wantsTls(url: string): boolean {
-  return /^\s*rediss:\/\//i.test(url) || /#insecure\s*$/i.test(url);
+  return /^\s*rediss(\+cluster)?:\/\//i.test(url) || /#insecure\s*$/i.test(url);
 }
 
 /** The TLS form's inputs. */
