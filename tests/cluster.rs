@@ -2,6 +2,8 @@
 //! binary (forming a cluster takes seconds), on free loopback ports, and torn down at the end.
 //! The scenarios run one after the other on it, each under a unique prefix.
 
+#[path = "common/cli.rs"]
+mod cli;
 mod common;
 
 use ratelockr::embedded_cluster::{query_node, EmbeddedCluster};
@@ -467,25 +469,16 @@ async fn noscript_is_recovered_with_a_replica_down(url: &str, cluster: &mut Embe
 fn cli_check_and_simulate_work_on_the_cluster(url: &str) {
     let prefix = common::unique("cli");
     let run = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ratelockr"))
-            .args([
-                "--redis",
-                url,
-                "--prefix",
-                &prefix,
-                "--deadline-ms",
-                "20000",
-                "--json",
-            ])
-            .args(args)
-            .output()
-            .expect("runs");
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON on stdout")
+        let global = [
+            "--redis",
+            url,
+            "--prefix",
+            &prefix,
+            "--deadline-ms",
+            "20000",
+            "--json",
+        ];
+        cli::json(&cli::ratelockr(&[&global[..], args].concat()))
     };
     for expected_remaining in [1, 0] {
         let d = run(&[

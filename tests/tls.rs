@@ -181,15 +181,9 @@ async fn insecure_skips_verification_and_says_so() {
 /// CA (an unknown CA, said so, failing open); and every node's round trip over TLS.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_over_tls() {
-    use ratelockr::embedded_cluster::{ClusterTls, EmbeddedCluster};
+    use ratelockr::embedded_cluster::EmbeddedCluster;
     let pki = Pki::new("tls-cluster");
-    let files = ClusterTls {
-        cert: pki.server_cert.clone(),
-        key: pki.server_key.clone(),
-        ca: pki.ca.clone(),
-        client_cert: pki.client_cert.clone(),
-        client_key: pki.client_key.clone(),
-    };
+    let files = pki.cluster_files();
     let cluster = tokio::task::block_in_place(|| EmbeddedCluster::start_tls(3, 0, &files))
         .expect("a TLS cluster forms");
     let url = cluster.url();

@@ -308,15 +308,8 @@ fn tls_settings_survive_a_restart_and_a_broken_ca_file_loses_nothing() {
 
 #[test]
 fn a_cluster_over_tls_is_shown_as_both_with_its_masters() {
-    use ratelockr::embedded_cluster::ClusterTls;
     let pki = Pki::new("app-tls-cluster");
-    let files = ClusterTls {
-        cert: pki.server_cert.clone(),
-        key: pki.server_key.clone(),
-        ca: pki.ca.clone(),
-        client_cert: pki.client_cert.clone(),
-        client_key: pki.client_key.clone(),
-    };
+    let files = pki.cluster_files();
     let cluster = EmbeddedCluster::start_tls(3, 0, &files).expect("a TLS cluster forms");
     let url = cluster.url();
     assert!(url.starts_with("rediss+cluster://"), "{url}");

@@ -675,6 +675,19 @@ pub struct PreviewLine {
     pub issue: Option<String>,
 }
 
+impl PreviewLine {
+    /// Line `line`, which a replay would skip for `reason`.
+    fn skipped(line: u64, reason: String) -> Self {
+        PreviewLine {
+            line,
+            time_ms: None,
+            key: None,
+            cost: None,
+            issue: Some(reason),
+        }
+    }
+}
+
 /// The first lines of a log and the keys they yield.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -703,23 +716,14 @@ pub fn preview(source: &LogSource, spec: &ParseSpec, n: usize) -> Result<Preview
             Ok(Some(l)) => l,
             Ok(None) => break,
             Err(e) => {
-                out.push(PreviewLine {
-                    line: 0,
-                    time_ms: None,
-                    key: None,
-                    cost: None,
-                    issue: Some(format!("the input ended early: {e}")),
-                });
+                out.push(PreviewLine::skipped(
+                    0,
+                    format!("the input ended early: {e}"),
+                ));
                 break;
             }
         };
-        let issue = |reason: String| PreviewLine {
-            line: number,
-            time_ms: None,
-            key: None,
-            cost: None,
-            issue: Some(reason),
-        };
+        let issue = |reason: String| PreviewLine::skipped(number, reason);
         let text = match line {
             input::Line::Text(t) => t,
             input::Line::TooLong(len) => {
@@ -738,23 +742,14 @@ pub fn preview(source: &LogSource, spec: &ParseSpec, n: usize) -> Result<Preview
             csvrecord::Joined::Record { text, line } => (text, line),
             csvrecord::Joined::Pending => continue,
             csvrecord::Joined::TooLong { line } => {
-                out.push(PreviewLine {
-                    line,
-                    ..issue(csvrecord::too_long_reason())
-                });
+                out.push(PreviewLine::skipped(line, csvrecord::too_long_reason()));
                 continue;
             }
         };
         if text.trim().is_empty() {
             continue;
         }
-        let issue = |reason: String| PreviewLine {
-            line: number,
-            time_ms: None,
-            key: None,
-            cost: None,
-            issue: Some(reason),
-        };
+        let issue = |reason: String| PreviewLine::skipped(number, reason);
         let parser = match &mut parser {
             Some(p) => p,
             None => match LogFormat::detect(text) {
@@ -781,13 +776,7 @@ pub fn preview(source: &LogSource, spec: &ParseSpec, n: usize) -> Result<Preview
         }
     }
     if let Some(line) = joiner.unterminated().filter(|_| out.len() < n) {
-        out.push(PreviewLine {
-            line,
-            time_ms: None,
-            key: None,
-            cost: None,
-            issue: Some(csvrecord::UNTERMINATED.into()),
-        });
+        out.push(PreviewLine::skipped(line, csvrecord::UNTERMINATED.into()));
     }
     Ok(Preview {
         format: parser.map(|p| p.format()),

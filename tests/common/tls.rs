@@ -32,6 +32,18 @@ pub struct Pki {
 }
 
 impl Pki {
+    /// The files a TLS cluster's nodes use: the server certificate toward clients, the client
+    /// certificate toward each other (the cluster bus asks for one), all signed by `ca`.
+    pub fn cluster_files(&self) -> ratelockr::embedded_cluster::ClusterTls {
+        ratelockr::embedded_cluster::ClusterTls {
+            cert: self.server_cert.clone(),
+            key: self.server_key.clone(),
+            ca: self.ca.clone(),
+            client_cert: self.client_cert.clone(),
+            client_key: self.client_key.clone(),
+        }
+    }
+
     pub fn new(name: &str) -> Pki {
         let dir = crate::common::tempdir(name);
         let write = |file: &str, pem: String| {

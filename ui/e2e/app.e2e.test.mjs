@@ -171,6 +171,18 @@ async function click(sel) {
 }
 
 /** Deletes a rule a step made, so the ones after it count only their own. */
+/** Creates a rule through the form: `fields` maps each input (`limit`, `window`, `capacity`,
+ * `refill`) to its value; waits until the rule is listed. */
+async function createRule(name, algorithm, fields) {
+  await click("#rule-new");
+  await fill("#rule-name", name);
+  await fill("#rule-algorithm", algorithm);
+  for (const [field, value] of Object.entries(fields)) await fill(`#rule-${field}`, value);
+  await until(async () => (await text('[data-error-for="name"]')) === "", 5_000, "a valid name");
+  await click("#rule-save");
+  await until(() => browser.execute((n) => Boolean(document.querySelector(`#rule-list [data-rule="${n}"]`)), name), 5_000, `${name} is listed`);
+}
+
 async function deleteRule(name) {
   await click(`#rule-list [data-rule="${name}"]`);
   await click("#rule-delete");
@@ -528,14 +540,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
   });
 
   it("draws a chosen key's state under the run chart, and peeks it without spending", async () => {
-    await click("#rule-new");
-    await fill("#rule-name", "peek-me");
-    await fill("#rule-algorithm", "token_bucket");
-    await fill("#rule-capacity", "10");
-    await fill("#rule-refill", "2");
-    await until(async () => (await text('[data-error-for="name"]')) === "", 5_000, "a valid name");
-    await click("#rule-save");
-    await until(() => browser.execute(() => Boolean(document.querySelector('#rule-list [data-rule="peek-me"]'))), 5_000, "peek-me is listed");
+    await createRule("peek-me", "token_bucket", { capacity: "10", refill: "2" });
     await fill("#sim-pattern", "constant");
     await runSimulation({ target: "peek-me", rps: 40, requests: 120, keys: 3 });
     await until(finished, 60_000, "the run ends");
@@ -612,14 +617,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
   it("writes only the file the save dialog confirmed: precious.png stays byte for byte (defect 1)", async () => {
     const answer = process.env.RATELOCKR_E2E_SAVE_ANSWER;
     assert.ok(answer, "scripts/e2e.sh sets RATELOCKR_E2E_SAVE_ANSWER");
-    await click("#rule-new");
-    await fill("#rule-name", "precious");
-    await fill("#rule-algorithm", "fixed_window");
-    await fill("#rule-limit", "5");
-    await fill("#rule-window", "1000");
-    await until(async () => (await text('[data-error-for="name"]')) === "", 5_000, "a valid name");
-    await click("#rule-save");
-    await until(() => browser.execute(() => Boolean(document.querySelector('#rule-list [data-rule="precious"]'))), 5_000, "precious is listed");
+    await createRule("precious", "fixed_window", { limit: "5", window: "1000" });
     await fill("#sim-pattern", "constant");
     await runSimulation({ target: "precious", rps: 100, requests: 30 });
     await until(finished, 30_000, "the run ends");
@@ -661,14 +659,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
   });
 
   it("resets a rule, and the next run continuing its state starts full", async () => {
-    await click("#rule-new");
-    await fill("#rule-name", "login");
-    await fill("#rule-algorithm", "fixed_window");
-    await fill("#rule-limit", "5");
-    await fill("#rule-window", "600000");
-    await until(async () => (await text('[data-error-for="name"]')) === "", 5_000, "a valid name");
-    await click("#rule-save");
-    await until(() => browser.execute(() => Boolean(document.querySelector('#rule-list [data-rule="login"]'))), 5_000, "login is listed");
+    await createRule("login", "fixed_window", { limit: "5", window: "600000" });
     const allowedOf = async () => Number((await summaryRows())[0].cells[3].split(" ")[0].replace(/,/g, ""));
     const go = async () => {
       await fill("#sim-pattern", "constant");
@@ -716,14 +707,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
   });
 
   it("tunes a token bucket for a bursty workload: three kept runs on one chart", async () => {
-    await click("#rule-new");
-    await fill("#rule-name", "api");
-    await fill("#rule-algorithm", "token_bucket");
-    await fill("#rule-capacity", "10");
-    await fill("#rule-refill", "20");
-    await until(async () => (await text('[data-error-for="name"]')) === "", 5_000, "a valid name");
-    await click("#rule-save");
-    await until(() => browser.execute(() => Boolean(document.querySelector('#rule-list [data-rule="api"]'))), 5_000, "api is listed");
+    await createRule("api", "token_bucket", { capacity: "10", refill: "20" });
     const ids = [];
     const allowed = [];
     for (const capacity of [10, 20, 30]) {
