@@ -23,6 +23,7 @@
 //! - [`error`]     Redis failures classified: outage, timeout, misconfiguration...
 //! - [`sim`]       the traffic simulator: workloads, compare mode (all five), the naive race
 //!   demo, the sliding window counter judged by the exact log
+//! - [`atomic_file`] files written whole or not at all: a temporary file, renamed when complete
 //! - [`export`]    simulation records as CSV, per-second charts as PNG or SVG
 //! - [`metrics`]   Prometheus metrics of decisions, served at `GET /api/metrics`
 //! - [`replay`]    a real log decided on its own clock through the rules' scripts: who was denied
@@ -32,6 +33,7 @@
 
 pub mod acl;
 pub mod api;
+pub mod atomic_file;
 pub mod backend;
 pub mod bench;
 pub mod cluster;

@@ -26,8 +26,25 @@ fn main() -> ExitCode {
     match runtime.block_on(cmd::run(cli)) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("ratelockr: {err:#}");
+            eprintln!("ratelockr: {}", message(&err));
             ExitCode::from(2)
         }
     }
+}
+
+/// The error and its causes, each cause left out where the message before it already says it
+/// (an engine error's text includes its source; `{:#}` would print that twice).
+fn message(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }

@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use indicatif::ProgressBar;
 use ratelockr::export::timeline::TimelineObserver;
 use ratelockr::export::view::Shown;
-use ratelockr::export::{self, CsvSink, TimelineBuilder};
+use ratelockr::export::{self, CsvSink, Replace, TimelineBuilder};
 use ratelockr::sim::{
     self, KeyDistribution, Length, Pattern, Progress, Report, SimClock, SimObserver, SimSpec,
     Workload,
@@ -116,6 +116,10 @@ pub struct SimulateArgs {
     /// and admissions under each rule's envelope, as the app draws it.
     #[arg(long)]
     pub chart: Option<PathBuf>,
+    /// Replace --csv and --chart files that exist already (without it an existing file is refused
+    /// before the run, and kept). Every file is written whole or not at all either way.
+    #[arg(long)]
+    pub force: bool,
     /// What the chart shows: both panels, requests per bin, or admissions so far under the
     /// envelope (the app's Per bin / Cumulative).
     #[arg(long, value_enum, default_value_t = ChartMeasure::Both, requires = "chart")]
@@ -311,10 +315,19 @@ pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCod
         return Ok(ExitCode::SUCCESS);
     }
     // Unwritable export paths fail now, not after the run.
-    let mut csv = args.csv.as_deref().map(CsvSink::create).transpose()?;
+    let replace = if args.force {
+        Replace::Allow
+    } else {
+        Replace::Never
+    };
+    let mut csv = args
+        .csv
+        .as_deref()
+        .map(|path| CsvSink::create_with(path, replace))
+        .transpose()?;
     if let Some(chart) = &args.chart {
         export::ChartFormat::from_path(chart)?;
-        export::ensure_writable(chart)?;
+        export::ensure_writable(chart, replace)?;
     }
     let backend = global.backend()?;
     let limiter = global.limiter(&backend)?;
