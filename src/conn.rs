@@ -351,7 +351,7 @@ fn cluster_client(target: &RedisTarget, options: ConnOptions) -> redis::cluster:
     if let Some(certificates) = target.tls_certificates() {
         // rediss+cluster://: every node over TLS, verified against the target's CA (or not at
         // all when it is marked insecure), with its client certificate for mutual TLS.
-        crate::tls::install_crypto_provider();
+        crate::target::install_crypto_provider();
         let mode = match target.is_insecure() {
             true => redis::TlsMode::Insecure,
             false => redis::TlsMode::Secure,

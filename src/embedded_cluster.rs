@@ -194,8 +194,8 @@ impl EmbeddedCluster {
     /// ports for a cluster over TLS).
     pub fn url(&self) -> String {
         let scheme = match self.tls_ports {
-            Some(_) => crate::cluster::TLS_SCHEME,
-            None => crate::cluster::SCHEME,
+            Some(_) => crate::target::TLS_SCHEME,
+            None => crate::target::SCHEME,
         };
         format!("{scheme}{}", self.client_addresses().join(","))
     }

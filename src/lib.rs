@@ -13,14 +13,15 @@
 //! - [`refund`]    giving back what an admitted request took, when a later rule denies it
 //! - [`reset`]     deleting a rule's (or one client's) limiter state: a maintenance SCAN
 //! - [`telemetry`] per-second counters written by the scripts, read as 60 GETs in one pipeline
-//! - [`target`]    Redis URLs that never show their password
+//! - [`target`]    Redis URLs, all parsed here (`rediss://` with its TLS files, `redis+cluster://`
+//!   seeds), that never show their password
 //! - [`conn`]      one connection type over a single Redis and a Redis Cluster
-//! - [`cluster`]   `redis+cluster://` seed nodes and the topology a cluster reports
-//! - [`tls`]       `rediss://`: CA, client certificate and key, the insecure opt-out, errors
+//! - [`cluster`]   the topology a Redis Cluster reports (`CLUSTER NODES`)
+//! - [`tls`]       a failed `rediss://` connection diagnosed: a plain-TCP Redis behind it named
 //! - [`embedded`]  a managed private redis-server on a free loopback port
 //! - [`embedded_cluster`] a private Redis Cluster (masters and replicas) for tests and measurements
 //! - [`backend`]   choosing the configured Redis or the embedded one
-//! - [`error`]     Redis failures classified: outage, timeout, misconfiguration...
+//! - [`error`]     Redis failures classified (outage, timeout, misconfiguration...) and explained
 //! - [`sim`]       the traffic simulator: workloads, compare mode (all five), the naive race
 //!   demo, the sliding window counter judged by the exact log
 //! - [`export`]    simulation records as CSV, per-second charts as PNG or SVG
@@ -73,6 +74,5 @@ pub use refund::RefundError;
 pub use reset::ResetError;
 pub use rule::{Algorithm, AlgorithmKind, Rule, RuleError};
 pub use scripts::At;
-pub use target::{RedisTarget, TargetError, DEFAULT_REDIS_URL};
+pub use target::{RedisTarget, TargetError, TlsError, TlsField, TlsOptions, DEFAULT_REDIS_URL};
 pub use telemetry::StatsPoint;
-pub use tls::{TlsError, TlsField, TlsOptions};
