@@ -1,6 +1,6 @@
 //! Redis Cluster: the topology a cluster reports (`CLUSTER NODES`), read for what must reach
 //! every master (reset's SCAN) and for display. A cluster's URL, `redis+cluster://`, is parsed
-//! with every other Redis URL in [`crate::target`].
+//! with every other Redis URL in `crate::target`.
 
 /// What a node is in its cluster.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -41,7 +41,7 @@ impl ClusterNode {
 /// Parses `CLUSTER NODES`: one line per node, `<id> <ip:port@cport[,hostname]> <flags> <master>
 /// <ping-sent> <pong-recv> <epoch> <link-state> <slot>...`. Nodes without an address (a
 /// forgotten node's `:0`) and importing/migrating markers (`[slot->-id]`) are skipped.
-pub fn parse_nodes(text: &str) -> Vec<ClusterNode> {
+pub(crate) fn parse_nodes(text: &str) -> Vec<ClusterNode> {
     let mut nodes = Vec::new();
     for line in text.lines() {
         let fields: Vec<&str> = line.split_whitespace().collect();

@@ -1,6 +1,6 @@
 //! A failed `rediss://` connection diagnosed: a plain-TCP Redis behind a TLS URL is named
 //! ([`diagnose`]). The words for a failed handshake ([`explain`]) are given where every Redis
-//! error is classified, [`crate::error`], and re-exported here beside the diagnosis.
+//! error is classified, `crate::error`, and re-exported here beside the diagnosis.
 
 use crate::error::{FailureKind, RedisFailure};
 use crate::target::RedisTarget;

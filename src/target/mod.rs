@@ -309,9 +309,9 @@ impl fmt::Debug for RedisTarget {
 // --- Redis Cluster (redis+cluster://) ------------------------------------------------------
 
 /// The scheme of a Redis Cluster URL.
-pub const SCHEME: &str = "redis+cluster://";
+pub(crate) const SCHEME: &str = "redis+cluster://";
 /// The scheme of a Redis Cluster reached over TLS.
-pub const TLS_SCHEME: &str = "rediss+cluster://";
+pub(crate) const TLS_SCHEME: &str = "rediss+cluster://";
 
 /// A cluster URL's seed nodes and whether it asks for TLS (and, with `#insecure`, no
 /// certificate verification).
