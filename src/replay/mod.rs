@@ -57,7 +57,7 @@ use crate::sim::{Record, RecordSink};
 use crate::telemetry::COUNTER_TTL_SECS;
 use read::{ReadStats, Req};
 use serde::{Deserialize, Serialize};
-use stats::RuleStats;
+use stats::RuleTally;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -242,7 +242,7 @@ pub fn pct(part: u64, whole: u64) -> f64 {
 
 /// One rule of a run: a candidate, or a configuration of the sweep.
 struct RuleRun {
-    stats: RuleStats,
+    stats: RuleTally,
     sweep: Option<std::collections::BTreeMap<String, f64>>,
 }
 
@@ -267,7 +267,7 @@ fn rule_runs(spec: &ReplaySpec) -> Result<Vec<RuleRun>, ReplayError> {
         .rules
         .iter()
         .map(|r| RuleRun {
-            stats: RuleStats::new(r.clone(), spec.key_capacity),
+            stats: RuleTally::new(r.clone(), spec.key_capacity),
             sweep: None,
         })
         .collect();
@@ -280,7 +280,7 @@ fn rule_runs(spec: &ReplaySpec) -> Result<Vec<RuleRun>, ReplayError> {
         })?;
         for point in grid {
             runs.push(RuleRun {
-                stats: RuleStats::new(point.rule, 0),
+                stats: RuleTally::new(point.rule, 0),
                 sweep: Some(point.params),
             });
         }

@@ -1,13 +1,14 @@
 //! The `ratelockr` command line: parses arguments and calls into the engine.
 
 mod cmd;
+mod console;
 mod opts;
 
 use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = opts::Cli::parse();
+    let cli = cmd::Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

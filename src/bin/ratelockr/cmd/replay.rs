@@ -1,7 +1,8 @@
 //! `ratelockr replay`: a log decided on its own clock through one rule, several (`--rules`) or
 //! a sweep's grid, with CSV, chart and heatmap exports and a per-key report.
 
-use crate::opts::{print_json, AlgorithmArg, Global, RuleArgs};
+use crate::console::print_json;
+use crate::opts::{AlgorithmArg, Global, RuleArgs};
 use anyhow::{anyhow, Context};
 use clap::{Args, ValueEnum};
 use indicatif::ProgressBar;
@@ -228,12 +229,12 @@ pub async fn run(global: &Global, args: &ReplayArgs) -> anyhow::Result<ExitCode>
     }
     let backend = global.backend()?;
     let limiter = global.limiter(&backend)?;
-    let bar = super::progress_bar(
+    let bar = crate::console::progress_bar(
         0,
         "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes}  {msg}",
     );
     let observer = Bar(bar.clone());
-    let cancel = super::cancel_on_ctrl_c();
+    let cancel = crate::console::cancel_on_ctrl_c();
     let report = replay::run(
         &limiter,
         &source,

@@ -1,7 +1,8 @@
 //! `ratelockr simulate`: a workload against one rule or all five algorithms, with CSV and
 //! chart export, a progress bar and a summary table.
 
-use crate::opts::{flag_error, print_json, AlgorithmArg, Global, RuleArgs};
+use crate::console::print_json;
+use crate::opts::{flag_error, AlgorithmArg, Global, RuleArgs};
 use anyhow::{anyhow, Context};
 use clap::{Args, ValueEnum};
 use indicatif::ProgressBar;
@@ -331,9 +332,9 @@ pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCod
     }
     let backend = global.backend()?;
     let limiter = global.limiter(&backend)?;
-    super::warn_unless_redis_answers(&limiter, "simulate").await;
+    crate::console::warn_unless_redis_answers(&limiter, "simulate").await;
 
-    let bar = super::progress_bar(
+    let bar = crate::console::progress_bar(
         spec.workload.planned_requests().unwrap_or(0),
         "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} requests  {per_sec}",
     );
@@ -348,7 +349,7 @@ pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCod
             .observer()
         }),
     };
-    let cancel = super::cancel_on_ctrl_c();
+    let cancel = crate::console::cancel_on_ctrl_c();
     let report = sim::run(
         &limiter,
         &spec,
