@@ -1,11 +1,134 @@
 //! A decision is a value, not an error: denied requests and fail-open answers are both normal.
+//! How it was made (Redis, the deny cache, or a fallback while Redis could not be asked) is one
+//! enum, [`DecidedBy`]; the JSON keeps the contract's shape (`remaining: -1`, `fail_open`).
 
 use serde::{Deserialize, Serialize};
 
+/// How a decision was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum DecidedBy {
+    /// The rule's script, on Redis.
+    #[default]
+    Redis,
+    /// The local deny cache, repeating a denial Redis made moments ago, without a round trip
+    /// ([`DenyCacheOptions`](crate::DenyCacheOptions)).
+    Cache,
+    /// Redis could not be asked and the request was let through ([`FailureMode::Open`]).
+    ///
+    /// [`FailureMode::Open`]: crate::FailureMode::Open
+    FailOpen,
+    /// Redis could not be asked and the request was refused ([`FailureMode::Closed`]).
+    ///
+    /// [`FailureMode::Closed`]: crate::FailureMode::Closed
+    FailClosed,
+    /// Redis could not be asked and this process's share of the rule decided
+    /// ([`FailureMode::Degraded`]): an admission is a fail-open one, a denial carries the
+    /// local wait.
+    ///
+    /// [`FailureMode::Degraded`]: crate::FailureMode::Degraded
+    Degraded,
+}
+
 /// The answer to "may this request pass now?".
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(as = "DecisionJson"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "DecisionJson", from = "DecisionJson")]
 pub struct Decision {
+    pub allowed: bool,
+    /// Whole requests still admissible now. Known only when Redis (or the deny cache repeating
+    /// it) decided: [`remaining_or_unknown`](Self::remaining_or_unknown) is what the JSON, the
+    /// CSV and the scripts' contract write, `-1` when it is not known.
+    pub remaining: u64,
+    /// 0 when allowed; otherwise the wait after which a request of this cost could pass.
+    pub retry_after_ms: u64,
+    /// The wait until the limiter is back to its full allowance.
+    pub reset_after_ms: u64,
+    /// How the decision was made.
+    pub by: DecidedBy,
+}
+
+impl Decision {
+    /// The answer when Redis could not be asked and the limiter fails open.
+    pub const FAIL_OPEN: Decision = Decision::without_redis(true, DecidedBy::FailOpen);
+
+    /// The answer when Redis could not be asked and the limiter was told to fail closed.
+    pub const FAIL_CLOSED: Decision = Decision::without_redis(false, DecidedBy::FailClosed);
+
+    const fn without_redis(allowed: bool, by: DecidedBy) -> Decision {
+        Decision {
+            allowed,
+            remaining: 0,
+            retry_after_ms: 0,
+            reset_after_ms: 0,
+            by,
+        }
+    }
+
+    /// A decision a script made on Redis.
+    pub const fn by_redis(
+        allowed: bool,
+        remaining: u64,
+        retry_after_ms: u64,
+        reset_after_ms: u64,
+    ) -> Decision {
+        Decision {
+            allowed,
+            remaining,
+            retry_after_ms,
+            reset_after_ms,
+            by: DecidedBy::Redis,
+        }
+    }
+
+    /// True when the request was let through because Redis could not be asked (fail-open, or
+    /// a degraded-mode admission).
+    pub fn fail_open(&self) -> bool {
+        self.allowed && matches!(self.by, DecidedBy::FailOpen | DecidedBy::Degraded)
+    }
+
+    /// True when nothing Redis said stands behind this decision: fail-open, fail-closed, or
+    /// the in-process limiter of degraded mode. (A deny-cache hit repeats Redis's own denial.)
+    pub fn is_fallback(&self) -> bool {
+        matches!(
+            self.by,
+            DecidedBy::FailOpen | DecidedBy::FailClosed | DecidedBy::Degraded
+        )
+    }
+
+    /// `remaining` as the contract writes it: `-1` when it is not known (Redis was not asked,
+    /// and no local limiter counted it).
+    pub fn remaining_or_unknown(&self) -> i64 {
+        let known = match self.by {
+            DecidedBy::Redis | DecidedBy::Cache => true,
+            DecidedBy::Degraded => !self.allowed,
+            DecidedBy::FailOpen | DecidedBy::FailClosed => false,
+        };
+        if known {
+            i64::try_from(self.remaining).unwrap_or(i64::MAX)
+        } else {
+            -1
+        }
+    }
+
+    /// The outcome label used by metrics and telemetry.
+    pub fn outcome(&self) -> Outcome {
+        if self.fail_open() {
+            Outcome::FailOpen
+        } else if self.allowed {
+            Outcome::Allowed
+        } else if self.by == DecidedBy::Cache {
+            Outcome::CacheDenied
+        } else {
+            Outcome::Denied
+        }
+    }
+}
+
+/// A decision as the contract writes it (design.md): `--json`, `/api/check`, the app's IPC.
+/// `degraded` is left out when false, so ordinary decisions keep their shape.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DecisionJson {
     pub allowed: bool,
     /// Whole requests still admissible now; `-1` means Redis could not be asked.
     pub remaining: i64,
@@ -15,49 +138,43 @@ pub struct Decision {
     pub reset_after_ms: u64,
     /// True when Redis failed and the request was let through anyway.
     pub fail_open: bool,
-    /// True when Redis could not be asked and the in-process limiter of
-    /// [`FailureMode::Degraded`](crate::FailureMode::Degraded) decided instead. Left out of
-    /// JSON when false, so ordinary decisions keep their shape.
+    /// True when Redis could not be asked and the in-process limiter of degraded mode decided.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     #[cfg_attr(feature = "ts", ts(skip))]
     pub degraded: bool,
 }
 
-impl Decision {
-    /// The answer when Redis could not be asked and the limiter fails open.
-    pub const FAIL_OPEN: Decision = Decision {
-        allowed: true,
-        remaining: -1,
-        retry_after_ms: 0,
-        reset_after_ms: 0,
-        fail_open: true,
-        degraded: false,
-    };
-
-    /// The answer when Redis could not be asked and the limiter was told to fail closed.
-    pub const FAIL_CLOSED: Decision = Decision {
-        allowed: false,
-        remaining: -1,
-        retry_after_ms: 0,
-        reset_after_ms: 0,
-        fail_open: false,
-        degraded: false,
-    };
-
-    /// True when this decision was made without Redis (fail-open, fail-closed or by the
-    /// in-process limiter of degraded mode).
-    pub fn is_degraded(&self) -> bool {
-        self.remaining < 0 || self.degraded
+impl From<Decision> for DecisionJson {
+    fn from(d: Decision) -> Self {
+        DecisionJson {
+            allowed: d.allowed,
+            remaining: d.remaining_or_unknown(),
+            retry_after_ms: d.retry_after_ms,
+            reset_after_ms: d.reset_after_ms,
+            fail_open: d.fail_open(),
+            degraded: d.by == DecidedBy::Degraded,
+        }
     }
+}
 
-    /// The outcome label used by metrics and telemetry.
-    pub fn outcome(&self) -> Outcome {
-        if self.fail_open {
-            Outcome::FailOpen
-        } else if self.allowed {
-            Outcome::Allowed
+impl From<DecisionJson> for Decision {
+    /// The JSON does not say whether a denial came from the deny cache; it reads as Redis's.
+    fn from(j: DecisionJson) -> Self {
+        let by = if j.degraded {
+            DecidedBy::Degraded
+        } else if j.fail_open {
+            DecidedBy::FailOpen
+        } else if j.remaining < 0 {
+            DecidedBy::FailClosed
         } else {
-            Outcome::Denied
+            DecidedBy::Redis
+        };
+        Decision {
+            allowed: j.allowed,
+            remaining: u64::try_from(j.remaining).unwrap_or(0),
+            retry_after_ms: j.retry_after_ms,
+            reset_after_ms: j.reset_after_ms,
+            by,
         }
     }
 }
@@ -69,8 +186,7 @@ pub enum Outcome {
     Allowed,
     Denied,
     FailOpen,
-    /// Denied in process by the local deny cache, without asking Redis (metrics only: the
-    /// decision itself is an ordinary denial).
+    /// Denied in process by the local deny cache, without asking Redis.
     CacheDenied,
 }
 
@@ -89,5 +205,81 @@ impl Outcome {
             Outcome::FailOpen => "fail_open",
             Outcome::CacheDenied => "cache_denied",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json(d: &Decision) -> String {
+        serde_json::to_string(d).expect("serializes")
+    }
+
+    #[test]
+    fn the_json_keeps_the_contracts_shape_for_every_way_of_deciding() {
+        let by_redis = Decision::by_redis(false, 0, 1200, 5000);
+        assert_eq!(
+            json(&by_redis),
+            r#"{"allowed":false,"remaining":0,"retry_after_ms":1200,"reset_after_ms":5000,"fail_open":false}"#
+        );
+        assert_eq!(
+            json(&Decision::FAIL_OPEN),
+            r#"{"allowed":true,"remaining":-1,"retry_after_ms":0,"reset_after_ms":0,"fail_open":true}"#
+        );
+        assert_eq!(
+            json(&Decision::FAIL_CLOSED),
+            r#"{"allowed":false,"remaining":-1,"retry_after_ms":0,"reset_after_ms":0,"fail_open":false}"#
+        );
+        let degraded_admission = Decision {
+            by: DecidedBy::Degraded,
+            ..Decision::FAIL_OPEN
+        };
+        assert_eq!(
+            json(&degraded_admission),
+            r#"{"allowed":true,"remaining":-1,"retry_after_ms":0,"reset_after_ms":0,"fail_open":true,"degraded":true}"#
+        );
+        let degraded_denial = Decision {
+            by: DecidedBy::Degraded,
+            ..Decision::by_redis(false, 0, 400, 900)
+        };
+        assert_eq!(
+            json(&degraded_denial),
+            r#"{"allowed":false,"remaining":0,"retry_after_ms":400,"reset_after_ms":900,"fail_open":false,"degraded":true}"#
+        );
+        let cached = Decision {
+            by: DecidedBy::Cache,
+            ..by_redis
+        };
+        assert_eq!(
+            json(&cached),
+            json(&by_redis),
+            "a cache hit is Redis's denial"
+        );
+        for d in [
+            by_redis,
+            Decision::FAIL_OPEN,
+            Decision::FAIL_CLOSED,
+            degraded_admission,
+            degraded_denial,
+        ] {
+            let back: Decision = serde_json::from_str(&json(&d)).expect("parses");
+            assert_eq!(back, d);
+        }
+    }
+
+    #[test]
+    fn one_enum_says_how_it_was_decided() {
+        assert!(Decision::FAIL_OPEN.fail_open() && Decision::FAIL_OPEN.is_fallback());
+        assert!(!Decision::FAIL_CLOSED.fail_open() && Decision::FAIL_CLOSED.is_fallback());
+        let cached = Decision {
+            by: DecidedBy::Cache,
+            ..Decision::by_redis(false, 0, 10, 10)
+        };
+        assert!(!cached.is_fallback());
+        assert_eq!(cached.outcome(), Outcome::CacheDenied);
+        assert_eq!(Decision::FAIL_OPEN.outcome(), Outcome::FailOpen);
+        assert_eq!(Decision::FAIL_CLOSED.outcome(), Outcome::Denied);
+        assert_eq!(Decision::by_redis(true, 3, 0, 9).remaining_or_unknown(), 3);
     }
 }

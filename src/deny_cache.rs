@@ -15,6 +15,7 @@
 //! live entries, a new denial is simply not cached (that key keeps asking Redis: safe, and
 //! counted in `DenyCache::stats`).
 
+use crate::decision::DecidedBy;
 use crate::rule::Algorithm;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
@@ -68,7 +69,7 @@ struct Entry {
     algorithm: Algorithm,
     /// The cost Redis denied: cheaper requests may pass and are not denied here.
     cost: u64,
-    remaining: i64,
+    remaining: u64,
     /// When Redis's `retry_after` ends, measured from the request's send.
     until: Instant,
     /// When Redis's `reset_after` ends.
@@ -96,7 +97,7 @@ pub(crate) struct DenyCache {
 /// A cached denial's figures at the moment of a lookup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct CachedDenial {
-    pub remaining: i64,
+    pub remaining: u64,
     /// The rest of Redis's wait, in whole milliseconds rounded up.
     pub retry_after_ms: u64,
     pub reset_after_ms: u64,
@@ -169,7 +170,8 @@ impl DenyCache {
         sent: Instant,
         decision: &crate::Decision,
     ) {
-        if decision.allowed || decision.retry_after_ms == 0 || decision.remaining < 0 {
+        // Only Redis's own denials are repeated (not a fallback's, nor the cache's own).
+        if decision.allowed || decision.retry_after_ms == 0 || decision.by != DecidedBy::Redis {
             return;
         }
         let entry = Entry {
@@ -276,14 +278,7 @@ mod tests {
     };
 
     fn denied(retry_after_ms: u64) -> Decision {
-        Decision {
-            allowed: false,
-            remaining: 0,
-            retry_after_ms,
-            reset_after_ms: retry_after_ms,
-            fail_open: false,
-            degraded: false,
-        }
+        Decision::by_redis(false, 0, retry_after_ms, retry_after_ms)
     }
 
     #[test]
@@ -331,14 +326,7 @@ mod tests {
     fn admissions_and_fail_open_decisions_are_never_cached() {
         let cache = DenyCache::new(DenyCacheOptions::default());
         let t0 = Instant::now();
-        let admitted = Decision {
-            allowed: true,
-            remaining: 3,
-            retry_after_ms: 0,
-            reset_after_ms: 500,
-            fail_open: false,
-            degraded: false,
-        };
+        let admitted = Decision::by_redis(true, 3, 0, 500);
         cache.insert("a", &FW, 1, t0, &admitted);
         cache.insert("b", &FW, 1, t0, &Decision::FAIL_OPEN);
         cache.insert("c", &FW, 1, t0, &Decision::FAIL_CLOSED);

@@ -6,7 +6,7 @@
 //! and at least 1 where a wait is meant. A fail-open decision carries no rate-limit fields
 //! (nothing is known: `remaining: -1` must never reach a client) and is never a 429.
 
-use crate::decision::Decision;
+use crate::decision::{DecidedBy, Decision};
 use crate::rule::{Algorithm, Rule};
 use serde::Serialize;
 
@@ -65,13 +65,13 @@ pub fn policy(algorithm: &Algorithm) -> (u64, u64) {
 
 /// The HTTP answer for `decision` under `rule`.
 pub fn http_answer(rule: &Rule, decision: &Decision) -> HttpAnswer {
-    if decision.is_degraded() {
+    if decision.is_fallback() {
         // Redis could not be asked: fail-open passes with nothing claimed; fail-closed refuses
         // with nothing claimed either (no Retry-After: no one knows when it will pass). A
         // denial by degraded mode's local limiter knows its own wait, so it says Retry-After,
         // but claims no RateLimit fields: Redis's state is unknown.
         let mut headers = Vec::new();
-        if decision.degraded && !decision.allowed {
+        if decision.by == DecidedBy::Degraded && !decision.allowed {
             let wait = secs_up(decision.retry_after_ms).max(1);
             headers.push(("Retry-After".to_string(), wait.to_string()));
         }
@@ -116,15 +116,8 @@ pub fn http_answer(rule: &Rule, decision: &Decision) -> HttpAnswer {
 mod tests {
     use super::*;
 
-    fn decision(allowed: bool, remaining: i64, retry_ms: u64, reset_ms: u64) -> Decision {
-        Decision {
-            allowed,
-            remaining,
-            retry_after_ms: retry_ms,
-            reset_after_ms: reset_ms,
-            fail_open: false,
-            degraded: false,
-        }
+    fn decision(allowed: bool, remaining: u64, retry_ms: u64, reset_ms: u64) -> Decision {
+        Decision::by_redis(allowed, remaining, retry_ms, reset_ms)
     }
 
     #[test]
@@ -191,18 +184,14 @@ mod tests {
     fn degraded_decisions_claim_only_the_local_wait() {
         let rule = Rule::fixed_window("api", 10, 1000).expect("valid");
         let admitted = Decision {
-            degraded: true,
+            by: DecidedBy::Degraded,
             ..Decision::FAIL_OPEN
         };
         let answer = http_answer(&rule, &admitted);
         assert_eq!((answer.status, answer.headers.len()), (200, 0));
         let denied = Decision {
-            allowed: false,
-            remaining: 0,
-            retry_after_ms: 1_200,
-            reset_after_ms: 5_000,
-            fail_open: false,
-            degraded: true,
+            by: DecidedBy::Degraded,
+            ..Decision::by_redis(false, 0, 1_200, 5_000)
         };
         let answer = http_answer(&rule, &denied);
         assert_eq!(answer.status, 429);

@@ -74,7 +74,7 @@ pub mod topology;
 
 pub use backend::{Backend, BackendError, BackendKind};
 pub use conn::Conn;
-pub use decision::{Decision, Outcome};
+pub use decision::{DecidedBy, Decision, DecisionJson, Outcome};
 pub use deny_cache::DenyCacheOptions;
 pub use embedded::{EmbeddedError, EmbeddedRedis};
 pub use error::{FailureKind, RedisFailure};

@@ -1,7 +1,7 @@
 //! The limiter: one shared connection, one EVALSHA per decision, fail-open on any Redis error.
 
 use crate::conn::{Conn, ConnOptions};
-use crate::decision::Decision;
+use crate::decision::{DecidedBy, Decision};
 use crate::deny_cache::{DenyCache, DenyCacheOptions, DenyCacheStats};
 use crate::error::{FailureKind, RedisFailure};
 use crate::keys::KeySpace;
@@ -381,12 +381,13 @@ impl Limiter {
                     observer.cache_denied(rule, started.elapsed());
                 }
                 return Ok(Decided::Made(Decision {
-                    allowed: false,
-                    remaining: hit.remaining,
-                    retry_after_ms: hit.retry_after_ms,
-                    reset_after_ms: hit.reset_after_ms,
-                    fail_open: false,
-                    degraded: false,
+                    by: DecidedBy::Cache,
+                    ..Decision::by_redis(
+                        false,
+                        hit.remaining,
+                        hit.retry_after_ms,
+                        hit.reset_after_ms,
+                    )
                 }));
             }
         }
@@ -422,7 +423,7 @@ impl Limiter {
                     return Ok(Decided::Fallback(self.plain_fallback(), failure));
                 }
                 let decision = self.fallback(rule, &limiter_key, cost);
-                if decision.fail_open {
+                if decision.fail_open() {
                     inner.ledger.record_fail_open(rule.name(), second);
                 }
                 if let Some(observer) = observer {
@@ -449,19 +450,15 @@ impl Limiter {
         };
         match local.decide(limiter_key, rule.algorithm(), cost, Instant::now()) {
             LocalDecision::Admitted { .. } => Decision {
-                degraded: true,
+                by: DecidedBy::Degraded,
                 ..Decision::FAIL_OPEN
             },
             LocalDecision::Denied {
                 retry_after_ms,
                 reset_after_ms,
             } => Decision {
-                allowed: false,
-                remaining: 0,
-                retry_after_ms,
-                reset_after_ms,
-                fail_open: false,
-                degraded: true,
+                by: DecidedBy::Degraded,
+                ..Decision::by_redis(false, 0, retry_after_ms, reset_after_ms)
             },
             LocalDecision::Untracked => Decision::FAIL_OPEN,
         }

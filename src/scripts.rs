@@ -247,14 +247,12 @@ pub(crate) fn parse_reply(reply: &[i64]) -> Result<Decision, RedisFailure> {
     if !(allowed == 0 || allowed == 1) || remaining < 0 || retry_after < 0 || reset_after < 0 {
         return Err(bad());
     }
-    Ok(Decision {
-        allowed: allowed == 1,
-        remaining,
-        retry_after_ms: retry_after as u64,
-        reset_after_ms: reset_after as u64,
-        fail_open: false,
-        degraded: false,
-    })
+    Ok(Decision::by_redis(
+        allowed == 1,
+        remaining as u64,
+        retry_after as u64,
+        reset_after as u64,
+    ))
 }
 
 #[cfg(test)]
@@ -264,7 +262,7 @@ mod tests {
     #[test]
     fn parses_only_well_formed_replies() {
         let d = parse_reply(&[1, 4, 0, 200]).expect("valid");
-        assert!(d.allowed && !d.fail_open);
+        assert!(d.allowed && !d.fail_open());
         assert_eq!(
             (d.remaining, d.retry_after_ms, d.reset_after_ms),
             (4, 0, 200)

@@ -108,7 +108,7 @@ async fn a_user_without_scripts_fails_open_naming_the_permission() {
     .await;
     let limiter = as_user(&server, "noscripts", "s3cr3t-none", "acl-none");
     let decision = limiter.check(&rule(), "k").await.expect("valid request");
-    assert!(decision.allowed && decision.fail_open && decision.remaining == -1);
+    assert!(decision.allowed && decision.fail_open() && decision.remaining_or_unknown() == -1);
     assert_eq!(limiter.ledger().fail_open_total(), 1);
     assert_eq!(
         common::failures_of(&limiter, FailureKind::Misconfiguration),

@@ -43,7 +43,8 @@ async fn hammer(limiter: &Limiter, rule: &Rule) -> (usize, usize) {
         "expected one connection per task, Redis saw {clients}"
     );
     assert!(
-        all.iter().all(|d| !d.fail_open && d.remaining >= 0),
+        all.iter()
+            .all(|d| !d.fail_open() && d.remaining_or_unknown() >= 0),
         "some decisions failed open: {:?}",
         limiter.ledger().failures()
     );

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{decide_now, limiter_with, options, signal, Thaw};
-use ratelockr::{FailureMode, LimiterOptions, Rule};
+use ratelockr::{DecidedBy, FailureMode, LimiterOptions, Rule};
 use std::time::Duration;
 
 fn degraded(instances: u32, deadline_ms: u64, name: &str) -> LimiterOptions {
@@ -26,7 +26,7 @@ async fn a_killed_redis_leaves_each_key_its_local_share() {
     // Connect while Redis lives (a few tries: the deadline is short for a loaded machine).
     let mut asked = false;
     for _ in 0..20 {
-        if !limiter.check(&rule, "warm").await.expect("valid").degraded {
+        if limiter.check(&rule, "warm").await.expect("valid").by != DecidedBy::Degraded {
             asked = true;
             break;
         }
@@ -38,12 +38,12 @@ async fn a_killed_redis_leaves_each_key_its_local_share() {
         let (mut admitted, mut denied) = (0, 0);
         for _ in 0..40 {
             let d = limiter.check(&rule, key).await.expect("valid request");
-            assert!(d.degraded, "{d:?}");
+            assert!(d.by == DecidedBy::Degraded, "{d:?}");
             if d.allowed {
-                assert!(d.fail_open && d.remaining == -1, "{d:?}");
+                assert!(d.fail_open() && d.remaining_or_unknown() == -1, "{d:?}");
                 admitted += 1;
             } else {
-                assert!(!d.fail_open && d.retry_after_ms > 0, "{d:?}");
+                assert!(!d.fail_open() && d.retry_after_ms > 0, "{d:?}");
                 denied += 1;
             }
         }
@@ -63,7 +63,7 @@ async fn redis_decides_again_when_it_answers_again() {
     let rule = Rule::fixed_window("fw", 10, 600_000).expect("valid rule");
     let mut warm = false;
     for _ in 0..20 {
-        if !limiter.check(&rule, "warm").await.expect("valid").degraded {
+        if limiter.check(&rule, "warm").await.expect("valid").by != DecidedBy::Degraded {
             warm = true;
             break;
         }
@@ -75,7 +75,10 @@ async fn redis_decides_again_when_it_answers_again() {
     let mut admitted = 0;
     for _ in 0..8 {
         let d = limiter.check(&rule, "c").await.expect("valid request");
-        assert!(d.degraded, "a frozen Redis cannot decide: {d:?}");
+        assert!(
+            d.by == DecidedBy::Degraded,
+            "a frozen Redis cannot decide: {d:?}"
+        );
         admitted += u32::from(d.allowed);
     }
     assert_eq!(admitted, 5, "the local share is 10 / 2 instances");
@@ -84,7 +87,7 @@ async fn redis_decides_again_when_it_answers_again() {
     let recovered = common::eventually(Duration::from_secs(10), || {
         let limiter = limiter.clone();
         let rule = rule.clone();
-        async move { !limiter.check(&rule, "after").await.expect("valid").degraded }
+        async move { limiter.check(&rule, "after").await.expect("valid").by != DecidedBy::Degraded }
     })
     .await;
     assert!(recovered, "Redis did not decide again after SIGCONT");

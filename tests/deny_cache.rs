@@ -54,7 +54,7 @@ async fn a_denied_key_is_denied_in_process_until_the_time_redis_named() {
 
     for _ in 0..50 {
         let d = limiter.check(&rule, "attacker").await.expect("valid");
-        assert!(!d.allowed && !d.fail_open, "{d:?}");
+        assert!(!d.allowed && !d.fail_open(), "{d:?}");
         assert!(d.retry_after_ms >= 1, "{d:?}");
         assert!(
             d.retry_after_ms <= first.retry_after_ms,
@@ -94,7 +94,7 @@ async fn a_denied_key_is_denied_in_process_until_the_time_redis_named() {
     tokio::time::sleep(Duration::from_millis(first.retry_after_ms)).await;
     let after = limiter.check(&rule, "attacker").await.expect("valid");
     assert_eq!(evalsha_calls(&limiter).await, calls + 2, "Redis was asked");
-    assert!(after.allowed && !after.fail_open, "{after:?}");
+    assert!(after.allowed && !after.fail_open(), "{after:?}");
 }
 
 #[tokio::test]
@@ -135,7 +135,7 @@ async fn every_cached_denial_is_one_redis_would_make() {
             )
             .await;
             let redis = referee.check_cost(&rule, &copy, cost).await.expect("valid");
-            assert!(!redis.allowed && !redis.fail_open, "{kind}: {redis:?}");
+            assert!(!redis.allowed && !redis.fail_open(), "{kind}: {redis:?}");
         }
         assert_eq!(metrics.evaluations(kind, Outcome::CacheDenied), 5, "{kind}");
     }

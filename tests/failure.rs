@@ -65,7 +65,7 @@ async fn no_redis_fails_open_and_is_counted_by_kind() {
             let d = limiter.check(&rule, "c").await.expect("valid request");
             assert_eq!(d, Decision::FAIL_OPEN);
             assert!(
-                d.allowed && d.remaining == -1 && d.fail_open,
+                d.allowed && d.remaining_or_unknown() == -1 && d.fail_open(),
                 "{}: {d:?}",
                 rule.name()
             );
@@ -123,7 +123,10 @@ async fn fail_closed_denies_without_redis() {
     for rule in rules() {
         let d = limiter.check(&rule, "c").await.expect("valid request");
         assert_eq!(d, Decision::FAIL_CLOSED);
-        assert!(!d.allowed && d.remaining == -1 && !d.fail_open, "{d:?}");
+        assert!(
+            !d.allowed && d.remaining_or_unknown() == -1 && !d.fail_open(),
+            "{d:?}"
+        );
     }
     assert_eq!(limiter.ledger().failures_total(), 5);
     assert_eq!(limiter.ledger().fail_open_total(), 0);
@@ -143,7 +146,12 @@ async fn a_frozen_redis_fails_open_within_the_deadline_and_recovers() {
     // Connect (and load the script) while Redis is alive, with a retry for a slow start.
     let mut warm = false;
     for _ in 0..20 {
-        if !limiter.check(&rule, "warm").await.expect("valid").fail_open {
+        if !limiter
+            .check(&rule, "warm")
+            .await
+            .expect("valid")
+            .fail_open()
+        {
             warm = true;
             break;
         }
@@ -160,7 +168,10 @@ async fn a_frozen_redis_fails_open_within_the_deadline_and_recovers() {
             took < Duration::from_secs(5),
             "a hung Redis held a caller {took:?}"
         );
-        assert!(d.fail_open && d.allowed && d.remaining == -1, "{d:?}");
+        assert!(
+            d.fail_open() && d.allowed && d.remaining_or_unknown() == -1,
+            "{d:?}"
+        );
     }
     assert!(
         failures_of(&limiter, FailureKind::Timeout) >= 3,
@@ -177,7 +188,7 @@ async fn a_frozen_redis_fails_open_within_the_deadline_and_recovers() {
                 .check(&rule, "after")
                 .await
                 .expect("valid")
-                .fail_open
+                .fail_open()
         }
     })
     .await;
@@ -209,7 +220,7 @@ async fn a_stall_shorter_than_the_deadline_is_waited_out() {
     let d = limiter.check(&rule, "c").await.expect("valid request");
     waker.join().expect("the thaw thread");
     assert!(
-        !d.fail_open && d.remaining == 8,
+        !d.fail_open() && d.remaining == 8,
         "a 1.2 s stall failed open under a 10 s deadline: {d:?}, {:?}",
         limiter.ledger().failures()
     );

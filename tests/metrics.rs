@@ -154,7 +154,10 @@ async fn scraped_metrics_count_every_decision() {
             .check(&window, "carol")
             .await
             .expect("decision");
-        assert!(d.fail_open && d.allowed && d.remaining == -1, "{d:?}");
+        assert!(
+            d.fail_open() && d.allowed && d.remaining_or_unknown() == -1,
+            "{d:?}"
+        );
     }
 
     let server = MetricsServer::bind(metrics.clone(), "127.0.0.1:0".parse().expect("addr"))

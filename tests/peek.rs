@@ -44,7 +44,7 @@ async fn a_peek_reports_what_a_check_would_leave_and_changes_nothing() {
             .peek_at(&rule, "c", at(&rule, 0))
             .await
             .expect("peek");
-        assert!(fresh.allowed && !fresh.fail_open, "{kind}: {fresh:?}");
+        assert!(fresh.allowed && !fresh.fail_open(), "{kind}: {fresh:?}");
         assert_eq!((fresh.remaining, fresh.reset_after_ms), (4, 0), "{kind}");
         assert_eq!(dump(&limiter, &key).await, None, "{kind}: a peek wrote");
 

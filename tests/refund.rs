@@ -98,7 +98,7 @@ async fn a_refund_gives_back_to_the_fixed_windows_explicit_clock_state() {
                 .check_at(rule, "k", cost, at(t))
                 .await
                 .expect("a valid request");
-            assert!(!d.fail_open, "Redis should have decided: {d:?}");
+            assert!(!d.fail_open(), "Redis should have decided: {d:?}");
             d.allowed
         }
     };

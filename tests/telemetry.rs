@@ -24,7 +24,7 @@ async fn stats_are_30_zero_padded_points_oldest_first() {
                 .check_at(&rule, &format!("client-{ago}"), 1, at)
                 .await
                 .expect("valid request");
-            assert!(!d.fail_open);
+            assert!(!d.fail_open());
         }
     }
     let points = limiter.stats_at("api", now).await.expect("stats");
@@ -132,7 +132,7 @@ async fn fail_open_decisions_are_reported_beside_the_series() {
             .check_at(&rule, "broken", 1, at)
             .await
             .expect("valid");
-        assert!(d.fail_open);
+        assert!(d.fail_open());
     }
     limiter.check_at(&rule, "fine", 1, at).await.expect("valid");
     let points = limiter.stats_at("api", second).await.expect("stats");
@@ -159,7 +159,7 @@ async fn telemetry_off_writes_only_the_limiter_key() {
         Rule::fixed_window("api", 5, 60_000).expect("valid rule"),
     ] {
         let d = limiter.check(&rule, "c").await.expect("valid request");
-        assert!(d.allowed && !d.fail_open, "{d:?}");
+        assert!(d.allowed && !d.fail_open(), "{d:?}");
     }
     let keys: Vec<String> = query(&limiter, redis::cmd("KEYS").arg("*")).await;
     assert_eq!(keys.len(), 3, "{keys:?}");

@@ -168,7 +168,7 @@ impl ClusterBench {
                         rule,
                         client,
                         allowed: d.allowed,
-                        fail_open: d.fail_open,
+                        fail_open: d.fail_open(),
                         at: Instant::now(),
                     });
                 }

@@ -152,7 +152,7 @@ impl EngineBench {
                         Step::Stopped => break,
                     }
                     match result {
-                        Ok(d) if d.fail_open || d.is_degraded() => tally.error(),
+                        Ok(d) if d.is_fallback() => tally.error(),
                         Ok(d) => tally.decided(d.allowed, elapsed),
                         Err(CheckError::Redis(_)) => tally.error(),
                         Err(CheckError::Rule(err)) => return Err(err),

@@ -604,12 +604,12 @@ fn account(
                         algorithm: run.stats.rule.kind().as_str().to_string(),
                         key: req.key.clone(),
                         allowed: d.allowed,
-                        remaining: d.remaining,
+                        remaining: d.remaining_or_unknown(),
                         retry_after_ms: d.retry_after_ms,
                         // Decisions are pipelined: no per-decision latency, and a constant
                         // keeps the CSV deterministic.
                         latency_us: 0,
-                        fail_open: d.fail_open,
+                        fail_open: d.fail_open(),
                         reset_after_ms: d.reset_after_ms,
                         attempt: 0,
                     };

@@ -56,7 +56,7 @@ impl RuleTally {
 
     pub fn add(&mut self, key: &str, key_hash: u64, ms: u64, cost: u64, d: &Decision) {
         self.requests += 1;
-        if d.fail_open {
+        if d.fail_open() {
             self.fail_open += 1;
         } else if d.allowed {
             self.allowed += 1;
@@ -64,8 +64,8 @@ impl RuleTally {
             self.denied += 1;
             self.denied_keys.insert(key_hash);
         }
-        self.series.add(ms, d.allowed, d.fail_open);
-        self.table.add(key, ms, cost, d.allowed, d.fail_open);
+        self.series.add(ms, d.allowed, d.fail_open());
+        self.table.add(key, ms, cost, d.allowed, d.fail_open());
     }
 
     pub fn keys_denied(&self) -> u64 {

@@ -576,10 +576,10 @@ impl Server {
                             algorithm: target.label().to_string(),
                             key: key.clone(),
                             allowed: decision.allowed,
-                            remaining: decision.remaining,
+                            remaining: decision.remaining_or_unknown(),
                             retry_after_ms: decision.retry_after_ms,
                             latency_us: started.elapsed().as_micros() as u64,
-                            fail_open: decision.fail_open,
+                            fail_open: decision.fail_open(),
                             reset_after_ms: decision.reset_after_ms,
                             attempt,
                         });

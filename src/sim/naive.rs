@@ -79,14 +79,7 @@ pub async fn decide(
             .ignore();
         pipe.query_async::<()>(conn).await?;
         let remaining = limit.saturating_sub(count + if allowed { cost } else { 0 });
-        Ok::<_, redis::RedisError>(Decision {
-            allowed,
-            remaining: remaining as i64,
-            retry_after_ms: 0,
-            reset_after_ms: 0,
-            fail_open: false,
-            degraded: false,
-        })
+        Ok::<_, redis::RedisError>(Decision::by_redis(allowed, remaining, 0, 0))
     };
     match tokio::time::timeout(deadline, attempt).await {
         Ok(Ok(decision)) => decision,

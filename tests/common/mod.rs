@@ -6,7 +6,8 @@
 #![allow(dead_code)]
 
 use ratelockr::{
-    At, Decision, EmbeddedRedis, FailureKind, KeySpace, Limiter, LimiterOptions, RedisTarget, Rule,
+    At, DecidedBy, Decision, EmbeddedRedis, FailureKind, KeySpace, Limiter, LimiterOptions,
+    RedisTarget, Rule,
 };
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::process::Command;
@@ -91,7 +92,7 @@ pub async fn decide_now(limiter: &Limiter, rule: &Rule, key: &str, cost: u64) ->
 
 fn assert_not_degraded(limiter: &Limiter, decision: &Decision) {
     assert!(
-        !decision.fail_open && decision.remaining >= 0,
+        decision.by == DecidedBy::Redis,
         "Redis should have decided, got {decision:?}; failures so far: {:?}",
         limiter.ledger().failures()
     );

@@ -36,11 +36,11 @@ impl RateLimitInfo {
     /// True when some rule could not ask Redis and let the request through (fail-open, or an
     /// admission by degraded mode's local limiter): the request passed unmetered by Redis.
     pub fn fail_open(&self) -> bool {
-        self.decisions.iter().any(|d| d.decision.fail_open)
+        self.decisions.iter().any(|d| d.decision.fail_open())
     }
 
     /// True when some rule was decided without Redis (fail-open, fail-closed or degraded).
     pub fn degraded(&self) -> bool {
-        self.decisions.iter().any(|d| d.decision.is_degraded())
+        self.decisions.iter().any(|d| d.decision.is_fallback())
     }
 }

@@ -383,7 +383,7 @@ impl Shared {
     /// fails is counted and logged by the engine, and that allowance stays spent.
     async fn refund(&self, info: &mut RateLimitInfo) {
         for (rule, entry) in self.rules.iter().zip(info.decisions.iter_mut()) {
-            if entry.decision.allowed && !entry.decision.is_degraded() {
+            if entry.decision.allowed && !entry.decision.is_fallback() {
                 entry.refunded = matches!(
                     self.limiter.refund(rule, &info.key, info.cost).await,
                     Ok(true)
@@ -399,7 +399,7 @@ impl Shared {
             let decision: &Decision = &d.decision;
             (
                 decision.allowed,
-                !decision.is_degraded(),
+                !decision.is_fallback(),
                 decision.remaining,
             )
         });
