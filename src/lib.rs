@@ -21,6 +21,8 @@
 //! - [`embedded_cluster`] a private Redis Cluster (masters and replicas) for tests and measurements
 //! - [`backend`]   choosing the configured Redis or the embedded one
 //! - [`error`]     Redis failures classified: outage, timeout, misconfiguration...
+//! - `record`      one decision as a row ([`sim::Record`]), its sink, and the export error
+//! - `bins`        the bin width that fits a run, for charts and the workload preview
 //! - [`sim`]       the traffic simulator: workloads, compare mode (all five), the naive race
 //!   demo, the sliding window counter judged by the exact log
 //! - [`export`]    simulation records as CSV, per-second charts as PNG or SVG
@@ -34,6 +36,7 @@ pub mod acl;
 pub mod api;
 pub mod backend;
 pub mod bench;
+pub(crate) mod bins;
 pub mod cluster;
 pub mod commandstats;
 pub mod conn;
@@ -48,6 +51,7 @@ pub mod keys;
 pub mod limiter;
 pub mod local_limiter;
 pub mod metrics;
+pub(crate) mod record;
 pub mod refund;
 pub mod replay;
 pub mod reset;

@@ -1,7 +1,7 @@
 //! Simulation records as CSV: design.md's columns, in order, written with the csv crate.
 
 use super::ExportError;
-use crate::sim::{Record, RecordSink};
+use crate::record::{Record, RecordSink};
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};

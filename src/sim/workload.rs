@@ -1,6 +1,6 @@
 //! What traffic a simulation offers: a pattern of arrival times, a length, servers and keys.
 
-use super::SimError;
+use super::error::SimError;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp, Zipf};
