@@ -4,6 +4,8 @@
 //!
 //! - `spec`       what to run: the workload, the targets, the clock and the key namespace
 //! - [`workload`] patterns, lengths, servers and key distributions
+//! - [`workload_spec`] a workload as the CLI's flags and the app's form describe it: the one
+//!   set of defaults, and refusals that name the field
 //! - `run`        the run loop: simulated servers, the schedule, records as they complete
 //! - [`report`]   summaries and per-second series
 //! - `error`      why a simulation could not run or finish, naming the parameter
@@ -22,6 +24,7 @@ pub mod report;
 mod run;
 mod spec;
 pub mod workload;
+pub mod workload_spec;
 
 /// Defined beside [`crate::export::ExportError`], below the simulator, replay and export.
 pub use crate::record::{Record, RecordSink};
@@ -31,3 +34,4 @@ pub use report::{Report, Series, SeriesPoint, TargetSummary};
 pub use run::{run, NoObserver, Progress, SimObserver};
 pub use spec::{SimClock, SimSpec, Target};
 pub use workload::{KeyDistribution, Length, Pattern, Retry, Workload};
+pub use workload_spec::{PatternKind, WorkloadSpec};
