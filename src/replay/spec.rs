@@ -3,7 +3,7 @@
 
 use super::error::ReplayError;
 use super::format::{FieldNames, LogFormat};
-use super::key::KeyExpr;
+use super::key;
 use super::sweep::SweepAxis;
 use super::{keytable, order};
 use crate::rule::Rule;
@@ -17,7 +17,7 @@ pub struct ParseSpec {
     /// None: detected from the first line.
     pub format: Option<LogFormat>,
     pub fields: FieldNames,
-    /// A key expression ([`super::key`]); default `ip`.
+    /// A key expression ([`key`]); default `ip`.
     pub key: String,
     /// Only these methods (any case); empty: all.
     pub methods: Vec<String>,
@@ -45,7 +45,7 @@ impl Default for ParseSpec {
 pub struct Compiled {
     pub format: Option<LogFormat>,
     pub fields: FieldNames,
-    pub key: KeyExpr,
+    pub key: key::KeyExpr,
     pub methods: Vec<String>,
     pub path: Option<regex::Regex>,
     pub lookahead_ms: u64,
@@ -59,7 +59,7 @@ impl ParseSpec {
         };
         let key = self
             .key
-            .parse::<KeyExpr>()
+            .parse::<key::KeyExpr>()
             .map_err(|reason| invalid("key", reason))?;
         let path = self
             .path
@@ -97,7 +97,7 @@ pub struct ReplaySpec {
     pub suggest_max_keys_pct: f64,
     /// Keys held per rule for per-key figures ([`keytable`]).
     pub key_capacity: usize,
-    /// Lanes (connections) deciding at once ([`super::decide`]).
+    /// Lanes (connections) deciding at once ([`decide`](super::decide)).
     pub lanes: usize,
     /// Decisions per pipeline round (requests × rules; at least 16 requests), split over the
     /// lanes.
