@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 
 .PHONY: run test test-engine lint fmt deps-engine bench
-.PHONY: run-cli app ui ui-deps test-ui test-app test-e2e bundle deps-app deps-e2e
+.PHONY: run-cli app ui ui-deps test-ui test-app test-e2e screenshots bundle deps-app deps-e2e
 
 # The desktop app (src-tauri + ui). The CLI's side-by-side run: `make run-cli`.
 run: deps-engine deps-app ui
@@ -72,6 +72,12 @@ test-app: deps-app ui
 test-e2e: deps-e2e ui
 	$(CARGO) build -p ratelockr-app --all-targets
 	scripts/e2e.sh
+
+# The README's screenshots (docs/*.png): the E2E run, its pictures kept in docs/. `make test`
+# takes them into a temporary folder and leaves the checkout clean.
+screenshots: deps-e2e ui
+	$(CARGO) build -p ratelockr-app --all-targets
+	RATELOCKR_SCREENSHOT_DIR=$(CURDIR)/docs scripts/e2e.sh
 
 # A release build and a .deb in target/release/bundle/ (see scripts/bundle.sh).
 bundle: deps-app ui

@@ -38,7 +38,7 @@ pub struct DecisionApi {
 
 /// A request refused, as the client sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ApiError {
+pub(crate) struct ApiError {
     #[serde(skip)]
     pub status: u16,
     pub code: &'static str,
@@ -66,7 +66,7 @@ impl IntoResponse for ApiError {
 
 /// A decision and the HTTP answer it implies.
 #[derive(Debug, Clone, Serialize)]
-pub struct CheckReply {
+pub(crate) struct CheckReply {
     pub rule: String,
     #[serde(flatten)]
     pub decision: Decision,
@@ -97,7 +97,7 @@ impl DecisionApi {
     }
 
     /// One decision from a request body (the JSON above): what `POST /api/check` does.
-    pub async fn check(&self, body: &[u8]) -> Result<CheckReply, ApiError> {
+    pub(crate) async fn check(&self, body: &[u8]) -> Result<CheckReply, ApiError> {
         let request: Value = serde_json::from_slice(body).map_err(|e| ApiError {
             status: 400,
             code: "invalid_json",

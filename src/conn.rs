@@ -19,7 +19,7 @@ use std::time::Duration;
 
 /// Timeouts and retries of a connection.
 #[derive(Debug, Clone, Copy)]
-pub struct ConnOptions {
+pub(crate) struct ConnOptions {
     pub connect_timeout: Duration,
     /// The longest one command (a cluster's redirections and retries included) may take.
     pub response_timeout: Duration,
@@ -78,7 +78,7 @@ impl LazyCluster {
 
 impl Conn {
     /// A connection to `target` that connects on first use.
-    pub fn lazy(target: &RedisTarget, options: ConnOptions) -> Conn {
+    pub(crate) fn lazy(target: &RedisTarget, options: ConnOptions) -> Conn {
         if target.is_cluster() {
             return Conn::Cluster(LazyCluster {
                 client: Arc::new(cluster_client(target, options)),
@@ -93,7 +93,10 @@ impl Conn {
     }
 
     /// A connection to `target`, connected now (within `options.connect_timeout`).
-    pub async fn connect(target: &RedisTarget, options: ConnOptions) -> Result<Conn, RedisFailure> {
+    pub(crate) async fn connect(
+        target: &RedisTarget,
+        options: ConnOptions,
+    ) -> Result<Conn, RedisFailure> {
         let timeout = options.connect_timeout;
         let connecting = async {
             let conn = Conn::lazy(target, options);
@@ -231,7 +234,7 @@ impl Conn {
     }
 
     /// `cmd` sent to one node of the cluster by address (to the one Redis when single).
-    pub async fn on_node<T: redis::FromRedisValue>(
+    pub(crate) async fn on_node<T: redis::FromRedisValue>(
         &mut self,
         cmd: &Cmd,
         node: &ClusterNode,
@@ -351,7 +354,7 @@ fn cluster_client(target: &RedisTarget, options: ConnOptions) -> redis::cluster:
     if let Some(certificates) = target.tls_certificates() {
         // rediss+cluster://: every node over TLS, verified against the target's CA (or not at
         // all when it is marked insecure), with its client certificate for mutual TLS.
-        crate::tls::install_crypto_provider();
+        crate::target::install_crypto_provider();
         let mode = match target.is_insecure() {
             true => redis::TlsMode::Insecure,
             false => redis::TlsMode::Secure,

@@ -13,7 +13,7 @@
 //! It is bounded in entries and in bytes (the keys' lengths plus a fixed cost per entry).
 //! Expired entries are dropped when met and swept when a shard is full; when a shard is full of
 //! live entries, a new denial is simply not cached (that key keeps asking Redis: safe, and
-//! counted in [`DenyCache::stats`]).
+//! counted in `DenyCache::stats`).
 
 use crate::rule::Algorithm;
 use std::collections::HashMap;
@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 pub struct DenyCacheOptions {
     /// The most keys held at once.
     pub max_entries: usize,
-    /// The most bytes the entries account for: each key's length plus [`ENTRY_OVERHEAD`].
+    /// The most bytes the entries account for: each key's length plus `ENTRY_OVERHEAD`.
     pub max_bytes: usize,
 }
 
@@ -43,7 +43,7 @@ impl Default for DenyCacheOptions {
 
 /// The bytes an entry costs besides its key: the entry itself, the key's box and the hash
 /// table's slot, rounded up.
-pub const ENTRY_OVERHEAD: usize = 96;
+pub(crate) const ENTRY_OVERHEAD: usize = 96;
 
 /// Most shards; small caches get fewer, so the bounds divide evenly.
 const MAX_SHARDS: usize = 16;
@@ -84,7 +84,7 @@ struct Shard {
 
 /// The cache itself; see the module docs.
 #[derive(Debug)]
-pub struct DenyCache {
+pub(crate) struct DenyCache {
     shards: Box<[Mutex<Shard>]>,
     hasher: RandomState,
     max_entries: usize,
@@ -95,7 +95,7 @@ pub struct DenyCache {
 
 /// A cached denial's figures at the moment of a lookup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CachedDenial {
+pub(crate) struct CachedDenial {
     pub remaining: i64,
     /// The rest of Redis's wait, in whole milliseconds rounded up.
     pub retry_after_ms: u64,
@@ -103,7 +103,7 @@ pub struct CachedDenial {
 }
 
 impl DenyCache {
-    pub fn new(options: DenyCacheOptions) -> Self {
+    pub(crate) fn new(options: DenyCacheOptions) -> Self {
         // Each shard holds an even part of both bounds, so a small cache gets fewer shards
         // (one shard per 64 entries and per 16 KiB at most) and its bounds stay usable.
         let shards = (options.max_entries / 64)
@@ -134,7 +134,7 @@ impl DenyCache {
     }
 
     /// The denial that still holds for a request of `cost` under `algorithm` at `now`, if any.
-    pub fn lookup(
+    pub(crate) fn lookup(
         &self,
         key: &str,
         algorithm: &Algorithm,
@@ -161,7 +161,7 @@ impl DenyCache {
     }
 
     /// Remembers that Redis denied a request of `cost`, sent at `sent`, for `retry_after_ms`.
-    pub fn insert(
+    pub(crate) fn insert(
         &self,
         key: &str,
         algorithm: &Algorithm,
@@ -199,7 +199,7 @@ impl DenyCache {
     }
 
     /// Forgets a key Redis has admitted: its cached denial is over.
-    pub fn forget(&self, key: &str) {
+    pub(crate) fn forget(&self, key: &str) {
         let mut shard = self.shard(key);
         if !shard.map.is_empty() {
             shard.remove(key);
@@ -207,7 +207,7 @@ impl DenyCache {
     }
 
     /// Forgets every cached denial.
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         for shard in self.shards.iter() {
             let mut shard = shard.lock().unwrap_or_else(|p| p.into_inner());
             shard.map.clear();
@@ -215,7 +215,7 @@ impl DenyCache {
         }
     }
 
-    pub fn stats(&self) -> DenyCacheStats {
+    pub(crate) fn stats(&self) -> DenyCacheStats {
         let (entries, bytes) = self.shards.iter().fold((0, 0), |(n, b), shard| {
             let shard = shard.lock().unwrap_or_else(|p| p.into_inner());
             (n + shard.map.len(), b + shard.bytes)

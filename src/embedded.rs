@@ -244,7 +244,7 @@ fn wait_gone(proc: &Path, pid: u32) -> bool {
 }
 
 /// Looks a program up on PATH like a shell would.
-pub fn find_on_path(program: &str) -> Option<PathBuf> {
+pub(crate) fn find_on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))

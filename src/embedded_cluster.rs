@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 const FORM_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The cluster node timeout: how long a master may be silent before its replica takes over.
-pub const NODE_TIMEOUT_MS: u64 = 1000;
+pub(crate) const NODE_TIMEOUT_MS: u64 = 1000;
 
 /// A private Redis Cluster.
 #[derive(Debug)]
@@ -194,8 +194,8 @@ impl EmbeddedCluster {
     /// ports for a cluster over TLS).
     pub fn url(&self) -> String {
         let scheme = match self.tls_ports {
-            Some(_) => crate::cluster::TLS_SCHEME,
-            None => crate::cluster::SCHEME,
+            Some(_) => crate::target::TLS_SCHEME,
+            None => crate::target::SCHEME,
         };
         format!("{scheme}{}", self.client_addresses().join(","))
     }

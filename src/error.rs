@@ -1,4 +1,5 @@
-//! Redis failures, classified so that an outage and a misconfiguration never look alike.
+//! Redis failures, classified so that an outage and a misconfiguration never look alike, and
+//! explained: a failed TLS handshake is said in words a user can act on ([`explain`]).
 
 use serde::Serialize;
 use std::fmt;
@@ -84,11 +85,48 @@ impl From<redis::RedisError> for RedisFailure {
     fn from(err: redis::RedisError) -> Self {
         let message = err.to_string();
         // A failed TLS handshake will not heal by itself: say which part failed.
-        if let Some(explained) = crate::tls::explain(&message) {
+        if let Some(explained) = explain(&message) {
             return RedisFailure::new(FailureKind::Misconfiguration, explained);
         }
         RedisFailure::new(classify(&err), message)
     }
+}
+
+/// A TLS failure in words a user can act on, or `None` when `message` (a redis-rs error's
+/// text) is not about TLS. rustls reports through io errors whose text is all that survives
+/// redis-rs's wrapping, so the text is what is matched.
+pub fn explain(message: &str) -> Option<String> {
+    let what = if message.contains("UnknownIssuer") || message.contains("unknown issuer") {
+        "the server's certificate is signed by a CA this client does not trust (unknown CA): give the CA's PEM file with --tls-ca"
+    } else if message.contains("NotValidForName") || message.contains("not valid for name") {
+        "the server's certificate is not valid for the host name in the URL (hostname mismatch): connect by a name the certificate lists, or use a certificate issued for this one"
+    } else if message.contains("CertificateRequired")
+        || message.contains("certificate required")
+        || message.contains("received fatal alert: HandshakeFailure") && message.contains("client")
+    {
+        "the server requires a client certificate (mutual TLS): give --tls-cert and --tls-key"
+    } else if message.contains("BadCertificate")
+        || message.contains("UnknownCA")
+        || message.contains("DecryptError")
+    {
+        "the server refused this client's certificate: check --tls-cert and --tls-key against the server's --tls-ca-cert-file"
+    } else if message.contains("Expired") {
+        "the server's certificate has expired (or is not yet valid)"
+    } else if message.contains("InvalidContentType")
+        || message.contains("corrupt message")
+        || message.contains("InvalidMessage")
+        || message.contains("tls handshake eof")
+    {
+        "the server did not answer in TLS: is it a plain-TCP Redis behind a rediss:// URL? (use redis:// for it)"
+    } else if message.contains("peer certificate")
+        || message.contains("fatal alert")
+        || message.contains("tls handshake")
+    {
+        "the TLS handshake failed"
+    } else {
+        return None;
+    };
+    Some(format!("TLS: {what} ({message})"))
 }
 
 fn classify(err: &redis::RedisError) -> FailureKind {
@@ -126,5 +164,17 @@ fn classify(err: &redis::RedisError) -> FailureKind {
         ErrorKind::Parse | ErrorKind::UnexpectedReturnType => FailureKind::Reply,
         ErrorKind::Io => FailureKind::Unavailable,
         _ => FailureKind::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explains_only_tls_failures() {
+        assert!(explain("Connection refused (os error 111)").is_none());
+        let unknown = explain("invalid peer certificate: UnknownIssuer").expect("tls");
+        assert!(unknown.contains("unknown CA"), "{unknown}");
     }
 }

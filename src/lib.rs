@@ -1,65 +1,78 @@
 //! RateLockr: distributed rate limits on Redis, one atomic Lua script per decision.
 //!
+//! The modules other crates use (the CLI, the tower layer, the app, the tests and benches):
+//!
 //! - [`rule`]      rules: a name and an algorithm with validated parameters
-//! - [`commandstats`] Redis's own time per script call (`INFO commandstats`), around a run
-//! - [`decision`]  a decision is a value: allowed, remaining, retry/reset waits, fail-open
 //! - [`scripts`]   the five Lua scripts (`lua/`), hashed once, replies parsed into decisions
 //! - [`limiter`]   EVALSHA over one shared connection, deadlines, fail-open, failure kinds
-//! - [`acl`]       ACL users: the missing permission named, EVAL when SCRIPT LOAD is denied
 //! - [`deny_cache`] opt-in: what Redis just denied is denied in process until Redis's time
-//! - [`local_limiter`] degraded mode: the rule's per-instance share, decided in process
 //! - [`headers`]   the HTTP status and RateLimit headers a decision implies
 //! - [`keys`]      the key layout under a prefix, rule names hash-tagged for Redis Cluster
-//! - [`refund`]    giving back what an admitted request took, when a later rule denies it
-//! - [`reset`]     deleting a rule's (or one client's) limiter state: a maintenance SCAN
 //! - [`telemetry`] per-second counters written by the scripts, read as 60 GETs in one pipeline
-//! - [`target`]    Redis URLs that never show their password
-//! - [`conn`]      one connection type over a single Redis and a Redis Cluster
-//! - [`cluster`]   `redis+cluster://` seed nodes and the topology a cluster reports
-//! - [`tls`]       `rediss://`: CA, client certificate and key, the insecure opt-out, errors
+//! - [`commandstats`] Redis's own time per script call (`INFO commandstats`), around a run
+//! - [`cluster`]   the topology a Redis Cluster reports (`CLUSTER NODES`)
+//! - [`topology`]  which Redis a connection is on, as a person reads it: nodes, roles, slots, RTTs
+//! - [`tls`]       a failed `rediss://` connection diagnosed: a plain-TCP Redis behind it named
 //! - [`embedded`]  a managed private redis-server on a free loopback port
 //! - [`embedded_cluster`] a private Redis Cluster (masters and replicas) for tests and measurements
 //! - [`backend`]   choosing the configured Redis or the embedded one
-//! - [`error`]     Redis failures classified: outage, timeout, misconfiguration...
-//! - `record`      one decision as a row ([`sim::Record`]), its sink, and the export error
-//! - `bins`        the bin width that fits a run, for charts and the workload preview
 //! - [`sim`]       the traffic simulator: workloads, compare mode (all five), the naive race
 //!   demo, the sliding window counter judged by the exact log
+//! - [`atomic_file`] files written whole or not at all: a temporary file, renamed when complete
 //! - [`export`]    simulation records as CSV, per-second charts as PNG or SVG
 //! - [`metrics`]   Prometheus metrics of decisions, served at `GET /api/metrics`
 //! - [`replay`]    a real log decided on its own clock through the rules' scripts: who was denied
 //! - [`api`]       the decision endpoint for any language: `POST /api/check`, `GET /api/rules`
 //! - [`rules_file`] a list of rules from a JSON or TOML file (`serve --rules`, `replay --rules`)
-//! - [`bench`]     load tests: the engine against redis-benchmark's ceiling, Lua cost, stats cost
+//! - [`mod@bench`] load tests: the engine against redis-benchmark's ceiling, Lua cost, stats cost
+//!
+//! Inside the crate (what of them others use is re-exported below, at the root):
+//!
+//! - `decision`    a decision is a value: allowed, remaining, retry/reset waits, fail-open
+//! - `target`      Redis URLs, all parsed here (`rediss://` with its TLS files, `redis+cluster://`
+//!   seeds), that never show their password
+//! - `conn`        one connection type over a single Redis and a Redis Cluster
+//! - `error`       Redis failures classified (outage, timeout, misconfiguration...) and explained
+//! - `acl`         ACL users: the missing permission named, EVAL when SCRIPT LOAD is denied
+//! - `local_limiter` degraded mode: the rule's per-instance share, decided in process
+//! - `refund`      giving back what an admitted request took, when a later rule denies it
+//! - `reset`       deleting a rule's (or one client's) limiter state: a maintenance SCAN
+//! - `record`      one decision as a row ([`sim::Record`]), its sink, and the export error
+//!   ([`export::ExportError`]): below `sim`, `replay` and `export`, which all use them
+//! - `bins`        the bin width that fits a run, for the run chart and the workload preview
 
-pub mod acl;
+// An item of a crate-private module is `pub(crate)`: `pub` says another crate can reach it.
+#![warn(unreachable_pub)]
+
+pub(crate) mod acl;
 pub mod api;
+pub mod atomic_file;
 pub mod backend;
 pub mod bench;
 pub(crate) mod bins;
 pub mod cluster;
 pub mod commandstats;
-pub mod conn;
-pub mod decision;
+pub(crate) mod conn;
+pub(crate) mod decision;
 pub mod deny_cache;
 pub mod embedded;
 pub mod embedded_cluster;
-pub mod error;
+pub(crate) mod error;
 pub mod export;
 pub mod headers;
 pub mod keys;
 pub mod limiter;
-pub mod local_limiter;
+pub(crate) mod local_limiter;
 pub mod metrics;
 pub(crate) mod record;
-pub mod refund;
+pub(crate) mod refund;
 pub mod replay;
-pub mod reset;
+pub(crate) mod reset;
 pub mod rule;
 pub mod rules_file;
 pub mod scripts;
 pub mod sim;
-pub mod target;
+pub(crate) mod target;
 pub mod telemetry;
 pub mod tls;
 pub mod topology;
@@ -77,6 +90,5 @@ pub use refund::RefundError;
 pub use reset::ResetError;
 pub use rule::{Algorithm, AlgorithmKind, Rule, RuleError};
 pub use scripts::At;
-pub use target::{RedisTarget, TargetError, DEFAULT_REDIS_URL};
+pub use target::{RedisTarget, TargetError, TlsError, TlsField, TlsOptions, DEFAULT_REDIS_URL};
 pub use telemetry::StatsPoint;
-pub use tls::{TlsError, TlsField, TlsOptions};

@@ -33,7 +33,7 @@ pub enum FailureMode {
     Closed,
     /// Decide in process with the same rule scaled down to this instance's share (the rule's
     /// allowance divided by `instances`, the number of app instances expected to share it;
-    /// see [`crate::local_limiter`]). Admissions are fail-open decisions marked `degraded`;
+    /// see `crate::local_limiter`). Admissions are fail-open decisions marked `degraded`;
     /// denials are ordinary denials (with the local limiter's wait) marked `degraded`. Every
     /// decision still asks Redis first, so Redis decides again as soon as it answers.
     Degraded { instances: u32 },

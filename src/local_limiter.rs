@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Keys tracked at most by default.
-pub const DEFAULT_MAX_ENTRIES: usize = 100_000;
+pub(crate) const DEFAULT_MAX_ENTRIES: usize = 100_000;
 
 #[derive(Debug, Clone, Copy)]
 struct Bucket {
@@ -30,7 +30,7 @@ struct Bucket {
 
 /// What the local limiter decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LocalDecision {
+pub(crate) enum LocalDecision {
     Admitted {
         remaining: i64,
         reset_after_ms: u64,
@@ -45,14 +45,14 @@ pub enum LocalDecision {
 
 /// Token buckets per limiter key, scaled down by the instance count.
 #[derive(Debug)]
-pub struct LocalLimiter {
+pub(crate) struct LocalLimiter {
     instances: u32,
     max_entries: usize,
     buckets: Mutex<HashMap<Box<str>, Bucket>>,
 }
 
 impl LocalLimiter {
-    pub fn new(instances: u32, max_entries: usize) -> Self {
+    pub(crate) fn new(instances: u32, max_entries: usize) -> Self {
         LocalLimiter {
             instances: instances.max(1),
             max_entries,
@@ -61,7 +61,7 @@ impl LocalLimiter {
     }
 
     /// This instance's share of `algorithm`: (capacity, tokens per second).
-    pub fn share(&self, algorithm: &Algorithm) -> (f64, f64) {
+    pub(crate) fn share(&self, algorithm: &Algorithm) -> (f64, f64) {
         let n = f64::from(self.instances);
         let capacity = (algorithm.max_cost() as f64 / n).floor().max(1.0);
         (capacity, algorithm.nominal_per_sec() / n)
@@ -69,7 +69,7 @@ impl LocalLimiter {
 
     /// Decides a request of `cost` for `key` at `now`. A cost above this instance's share
     /// needs a full bucket and empties it.
-    pub fn decide(
+    pub(crate) fn decide(
         &self,
         key: &str,
         algorithm: &Algorithm,
@@ -118,12 +118,9 @@ impl LocalLimiter {
     }
 
     /// Keys tracked now.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.buckets.lock().unwrap_or_else(|p| p.into_inner()).len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

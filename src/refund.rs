@@ -14,7 +14,7 @@ use redis::Script;
 use std::sync::LazyLock;
 
 /// The refund script's source.
-pub const REFUND_LUA: &str = include_str!("../lua/refund.lua");
+pub(crate) const REFUND_LUA: &str = include_str!("../lua/refund.lua");
 
 static REFUND: LazyLock<Script> = LazyLock::new(|| Script::new(REFUND_LUA));
 

@@ -5,21 +5,21 @@ use std::fmt;
 
 /// The largest capacity or limit we accept. Beyond it a limit means "unlimited" and belongs
 /// nowhere near a rate limiter (and Lua's doubles would start to lose whole units).
-pub const MAX_LIMIT: u64 = 1_000_000_000;
+pub(crate) const MAX_LIMIT: u64 = 1_000_000_000;
 /// The slowest refill we accept: one token in about 17 minutes. Slower buckets would keep
 /// their keys for days (the TTL is twice the time to refill).
-pub const MIN_REFILL_PER_SEC: f64 = 0.001;
+pub(crate) const MIN_REFILL_PER_SEC: f64 = 0.001;
 /// The fastest refill we accept.
-pub const MAX_REFILL_PER_SEC: f64 = 1e9;
+pub(crate) const MAX_REFILL_PER_SEC: f64 = 1e9;
 /// The longest window we accept: 30 days.
-pub const MAX_WINDOW_MS: u64 = 30 * 24 * 3600 * 1000;
+pub(crate) const MAX_WINDOW_MS: u64 = 30 * 24 * 3600 * 1000;
 /// The largest `burst x window_ms` (GCRA) or `limit x window_ms` (sliding window counter): the
 /// scripts count in integer units of 1/limit or 1/window_ms and stay exact below 2^53.
-pub const MAX_EXACT_SPAN: u64 = 1 << 52;
+pub(crate) const MAX_EXACT_SPAN: u64 = 1 << 52;
 /// Rule names appear inside Redis keys and metric labels, so they are kept short and plain.
-pub const MAX_RULE_NAME_LEN: usize = 64;
+pub(crate) const MAX_RULE_NAME_LEN: usize = 64;
 /// Client keys appear inside Redis keys.
-pub const MAX_CLIENT_KEY_LEN: usize = 512;
+pub(crate) const MAX_CLIENT_KEY_LEN: usize = 512;
 
 /// Which of the five scripts decides.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -406,7 +406,7 @@ impl Rule {
 }
 
 /// Checks a rule name: 1 to 64 ASCII letters, digits, `_`, `-` or `.` (it lives in Redis keys).
-pub fn validate_rule_name(name: &str) -> Result<(), RuleError> {
+pub(crate) fn validate_rule_name(name: &str) -> Result<(), RuleError> {
     let ok = !name.is_empty()
         && name.len() <= MAX_RULE_NAME_LEN
         && name
@@ -420,7 +420,7 @@ pub fn validate_rule_name(name: &str) -> Result<(), RuleError> {
 }
 
 /// Checks a client key (the user id, IP, API key... that a rule limits).
-pub fn validate_client_key(key: &str) -> Result<(), RuleError> {
+pub(crate) fn validate_client_key(key: &str) -> Result<(), RuleError> {
     if key.is_empty() {
         return Err(RuleError::InvalidKey("it is empty"));
     }

@@ -41,7 +41,7 @@ pub fn load_rules_file(path: &Path) -> Result<Vec<Rule>, RulesFileError> {
 }
 
 /// Parses rules from JSON (a list or `{"rules": [...]}`) or TOML (`[[rules]]`).
-pub fn parse_rules(text: &str, toml: bool) -> Result<Vec<Rule>, String> {
+pub(crate) fn parse_rules(text: &str, toml: bool) -> Result<Vec<Rule>, String> {
     let rules = if toml {
         toml::from_str::<File>(text)
             .map(|f| f.rules)

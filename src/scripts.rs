@@ -9,10 +9,11 @@ use crate::rule::{Algorithm, AlgorithmKind};
 use redis::Script;
 use std::sync::LazyLock;
 
-pub const TOKEN_BUCKET_LUA: &str = include_str!("../lua/token_bucket.lua");
-pub const GCRA_LUA: &str = include_str!("../lua/gcra.lua");
-pub const SLIDING_WINDOW_LOG_LUA: &str = include_str!("../lua/sliding_window_log.lua");
-pub const SLIDING_WINDOW_COUNTER_LUA: &str = include_str!("../lua/sliding_window_counter.lua");
+pub(crate) const TOKEN_BUCKET_LUA: &str = include_str!("../lua/token_bucket.lua");
+pub(crate) const GCRA_LUA: &str = include_str!("../lua/gcra.lua");
+pub(crate) const SLIDING_WINDOW_LOG_LUA: &str = include_str!("../lua/sliding_window_log.lua");
+pub(crate) const SLIDING_WINDOW_COUNTER_LUA: &str =
+    include_str!("../lua/sliding_window_counter.lua");
 pub const FIXED_WINDOW_LUA: &str = include_str!("../lua/fixed_window.lua");
 
 static TOKEN_BUCKET: LazyLock<Script> = LazyLock::new(|| Script::new(TOKEN_BUCKET_LUA));

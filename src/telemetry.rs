@@ -14,9 +14,9 @@ use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// How many seconds a stats read returns.
-pub const WINDOW_SECS: u64 = 30;
+pub(crate) const WINDOW_SECS: u64 = 30;
 /// The TTL of a per-second counter; longer than the window so a read never races expiry.
-pub const COUNTER_TTL_SECS: u64 = 120;
+pub(crate) const COUNTER_TTL_SECS: u64 = 120;
 
 /// One second of one rule.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -38,7 +38,7 @@ pub fn now_ms() -> u64 {
 }
 
 /// Reads the 30 seconds ending with `now_second` (inclusive), oldest first, zero-padded.
-pub async fn read_window<C: redis::aio::ConnectionLike>(
+pub(crate) async fn read_window<C: redis::aio::ConnectionLike>(
     conn: &mut C,
     keys: &KeySpace,
     rule: &str,

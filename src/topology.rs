@@ -77,7 +77,7 @@ pub async fn read(conn: &mut Conn, node_deadline: Duration) -> Result<Topology, 
 
 /// The nodes as rows: a replica's master named by address rather than by id, masters in slot
 /// order with their replicas after each.
-pub fn rows(nodes: Vec<NodeRtt>) -> Vec<TopologyNode> {
+pub(crate) fn rows(nodes: Vec<NodeRtt>) -> Vec<TopologyNode> {
     let address_of = |id: &str| {
         nodes
             .iter()

@@ -86,8 +86,8 @@ fn code_of(source: &str) -> String {
             i += rest.find('\n').unwrap_or(rest.len());
         } else if rest.starts_with("/*") {
             i += rest.find("*/").map_or(rest.len(), |e| e + 2);
-        } else if rest.starts_with("r#\"") {
-            i += 3 + rest[3..].find("\"#").map_or(rest.len() - 3, |e| e + 2);
+        } else if let Some(raw) = rest.strip_prefix("r#\"") {
+            i += 3 + raw.find("\"#").map_or(raw.len(), |e| e + 2);
             out.push_str("\"\"");
         } else if bytes[i] == b'"' {
             let mut j = i + 1;

@@ -530,7 +530,7 @@ async fn recovers_from_a_script_flush_inside_pipelines() {
             })
             .collect()
     };
-    let remaining = |outcomes: Vec<replay::decide::Outcome>| -> Vec<i64> {
+    let remaining = |outcomes: Vec<replay::decide::DecisionResult>| -> Vec<i64> {
         outcomes
             .iter()
             .map(|o| o.as_ref().expect("decided").remaining)

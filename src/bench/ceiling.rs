@@ -28,7 +28,7 @@ use std::time::Duration;
 /// redis-benchmark's connections: enough to keep Redis busy while some wait on the wire.
 pub const CLIENTS: usize = 50;
 /// Requests each connection pipelines.
-pub const PIPELINE: usize = 16;
+pub(crate) const PIPELINE: usize = 16;
 
 /// A redis-benchmark aimed at one Redis.
 #[derive(Debug, Clone)]
@@ -244,20 +244,20 @@ pub fn engine_command(rule: &Rule, keys: &KeySpace, telemetry: bool) -> (Vec<Str
 }
 
 /// A GCRA with the Redis-side work of go-redis/redis_rate's script (see the file's header).
-pub const GCRA_REFERENCE_LUA: &str = include_str!("../../bench/gcra_reference.lua");
+pub(crate) const GCRA_REFERENCE_LUA: &str = include_str!("../../bench/gcra_reference.lua");
 
 /// lua/token_bucket.lua with design.md's first state, a hash whose TTL every call renews: the
 /// "before" of the string state, for before/after.
-pub const TOKEN_BUCKET_HASH_LUA: &str = include_str!("../../bench/token_bucket_hash.lua");
+pub(crate) const TOKEN_BUCKET_HASH_LUA: &str = include_str!("../../bench/token_bucket_hash.lua");
 
 /// The token bucket's four commands without its logic (see the file's header).
-pub const TOKEN_BUCKET_COMMANDS_LUA: &str =
+pub(crate) const TOKEN_BUCKET_COMMANDS_LUA: &str =
     include_str!("../../bench/token_bucket_commands_only.lua");
 
 /// The label of the GCRA reference in reports.
-pub const GCRA_LABEL: &str = "GCRA (redis_rate's calls)";
+pub(crate) const GCRA_LABEL: &str = "GCRA (redis_rate's calls)";
 /// The label of the hash-state token bucket (the "before") in reports.
-pub const HASH_LABEL: &str = "token_bucket, state in a hash (before)";
+pub(crate) const HASH_LABEL: &str = "token_bucket, state in a hash (before)";
 
 /// The comparisons, each paired round by round: the token bucket and lua/gcra.lua against the
 /// redis_rate-shaped GCRA (all without telemetry, as redis_rate has none), the token bucket
@@ -537,7 +537,7 @@ async fn tag_served_by(conn: &mut Conn, master: &ClusterNode) -> anyhow::Result<
 }
 
 /// The label of an algorithm's script in reports.
-pub fn script_label(kind: AlgorithmKind, telemetry: bool) -> String {
+pub(crate) fn script_label(kind: AlgorithmKind, telemetry: bool) -> String {
     if telemetry {
         kind.as_str().to_string()
     } else {

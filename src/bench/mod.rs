@@ -108,7 +108,7 @@ impl Conditions {
 
 /// CPU seconds this process has used (user + system, all threads), from /proc/self/stat
 /// at the usual 100 ticks per second; `None` off Linux.
-pub fn process_cpu_secs() -> Option<f64> {
+pub(crate) fn process_cpu_secs() -> Option<f64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
     let rest = stat.rsplit_once(')')?.1;

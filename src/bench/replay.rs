@@ -3,6 +3,7 @@
 //! redis-benchmark running the same script, and a sweep of 25 configurations.
 
 use super::ceiling::{self, RedisBenchmark};
+use crate::atomic_file::{AtomicFile, Replace};
 use crate::limiter::Limiter;
 use crate::replay::{self, LogSource, NoReplayObserver, ParseSpec, ReplaySpec};
 use crate::rule::Rule;
@@ -25,7 +26,8 @@ pub fn bench_rule() -> Rule {
 /// lines, the next few about 1 % each, so at a million lines an hour a handful of keys exceed
 /// the bench rule's 2 per second), IPv4 and IPv6. Deterministic. Returns the bytes written.
 pub fn write_log(path: &Path, lines: u64) -> std::io::Result<u64> {
-    let mut out = BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+    let file = AtomicFile::create(path, Replace::Allow)?;
+    let mut out = BufWriter::with_capacity(1 << 20, file.file());
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     let mut next = move || {
         seed ^= seed << 13;
@@ -63,6 +65,8 @@ pub fn write_log(path: &Path, lines: u64) -> std::io::Result<u64> {
         out.write_all(line.as_bytes())?;
     }
     out.flush()?;
+    drop(out);
+    file.commit()?;
     Ok(bytes)
 }
 

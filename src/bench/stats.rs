@@ -15,7 +15,7 @@ use serde::Serialize;
 use std::time::{Duration, Instant};
 
 /// Alternating rounds per condition.
-pub const ROUNDS: u64 = 5;
+pub(crate) const ROUNDS: u64 = 5;
 
 /// One condition of the stats benchmark, over all its rounds.
 #[derive(Debug, Clone, Serialize)]
@@ -125,7 +125,7 @@ impl Condition {
     }
 }
 
-/// Runs the stats benchmark: `reads` sequential stats reads per condition, in [`ROUNDS`]
+/// Runs the stats benchmark: `reads` sequential stats reads per condition, in `ROUNDS`
 /// alternating rounds, from a server holding only the rule's counters and from one holding
 /// `populate` unrelated keys as well.
 pub async fn run(reads: u64, populate: u64) -> anyhow::Result<StatsReport> {

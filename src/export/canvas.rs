@@ -2,6 +2,7 @@
 //! extension, exactly that path), and the look of a panel's axes and grid.
 
 use super::ExportError;
+use crate::atomic_file::{AtomicFile, Replace};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -58,7 +59,9 @@ pub(crate) trait Picture {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB>;
 }
 
-/// Draws `picture` at `size` to `path`, PNG or SVG by its extension (never another path).
+/// Draws `picture` at `size` to `path`, PNG or SVG by its extension (never another path), whole
+/// or not at all: drawn to a temporary file beside `path` and renamed over it when complete, so
+/// a failed export leaves an existing file as it was.
 pub(crate) fn render(
     picture: &impl Picture,
     size: (u32, u32),
@@ -70,18 +73,21 @@ pub(crate) fn render(
         path: path.to_path_buf(),
         message: e.to_string(),
     };
+    let out = AtomicFile::create(path, Replace::Allow).map_err(|e| ExportError::io(path, e))?;
+    let temp = out.temp_path();
     match format {
         ChartFormat::Png => {
-            let root = BitMapBackend::new(path, size).into_drawing_area();
+            let root = BitMapBackend::new(temp, size).into_drawing_area();
             picture.draw(&root).map_err(|e| fail(&e))?;
-            root.present().map_err(|e| fail(&e))
+            root.present().map_err(|e| fail(&e))?;
         }
         ChartFormat::Svg => {
-            let root = SVGBackend::new(path, size).into_drawing_area();
+            let root = SVGBackend::new(temp, size).into_drawing_area();
             picture.draw(&root).map_err(|e| fail(&e))?;
-            root.present().map_err(|e| fail(&e))
+            root.present().map_err(|e| fail(&e))?;
         }
     }
+    out.commit().map_err(|e| ExportError::io(path, e))
 }
 
 /// A panel of numbers over seconds: the margins, label areas, fonts and grid every exported

@@ -1,6 +1,7 @@
 //! Simulation records as CSV: design.md's columns, in order, written with the csv crate.
 
 use super::ExportError;
+use crate::atomic_file::{AtomicFile, Replace};
 use crate::record::{Record, RecordSink};
 use std::fs::File;
 use std::io::BufWriter;
@@ -23,19 +24,34 @@ pub const COLUMNS: [&str; 13] = [
     "attempt",
 ];
 
-/// Streams records to a CSV file as they complete.
+/// Streams records to a CSV file as they complete, whole or not at all: the rows go to a
+/// temporary file beside the destination, which [`RecordSink::flush`] (called once, when the
+/// run ends, cancelled runs included) syncs and renames into place. A write that fails, or a run
+/// that ends without that flush, leaves an existing file exactly as it was.
 #[derive(Debug)]
 pub struct CsvSink {
-    writer: csv::Writer<BufWriter<File>>,
+    writer: Option<csv::Writer<BufWriter<File>>>,
+    out: Option<AtomicFile>,
     path: PathBuf,
     rows: u64,
+    /// The first write error: once a row is lost the file is never put in place.
+    failed: Option<String>,
 }
 
 impl CsvSink {
-    /// Creates (or truncates) `path` and writes the header at once, so an unwritable path
-    /// fails before a run starts.
+    /// A sink for `path` that replaces an existing file when the run ends (the user confirmed
+    /// it). The header is written at once, so an unwritable folder fails before a run starts.
     pub fn create(path: &Path) -> Result<Self, ExportError> {
-        let file = File::create(path).map_err(|e| ExportError::io(path, e))?;
+        Self::create_with(path, Replace::Allow)
+    }
+
+    /// As [`create`](Self::create), keeping an existing file unless `replace` allows it.
+    pub fn create_with(path: &Path, replace: Replace) -> Result<Self, ExportError> {
+        let out = AtomicFile::create(path, replace).map_err(|e| ExportError::io(path, e))?;
+        let file = out
+            .file()
+            .try_clone()
+            .map_err(|e| ExportError::io(path, e))?;
         let mut writer = csv::WriterBuilder::new()
             .has_headers(false)
             .from_writer(BufWriter::new(file));
@@ -46,9 +62,11 @@ impl CsvSink {
         writer.write_record(COLUMNS).map_err(csv_err)?;
         writer.flush().map_err(|e| ExportError::io(path, e))?;
         Ok(CsvSink {
-            writer,
+            writer: Some(writer),
+            out: Some(out),
             path: path.to_path_buf(),
             rows: 0,
+            failed: None,
         })
     }
 
@@ -60,24 +78,76 @@ impl CsvSink {
     pub fn rows(&self) -> u64 {
         self.rows
     }
+
+    fn fail(&mut self, err: ExportError) -> ExportError {
+        self.failed.get_or_insert_with(|| err.to_string());
+        // The temporary file goes now; the destination was never touched.
+        self.writer = None;
+        self.out = None;
+        err
+    }
 }
 
 impl RecordSink for CsvSink {
     fn write(&mut self, record: &Record) -> Result<(), ExportError> {
-        self.writer
-            .serialize(record)
-            .map_err(|source| ExportError::Csv {
-                path: self.path.clone(),
-                source,
-            })?;
-        self.rows += 1;
-        Ok(())
+        let Some(writer) = self.writer.as_mut() else {
+            return Err(self.closed());
+        };
+        match writer.serialize(record) {
+            Ok(()) => {
+                self.rows += 1;
+                Ok(())
+            }
+            Err(source) => {
+                let err = ExportError::Csv {
+                    path: self.path.clone(),
+                    source,
+                };
+                Err(self.fail(err))
+            }
+        }
     }
 
+    /// Ends the file: flushes, syncs and renames it over the destination. Called again, it
+    /// does nothing; after a failed write it repeats the failure and leaves the destination.
     fn flush(&mut self) -> Result<(), ExportError> {
-        self.writer
+        let (Some(mut writer), Some(out)) = (self.writer.take(), self.out.take()) else {
+            return match self.failed {
+                Some(_) => Err(self.closed()),
+                None => Ok(()),
+            };
+        };
+        let path = self.path.clone();
+        let ended = writer
             .flush()
-            .map_err(|e| ExportError::io(&self.path, e))
+            .and_then(|()| {
+                writer
+                    .into_inner()
+                    .map_err(|e| e.into_error())?
+                    .into_inner()
+                    .map_err(|e| e.into_error())
+                    .map(drop)
+            })
+            .and_then(|()| out.commit());
+        ended.map_err(|e| {
+            let err = ExportError::io(&path, e);
+            self.failed.get_or_insert_with(|| err.to_string());
+            err
+        })
+    }
+}
+
+impl CsvSink {
+    /// The error for a sink that can take no more rows.
+    fn closed(&self) -> ExportError {
+        let why = self
+            .failed
+            .clone()
+            .unwrap_or_else(|| "the file was already completed".to_string());
+        ExportError::io(
+            &self.path,
+            std::io::Error::other(format!("not written: {why}")),
+        )
     }
 }
 

@@ -29,22 +29,11 @@ pub use self::view::ChartView;
 /// Defined beside the records, under `sim` and `replay`, which stream to the CSV writer.
 pub use crate::record::ExportError;
 
+pub use crate::atomic_file::Replace;
 use std::path::Path;
 
-/// Checks that `path` can be written, before a run starts, by creating it. The file is left in
-/// place (empty) and overwritten by the export.
-pub fn ensure_writable(path: &Path) -> Result<(), ExportError> {
-    if path.is_dir() {
-        return Err(ExportError::io(
-            path,
-            std::io::Error::other("it is a directory"),
-        ));
-    }
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map(drop)
-        .map_err(|e| ExportError::io(path, e))
+/// Checks, before a run starts, that `path` can be written: not a folder, its folder writable
+/// and, unless `replace` allows it, no file there yet. Nothing is created or replaced.
+pub fn ensure_writable(path: &Path, replace: Replace) -> Result<(), ExportError> {
+    crate::atomic_file::check_writable(path, replace).map_err(|e| ExportError::io(path, e))
 }

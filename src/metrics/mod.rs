@@ -32,7 +32,7 @@ use std::time::Duration;
 
 /// Decision latency buckets, in seconds: a loopback EVALSHA takes tens of microseconds, a LAN
 /// one a few hundred, and the default deadline is 250 ms; the top bucket catches the rest.
-pub const DURATION_BUCKETS: [f64; 17] = [
+pub(crate) const DURATION_BUCKETS: [f64; 17] = [
     25e-6, 50e-6, 100e-6, 200e-6, 350e-6, 500e-6, 750e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3,
     100e-3, 250e-3, 500e-3, 1.0,
 ];

@@ -43,12 +43,13 @@ const PIPELINE_DEADLINE: Duration = Duration::from_secs(60);
 /// The longest a lane may take to connect.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// One decision's outcome: the decision, or the failure that made it fail open.
-pub type Outcome = Result<Decision, RedisFailure>;
+/// One call's result: the decision, or the failure that made it fail open (not a
+/// [`crate::Outcome`], which is how a decision is counted).
+pub type DecisionResult = Result<Decision, RedisFailure>;
 
 struct Job {
     commands: Vec<redis::Cmd>,
-    reply: oneshot::Sender<Vec<Outcome>>,
+    reply: oneshot::Sender<Vec<DecisionResult>>,
 }
 
 /// The lanes.
@@ -65,7 +66,7 @@ impl std::fmt::Debug for Lanes {
 }
 
 /// A lane's answer to come: decisions in the order of the commands it was given.
-pub type Pending = oneshot::Receiver<Vec<Outcome>>;
+pub type Pending = oneshot::Receiver<Vec<DecisionResult>>;
 
 impl Lanes {
     /// `count` lanes, each on its own connection to the limiter's Redis (a single node or a
@@ -133,7 +134,7 @@ struct Part {
     evals: Vec<usize>,
 }
 
-async fn run_job(conn: &Conn, warm: &mut Warm, commands: &[redis::Cmd]) -> Vec<Outcome> {
+async fn run_job(conn: &Conn, warm: &mut Warm, commands: &[redis::Cmd]) -> Vec<DecisionResult> {
     let mut parts: Vec<Part> = if conn.is_cluster() {
         let mut by_slot: HashMap<Slot, Vec<usize>> = HashMap::new();
         for (i, cmd) in commands.iter().enumerate() {
@@ -172,7 +173,7 @@ async fn run_job(conn: &Conn, warm: &mut Warm, commands: &[redis::Cmd]) -> Vec<O
             .await
         }
     };
-    let mut outcomes: Vec<Option<Outcome>> = vec![None; commands.len()];
+    let mut outcomes: Vec<Option<DecisionResult>> = vec![None; commands.len()];
     let mut again = Vec::new();
     for (part, replies) in parts.iter().zip(replies) {
         settle(commands, part, replies, warm, &mut outcomes, &mut again);
@@ -239,7 +240,7 @@ fn settle(
     part: &Part,
     replies: Result<Vec<Value>, RedisFailure>,
     warm: &mut Warm,
-    outcomes: &mut [Option<Outcome>],
+    outcomes: &mut [Option<DecisionResult>],
     again: &mut Vec<usize>,
 ) {
     let replies = match replies {
@@ -292,7 +293,7 @@ async fn one_by_one(
     conn: &Conn,
     commands: &[redis::Cmd],
     todo: &[usize],
-    outcomes: &mut [Option<Outcome>],
+    outcomes: &mut [Option<DecisionResult>],
 ) {
     let mut conn = conn.clone();
     let deadline = tokio::time::Instant::now() + PIPELINE_DEADLINE;

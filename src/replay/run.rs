@@ -9,7 +9,7 @@ use super::input::LogSource;
 use super::read::{self, ReadStats, Req};
 use super::report::{pct, ReplayReport, RuleReport, Suggestion, SweepPoint};
 use super::spec::ReplaySpec;
-use super::stats::RuleStats;
+use super::stats::RuleTally;
 use super::{decide, pace, sweep};
 use crate::decision::Decision;
 use crate::keys::KeySpace;
@@ -53,7 +53,7 @@ impl ReplayObserver for NoReplayObserver {}
 
 /// One rule of a run: a candidate, or a configuration of the sweep.
 struct RuleRun {
-    stats: RuleStats,
+    stats: RuleTally,
     sweep: Option<std::collections::BTreeMap<String, f64>>,
 }
 
@@ -78,7 +78,7 @@ fn rule_runs(spec: &ReplaySpec) -> Result<Vec<RuleRun>, ReplayError> {
         .rules
         .iter()
         .map(|r| RuleRun {
-            stats: RuleStats::new(r.clone(), spec.key_capacity),
+            stats: RuleTally::new(r.clone(), spec.key_capacity),
             sweep: None,
         })
         .collect();
@@ -91,7 +91,7 @@ fn rule_runs(spec: &ReplaySpec) -> Result<Vec<RuleRun>, ReplayError> {
         })?;
         for point in grid {
             runs.push(RuleRun {
-                stats: RuleStats::new(point.rule, 0),
+                stats: RuleTally::new(point.rule, 0),
                 sweep: Some(point.params),
             });
         }

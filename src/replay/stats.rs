@@ -25,8 +25,9 @@ fn requirement_basis(algorithm: &Algorithm) -> (u64, Option<f64>) {
     }
 }
 
+/// One rule's running tallies in a replay, turned into a [`RuleReport`] at the end.
 #[derive(Debug)]
-pub struct RuleStats {
+pub struct RuleTally {
     pub rule: Rule,
     pub requests: u64,
     pub allowed: u64,
@@ -37,11 +38,11 @@ pub struct RuleStats {
     table: KeyTable,
 }
 
-impl RuleStats {
+impl RuleTally {
     /// `capacity`: the key table's size (0 keeps no per-key figures: sweep configurations).
     pub fn new(rule: Rule, capacity: usize) -> Self {
         let (window_ms, rate) = requirement_basis(rule.algorithm());
-        RuleStats {
+        RuleTally {
             rule,
             requests: 0,
             allowed: 0,

@@ -5,8 +5,8 @@
 // and compares the run chart's peaks, lays two kept runs over each other, opens a key in the
 // per-key view, draws a key's state under the run chart and peeks it, resets a rule; connects to
 // a 3-master cluster and a TLS redis-server through the connection form; and saves
-// docs/screenshot.png, screenshot-cluster.png, run-chart.png, per-key.png and
-// screenshot-key-state.png.
+// screenshot.png, screenshot-cluster.png, run-chart.png, per-key.png, replay.png and
+// screenshot-key-state.png (to docs/ with `make screenshots`, else to a temporary folder).
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
@@ -19,12 +19,15 @@ import { remote } from "webdriverio";
 const ROOT = resolve(import.meta.dirname, "../..");
 const APP = process.env.RATELOCKR_APP ?? join(ROOT, "target/debug/ratelockr-app");
 const DRIVER = process.env.TAURI_DRIVER_URL ?? "http://127.0.0.1:4444";
-const SCREENSHOT = join(ROOT, "docs/screenshot.png");
-const RUN_CHART_PNG = join(ROOT, "docs/run-chart.png");
-const PER_KEY_PNG = join(ROOT, "docs/per-key.png");
-const REPLAY_PNG = join(ROOT, "docs/replay.png");
-const CLUSTER_PNG = join(ROOT, "docs/screenshot-cluster.png");
-const KEY_STATE_PNG = join(ROOT, "docs/screenshot-key-state.png");
+// The README's pictures are made on request (`make screenshots` sets this to docs/); a test run
+// takes them all the same, into a temporary folder, and leaves the checkout as it was.
+const SHOTS = process.env.RATELOCKR_SCREENSHOT_DIR ?? mkdtempSync(join(tmpdir(), "ratelockr-e2e-shots-"));
+const SCREENSHOT = join(SHOTS, "screenshot.png");
+const RUN_CHART_PNG = join(SHOTS, "run-chart.png");
+const PER_KEY_PNG = join(SHOTS, "per-key.png");
+const REPLAY_PNG = join(SHOTS, "replay.png");
+const CLUSTER_PNG = join(SHOTS, "screenshot-cluster.png");
+const KEY_STATE_PNG = join(SHOTS, "screenshot-key-state.png");
 
 // The app inherits tauri-driver's environment, so scripts/e2e.sh sets these for both.
 const dataDir = process.env.RATELOCKR_DATA_DIR ?? mkdtempSync(join(tmpdir(), "ratelockr-e2e-data-"));

@@ -10,6 +10,7 @@ use super::error::{AppError, ErrorCode};
 use super::kept_replay::{LogIdentity, ReplayRunInfo, StoredReplay};
 use super::rules::RuleDraft;
 use super::{lock, AppCore, Exported};
+use ratelockr::atomic_file::Replace;
 use ratelockr::export::{self, CsvSink};
 use ratelockr::replay::{
     self, LogSource, ParseSpec, Preview, ReplayError, ReplayObserver, ReplayProgress, ReplayReport,
@@ -332,10 +333,11 @@ impl AppCore {
     }
 
     /// Copies a kept replay's decisions (one row per decision, the simulation CSV's columns
-    /// with the log's time as `sent_at_ms`) to `dest`; `id` None: the newest.
+    /// with the log's time as `sent_at_ms`) to `dest`, whole or not at all; `id` None: the
+    /// newest.
     pub fn replay_export_csv(&self, dest: &Path, id: Option<&str>) -> Result<Exported, AppError> {
         let (_, csv) = self.kept_replay(id)?;
-        std::fs::copy(csv, dest).map_err(|e| {
+        ratelockr::atomic_file::copy(&csv, dest, Replace::Allow).map_err(|e| {
             AppError::new(
                 ErrorCode::Export,
                 format!("cannot write {}: {e}", dest.display()),

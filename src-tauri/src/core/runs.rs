@@ -5,6 +5,7 @@ use super::error::{AppError, ErrorCode};
 use super::history::{HistorySettings, RunHistory, RunInfo, StoredRun};
 use super::records::RunRecords;
 use super::{lock, AppCore, ChartFormat, Exported};
+use ratelockr::atomic_file::Replace;
 use ratelockr::export::ChartView;
 use std::path::{Path, PathBuf};
 
@@ -74,11 +75,12 @@ impl AppCore {
         RunRecords::read(&run, &csv)
     }
 
-    /// Copies a kept run's CSV to `dest` (the run's own copy stays, so a failed export loses
-    /// nothing and can be retried).
+    /// Copies a kept run's CSV to `dest`, whole or not at all (the run's own copy stays, and
+    /// a failed export leaves an existing `dest` as it was, so nothing is lost and it can be
+    /// retried). The save dialog asked before replacing a file.
     pub fn export_csv(&self, dest: &Path, id: Option<&str>) -> Result<Exported, AppError> {
         let (_, csv) = self.kept_run(id)?;
-        std::fs::copy(&csv, dest).map_err(|e| {
+        ratelockr::atomic_file::copy(&csv, dest, Replace::Allow).map_err(|e| {
             AppError::new(
                 ErrorCode::Export,
                 format!("cannot write {}: {e}", dest.display()),

@@ -1,26 +1,15 @@
-//! Command-line options shared by the subcommands.
+//! Command-line options shared by the subcommands: the global flags (`--redis`, `--tls-*`,
+//! `--embedded`, `--json`...), the algorithm and a rule's parameters as flags, and rule errors
+//! named by their flag. Each subcommand's own arguments live in its `cmd/<name>.rs`.
 
-use anyhow::{anyhow, Context};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use anyhow::anyhow;
+use clap::{Args, ValueEnum};
 use ratelockr::{
     Algorithm, AlgorithmKind, Backend, KeySpace, Limiter, LimiterOptions, Rule, RuleError,
     TlsOptions,
 };
 use std::path::PathBuf;
 use std::time::Duration;
-
-#[derive(Debug, Parser)]
-#[command(
-    name = "ratelockr",
-    version,
-    about = "See, tune and prove distributed rate limits on Redis"
-)]
-pub struct Cli {
-    #[command(flatten)]
-    pub global: Global,
-    #[command(subcommand)]
-    pub command: Command,
-}
 
 #[derive(Debug, Args)]
 pub struct Global {
@@ -108,26 +97,6 @@ impl Global {
     pub fn limiter(&self, backend: &Backend) -> anyhow::Result<Limiter> {
         Ok(Limiter::new(backend.target(), self.limiter_options()?))
     }
-}
-
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Make one rate-limit decision.
-    Check(crate::cmd::check::CheckArgs),
-    /// Show the last 30 seconds of a rule's decisions.
-    Stats(crate::cmd::stats::StatsArgs),
-    /// Delete a rule's limiter state (one client key, or all of them).
-    Reset(crate::cmd::reset::ResetArgs),
-    /// Serve Prometheus metrics at /api/metrics (loopback by default).
-    Serve(crate::cmd::serve::ServeArgs),
-    /// Decisions per second and latency through the engine, beside Redis's own ceiling.
-    Bench(crate::cmd::bench::BenchArgs),
-    /// Offer a workload to one rule, or to all five algorithms side by side.
-    Simulate(crate::cmd::simulate::SimulateArgs),
-    /// Decide a real log's requests on its own clock: whom would these limits have denied?
-    Replay(crate::cmd::replay::ReplayArgs),
-    /// Which Redis this is: one node or a cluster (its nodes, slots and round trips), and TLS.
-    Topology(crate::cmd::topology::TopologyArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -223,13 +192,4 @@ pub fn flag_error(err: RuleError) -> anyhow::Error {
         RuleError::InvalidKey(why) => anyhow!("invalid --key: {why}"),
         other => anyhow!(other),
     }
-}
-
-/// Prints `value` as one line of JSON on stdout.
-pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
-    println!(
-        "{}",
-        serde_json::to_string(value).context("serializing the output")?
-    );
-    Ok(())
 }

@@ -1,6 +1,9 @@
 //! `ratelockr bench`: the engine's throughput and latency beside Redis's own ceiling.
 
-use crate::opts::{print_json, AlgorithmArg, Global};
+use super::bench_api::{self, ApiBenchArgs};
+use super::bench_replay::{self, ReplayBenchArgs};
+use crate::console::print_json;
+use crate::opts::{AlgorithmArg, Global};
 use clap::Args;
 use ratelockr::bench::{self, ceiling, engine::EngineBench, stats, Conditions};
 use ratelockr::{AlgorithmKind, Limiter, Metrics};
@@ -148,7 +151,12 @@ struct Output {
 
 pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if args.replay {
-        return super::bench_replay::run(global, args).await;
+        let replay = ReplayBenchArgs {
+            replay_lines: args.replay_lines,
+            sweep_lines: args.sweep_lines,
+            duration_secs: args.duration_secs,
+        };
+        return bench_replay::run(global, &replay).await;
     }
     if args.cluster_failover || args.cluster_reshard {
         return cluster(global, args).await;
@@ -163,7 +171,16 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
     );
     anyhow::ensure!(args.keys >= 1, "invalid --keys: must be at least 1");
     if args.api {
-        return super::bench_api::run(global, args).await;
+        let api = ApiBenchArgs {
+            algorithm: args.algorithm.clone(),
+            duration_secs: args.duration_secs,
+            warmup_secs: args.warmup_secs,
+            concurrency: args.concurrency,
+            keys: args.keys,
+            threads: args.threads,
+            rounds: args.rounds,
+        };
+        return bench_api::run(global, &api).await;
     }
     anyhow::ensure!(
         args.attackers >= 1,

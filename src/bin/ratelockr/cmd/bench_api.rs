@@ -2,8 +2,8 @@
 //! `POST /api/check` (started in process on a loopback port), beside the engine's in-process
 //! figure for the same rule, keys and concurrency, measured back to back in each round.
 
-use super::bench::BenchArgs;
-use crate::opts::{print_json, Global};
+use crate::console::print_json;
+use crate::opts::{AlgorithmArg, Global};
 use ratelockr::bench::api::{ApiBench, ApiReport};
 use ratelockr::bench::ceiling::median;
 use ratelockr::bench::engine::{EngineBench, EngineReport};
@@ -12,6 +12,20 @@ use ratelockr::AlgorithmKind;
 use serde::Serialize;
 use std::process::ExitCode;
 use std::time::Duration;
+
+/// What `bench --api` measures: `bench`'s flags that it reads, checked there.
+#[derive(Debug)]
+pub struct ApiBenchArgs {
+    /// The algorithms to measure (none: the token bucket).
+    pub algorithm: Vec<AlgorithmArg>,
+    pub duration_secs: u64,
+    pub warmup_secs: u64,
+    /// Engine tasks, and as many keep-alive connections.
+    pub concurrency: usize,
+    pub keys: usize,
+    pub threads: usize,
+    pub rounds: usize,
+}
 
 #[derive(Debug, Serialize)]
 struct Result {
@@ -41,7 +55,7 @@ struct Output {
     results: Vec<Result>,
 }
 
-pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(global: &Global, args: &ApiBenchArgs) -> anyhow::Result<ExitCode> {
     let kinds: Vec<AlgorithmKind> = if args.algorithm.is_empty() {
         vec![AlgorithmKind::TokenBucket]
     } else {

@@ -1,14 +1,25 @@
 //! `ratelockr bench --replay`: the replay's figures for docs/benchmarks.md, on logs generated
 //! in a temporary directory and deleted afterwards.
 
-use super::bench::BenchArgs;
-use crate::opts::{print_json, Global};
+use crate::console::print_json;
+use crate::opts::Global;
 use ratelockr::bench::ceiling::{self, RedisBenchmark};
 use ratelockr::bench::replay::{self, ParseFigure, ReplayFigure};
 use ratelockr::bench::Conditions;
 use serde::Serialize;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+
+/// What `bench --replay` measures: `bench`'s flags that it reads.
+#[derive(Debug)]
+pub struct ReplayBenchArgs {
+    /// Lines of the generated log for parsing and the end-to-end run.
+    pub replay_lines: u64,
+    /// Lines of the generated log the 25-configuration sweep replays.
+    pub sweep_lines: u64,
+    /// Seconds redis-benchmark runs the same script, for the ceiling.
+    pub duration_secs: u64,
+}
 
 #[derive(Debug, Serialize)]
 struct Output {
@@ -24,7 +35,7 @@ struct Output {
     sweep: ReplayFigure,
 }
 
-pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(global: &Global, args: &ReplayBenchArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(
         args.replay_lines >= 1000,
         "invalid --replay-lines: at least 1000"
@@ -49,7 +60,7 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
 
 async fn measure(
     limiter: &ratelockr::Limiter,
-    args: &BenchArgs,
+    args: &ReplayBenchArgs,
     dir: &std::path::Path,
     conditions: Conditions,
     json: bool,

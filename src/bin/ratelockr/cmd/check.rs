@@ -1,6 +1,7 @@
 //! `ratelockr check`: one decision.
 
-use crate::opts::{flag_error, print_json, AlgorithmArg, Global, RuleArgs};
+use crate::console::print_json;
+use crate::opts::{flag_error, AlgorithmArg, Global, RuleArgs};
 use clap::Args;
 use ratelockr::{At, CheckError};
 use std::process::ExitCode;

@@ -1,4 +1,5 @@
-//! One module per subcommand.
+//! The command line: the global flags ([`crate::opts`]) and one subcommand, one module each;
+//! each module owns its arguments (its clap `Args`) and runs them.
 
 pub mod bench;
 pub mod bench_api;
@@ -11,11 +12,42 @@ pub mod simulate;
 pub mod stats;
 pub mod topology;
 
-use crate::opts::{Cli, Command};
-use indicatif::{ProgressBar, ProgressStyle};
-use std::io::IsTerminal;
+use crate::opts::Global;
+use clap::{Parser, Subcommand};
 use std::process::ExitCode;
-use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "ratelockr",
+    version,
+    about = "See, tune and prove distributed rate limits on Redis"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Make one rate-limit decision.
+    Check(check::CheckArgs),
+    /// Show the last 30 seconds of a rule's decisions.
+    Stats(stats::StatsArgs),
+    /// Delete a rule's limiter state (one client key, or all of them).
+    Reset(reset::ResetArgs),
+    /// Serve Prometheus metrics at /api/metrics (loopback by default).
+    Serve(serve::ServeArgs),
+    /// Decisions per second and latency through the engine, beside Redis's own ceiling.
+    Bench(bench::BenchArgs),
+    /// Offer a workload to one rule, or to all five algorithms side by side.
+    Simulate(simulate::SimulateArgs),
+    /// Decide a real log's requests on its own clock: whom would these limits have denied?
+    Replay(replay::ReplayArgs),
+    /// Which Redis this is: one node or a cluster (its nodes, slots and round trips), and TLS.
+    Topology(topology::TopologyArgs),
+}
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
@@ -28,40 +60,4 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Replay(args) => replay::run(&cli.global, args).await,
         Command::Topology(args) => topology::run(&cli.global, args).await,
     }
-}
-
-/// Warns on stderr when the limiter's Redis does not answer a PING, saying why as every front
-/// does ([`ratelockr::Limiter::diagnose`]: a plain-TCP Redis behind `rediss://` is named), so
-/// that the decisions to come are known to fail open.
-pub async fn warn_unless_redis_answers(limiter: &ratelockr::Limiter, command: &str) {
-    if let Err(failure) = limiter.ping().await {
-        eprintln!(
-            "ratelockr {command}: warning: Redis at {} does not answer ({failure}); decisions will fail open. Use --embedded for a private Redis.",
-            limiter.target()
-        );
-    }
-}
-
-/// A progress bar of `len` drawn with `template` on a terminal, hidden otherwise (stderr piped).
-pub fn progress_bar(len: u64, template: &str) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(len);
-    bar.set_style(
-        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar
-}
-
-/// A token that Ctrl-C cancels: a long run stops and keeps what it has.
-pub fn cancel_on_ctrl_c() -> CancellationToken {
-    let cancel = CancellationToken::new();
-    let on_ctrl_c = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_ctrl_c.cancel();
-        }
-    });
-    cancel
 }

@@ -1,11 +1,12 @@
 //! `ratelockr replay`: a log decided on its own clock through one rule, several (`--rules`) or
 //! a sweep's grid, with CSV, chart and heatmap exports and a per-key report.
 
-use crate::opts::{print_json, AlgorithmArg, Global, RuleArgs};
+use crate::console::print_json;
+use crate::opts::{AlgorithmArg, Global, RuleArgs};
 use anyhow::{anyhow, Context};
 use clap::{Args, ValueEnum};
 use indicatif::ProgressBar;
-use ratelockr::export::{self, CsvSink};
+use ratelockr::export::{self, CsvSink, Replace};
 use ratelockr::replay::{
     self, FieldNames, LogFormat, LogSource, ParseSpec, ReplayObserver, ReplayProgress,
     ReplayReport, ReplaySpec, SweepAxis,
@@ -106,6 +107,10 @@ pub struct ReplayArgs {
     /// Draw the sweep's heatmaps (% requests denied, % keys denied) to this PNG or SVG file.
     #[arg(long, requires = "sweep")]
     pub sweep_chart: Option<PathBuf>,
+    /// Replace --csv, --chart and --sweep-chart files that exist already (without it an existing file is refused
+    /// before the run, and kept). Every file is written whole or not at all either way.
+    #[arg(long)]
+    pub force: bool,
     /// Show the first N lines and the key each yields, and stop (no Redis needed).
     #[arg(long)]
     pub preview: Option<usize>,
@@ -208,19 +213,28 @@ pub async fn run(global: &Global, args: &ReplayArgs) -> anyhow::Result<ExitCode>
     }
     let spec = args.spec()?;
     spec.parse.compile().map_err(spec_error)?;
-    let mut csv = args.csv.as_deref().map(CsvSink::create).transpose()?;
+    let replace = if args.force {
+        Replace::Allow
+    } else {
+        Replace::Never
+    };
+    let mut csv = args
+        .csv
+        .as_deref()
+        .map(|path| CsvSink::create_with(path, replace))
+        .transpose()?;
     for chart in [&args.chart, &args.sweep_chart].into_iter().flatten() {
         export::ChartFormat::from_path(chart)?;
-        export::ensure_writable(chart)?;
+        export::ensure_writable(chart, replace)?;
     }
     let backend = global.backend()?;
     let limiter = global.limiter(&backend)?;
-    let bar = super::progress_bar(
+    let bar = crate::console::progress_bar(
         0,
         "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes}  {msg}",
     );
     let observer = Bar(bar.clone());
-    let cancel = super::cancel_on_ctrl_c();
+    let cancel = crate::console::cancel_on_ctrl_c();
     let report = replay::run(
         &limiter,
         &source,

@@ -1,6 +1,7 @@
 //! `ratelockr reset`: deletes a rule's limiter state, for one client key or for all of them.
 
-use crate::opts::{flag_error, print_json, Global};
+use crate::console::print_json;
+use crate::opts::{flag_error, Global};
 use anyhow::{anyhow, Context};
 use clap::Args;
 use ratelockr::ResetError;

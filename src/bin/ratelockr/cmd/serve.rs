@@ -81,7 +81,7 @@ pub async fn run(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode> 
         options.deny_cache = Some(DenyCacheOptions::default());
     }
     let limiter = Limiter::new(backend.target(), options).with_observer(Arc::new(metrics.clone()));
-    super::warn_unless_redis_answers(&limiter, "serve").await;
+    crate::console::warn_unless_redis_answers(&limiter, "serve").await;
     metrics.set_active_rules(rules.len());
     let api = DecisionApi::new(limiter.clone(), rules.clone());
     if args.demo_rps > 0 {

@@ -1,13 +1,14 @@
 //! `ratelockr simulate`: a workload against one rule or all five algorithms, with CSV and
 //! chart export, a progress bar and a summary table.
 
-use crate::opts::{flag_error, print_json, AlgorithmArg, Global, RuleArgs};
+use crate::console::print_json;
+use crate::opts::{flag_error, AlgorithmArg, Global, RuleArgs};
 use anyhow::{anyhow, Context};
 use clap::{Args, ValueEnum};
 use indicatif::ProgressBar;
 use ratelockr::export::timeline::TimelineObserver;
 use ratelockr::export::view::Shown;
-use ratelockr::export::{self, CsvSink, TimelineBuilder};
+use ratelockr::export::{self, CsvSink, Replace, TimelineBuilder};
 use ratelockr::sim::workload_spec::{DEFAULT_COST, DEFAULT_KEYS, DEFAULT_SEED, DEFAULT_SERVERS};
 use ratelockr::sim::{
     self, PatternKind, Progress, Report, SimClock, SimObserver, SimSpec, WorkloadSpec,
@@ -128,6 +129,10 @@ pub struct SimulateArgs {
     /// and admissions under each rule's envelope, as the app draws it.
     #[arg(long)]
     pub chart: Option<PathBuf>,
+    /// Replace --csv and --chart files that exist already (without it an existing file is refused
+    /// before the run, and kept). Every file is written whole or not at all either way.
+    #[arg(long)]
+    pub force: bool,
     /// What the chart shows: both panels, requests per bin, or admissions so far under the
     /// envelope (the app's Per bin / Cumulative).
     #[arg(long, value_enum, default_value_t = ChartMeasure::Both, requires = "chart")]
@@ -318,16 +323,25 @@ pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCod
         return Ok(ExitCode::SUCCESS);
     }
     // Unwritable export paths fail now, not after the run.
-    let mut csv = args.csv.as_deref().map(CsvSink::create).transpose()?;
+    let replace = if args.force {
+        Replace::Allow
+    } else {
+        Replace::Never
+    };
+    let mut csv = args
+        .csv
+        .as_deref()
+        .map(|path| CsvSink::create_with(path, replace))
+        .transpose()?;
     if let Some(chart) = &args.chart {
         export::ChartFormat::from_path(chart)?;
-        export::ensure_writable(chart)?;
+        export::ensure_writable(chart, replace)?;
     }
     let backend = global.backend()?;
     let limiter = global.limiter(&backend)?;
-    super::warn_unless_redis_answers(&limiter, "simulate").await;
+    crate::console::warn_unless_redis_answers(&limiter, "simulate").await;
 
-    let bar = super::progress_bar(
+    let bar = crate::console::progress_bar(
         spec.workload.planned_requests().unwrap_or(0),
         "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} requests  {per_sec}",
     );
@@ -342,7 +356,7 @@ pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCod
             .observer()
         }),
     };
-    let cancel = super::cancel_on_ctrl_c();
+    let cancel = crate::console::cancel_on_ctrl_c();
     let report = sim::run(
         &limiter,
         &spec,

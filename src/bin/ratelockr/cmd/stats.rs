@@ -1,6 +1,7 @@
 //! `ratelockr stats`: the last 30 seconds of a rule.
 
-use crate::opts::{print_json, Global};
+use crate::console::print_json;
+use crate::opts::Global;
 use anyhow::Context;
 use clap::Args;
 use serde::Serialize;

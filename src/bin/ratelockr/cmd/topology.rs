@@ -2,7 +2,8 @@
 //! a cluster, every node with its role, slots and round trip: what the app's connection card
 //! shows, for a terminal or a script.
 
-use crate::opts::{print_json, Global};
+use crate::console::print_json;
+use crate::opts::Global;
 use anyhow::anyhow;
 use clap::Args;
 use ratelockr::cluster::NodeRole;

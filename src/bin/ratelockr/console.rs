@@ -1,0 +1,52 @@
+//! What the subcommands share at the terminal: JSON on stdout, progress bars, a warning when
+//! Redis does not answer, and Ctrl-C.
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use tokio_util::sync::CancellationToken;
+
+/// Prints `value` as one line of JSON on stdout.
+pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+    println!(
+        "{}",
+        serde_json::to_string(value).context("serializing the output")?
+    );
+    Ok(())
+}
+
+/// Warns on stderr when the limiter's Redis does not answer a PING, saying why as every front
+/// does ([`ratelockr::Limiter::diagnose`]: a plain-TCP Redis behind `rediss://` is named), so
+/// that the decisions to come are known to fail open.
+pub async fn warn_unless_redis_answers(limiter: &ratelockr::Limiter, command: &str) {
+    if let Err(failure) = limiter.ping().await {
+        eprintln!(
+            "ratelockr {command}: warning: Redis at {} does not answer ({failure}); decisions will fail open. Use --embedded for a private Redis.",
+            limiter.target()
+        );
+    }
+}
+
+/// A progress bar of `len` drawn with `template` on a terminal, hidden otherwise (stderr piped).
+pub fn progress_bar(len: u64, template: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len);
+    bar.set_style(
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// A token that Ctrl-C cancels: a long run stops and keeps what it has.
+pub fn cancel_on_ctrl_c() -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let on_ctrl_c = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_ctrl_c.cancel();
+        }
+    });
+    cancel
+}
