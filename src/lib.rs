@@ -37,6 +37,9 @@
 //! - `local_limiter` degraded mode: the rule's per-instance share, decided in process
 //! - `refund`      giving back what an admitted request took, when a later rule denies it
 //! - `reset`       deleting a rule's (or one client's) limiter state: a maintenance SCAN
+//! - `record`      one decision as a row ([`sim::Record`]), its sink, and the export error
+//!   ([`export::ExportError`]): below `sim`, `replay` and `export`, which all use them
+//! - `bins`        the bin width that fits a run, for the run chart and the workload preview
 
 // An item of a crate-private module is `pub(crate)`: `pub` says another crate can reach it.
 #![warn(unreachable_pub)]
@@ -46,6 +49,7 @@ pub mod api;
 pub mod atomic_file;
 pub mod backend;
 pub mod bench;
+pub(crate) mod bins;
 pub mod cluster;
 pub mod commandstats;
 pub(crate) mod conn;
@@ -60,6 +64,7 @@ pub mod keys;
 pub mod limiter;
 pub(crate) mod local_limiter;
 pub mod metrics;
+pub(crate) mod record;
 pub(crate) mod refund;
 pub mod replay;
 pub(crate) mod reset;

@@ -15,8 +15,7 @@ use crate::core::replay::{ReplayRequest, ReplayStatus};
 use crate::core::rules::RuleDraft;
 use crate::core::settings::{MetricsDraft, MetricsSettings};
 use crate::core::sim::{
-    RunStatus, RunSummary, SimFinished, SimPattern, SimProgress, SimRequest, SimRetry, SimStatus,
-    SimTarget, SummaryRow,
+    RunStatus, RunSummary, SimFinished, SimProgress, SimRequest, SimStatus, SimTarget, SummaryRow,
 };
 use crate::core::transport::Transport;
 use crate::core::{AppInfo, ChartFormat, Exported, MetricsStatus, RuleStats};
@@ -30,6 +29,7 @@ use ratelockr::replay::{
     ReplayProgress, ReplayReport, ReplaySeries, RuleReport, Suggestion, SweepAxis, SweepPoint,
     TopKey,
 };
+use ratelockr::sim::{Pattern, Retry};
 use ratelockr::topology::{Topology, TopologyNode};
 use ratelockr::{Algorithm, AlgorithmKind, BackendKind, Decision, Rule, StatsPoint, TlsOptions};
 use ts_rs::{Config, TS};
@@ -63,7 +63,7 @@ pub fn render() -> Vec<(String, String)> {
     one::<RuleStats>(&cfg, &mut out);
     one::<SimRequest>(&cfg, &mut out);
     one::<SimTarget>(&cfg, &mut out);
-    one::<SimPattern>(&cfg, &mut out);
+    one::<Pattern>(&cfg, &mut out);
     one::<SimProgress>(&cfg, &mut out);
     one::<SimStatus>(&cfg, &mut out);
     one::<SimFinished>(&cfg, &mut out);
@@ -75,7 +75,7 @@ pub fn render() -> Vec<(String, String)> {
     one::<MetricsDraft>(&cfg, &mut out);
     one::<MetricsStatus>(&cfg, &mut out);
     one::<ChartFormat>(&cfg, &mut out);
-    one::<SimRetry>(&cfg, &mut out);
+    one::<Retry>(&cfg, &mut out);
     one::<RunStatus>(&cfg, &mut out);
     one::<RedisCost>(&cfg, &mut out);
     one::<HistorySettings>(&cfg, &mut out);

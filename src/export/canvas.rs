@@ -1,7 +1,6 @@
 //! What every exported chart shares: the embedded font, the file (PNG or SVG by the name's
 //! extension, exactly that path), and the look of a panel's axes and grid.
 
-use super::chart::ChartFormat;
 use super::ExportError;
 use crate::atomic_file::{AtomicFile, Replace};
 use plotters::coord::types::RangedCoordf64;
@@ -21,6 +20,31 @@ fn register_font() {
         // the chart.
         let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
     });
+}
+
+/// A chart file's format, from its name's extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChartFormat {
+    Png,
+    Svg,
+}
+
+impl ChartFormat {
+    /// The format a file name asks for.
+    pub fn from_path(path: &Path) -> Result<Self, ExportError> {
+        match path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            Some("png") => Ok(ChartFormat::Png),
+            Some("svg") => Ok(ChartFormat::Svg),
+            _ => Err(ExportError::UnknownFormat {
+                path: path.to_path_buf(),
+            }),
+        }
+    }
 }
 
 /// What drawing on a backend returns.

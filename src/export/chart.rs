@@ -6,6 +6,7 @@
 //! stroke as well as a colour: GCRA and the counter are dashed, drawn over the solid lines, and
 //! an equal pair shows as a solid line with dashes of the other colour along it.
 
+pub use super::canvas::ChartFormat;
 use super::canvas::{self, DrawResult, Picture};
 use super::ExportError;
 use crate::sim::{Report, Series};
@@ -34,30 +35,6 @@ enum Stroke {
     Solid,
     /// Dashes and gaps, in pixels.
     Dashed(u32, u32),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChartFormat {
-    Png,
-    Svg,
-}
-
-impl ChartFormat {
-    /// The format a file name asks for.
-    pub fn from_path(path: &Path) -> Result<Self, ExportError> {
-        match path
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase)
-            .as_deref()
-        {
-            Some("png") => Ok(ChartFormat::Png),
-            Some("svg") => Ok(ChartFormat::Svg),
-            _ => Err(ExportError::UnknownFormat {
-                path: path.to_path_buf(),
-            }),
-        }
-    }
 }
 
 /// What a chart shows: series of allowed and denied counts per bucket (a second, or

@@ -2,7 +2,7 @@
 
 use super::ExportError;
 use crate::atomic_file::{AtomicFile, Replace};
-use crate::sim::{Record, RecordSink};
+use crate::record::{Record, RecordSink};
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};

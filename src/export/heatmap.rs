@@ -1,8 +1,7 @@
 //! A sweep as two heatmaps side by side: the percentage of requests denied and of keys denied
 //! at least once, for each configuration of a grid of one or two parameters.
 
-use super::canvas::{DrawResult, Picture};
-use super::chart::ChartFormat;
+use super::canvas::{ChartFormat, DrawResult, Picture};
 use super::ExportError;
 use crate::replay::ReplayReport;
 use plotters::coord::Shift;

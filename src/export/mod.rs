@@ -1,7 +1,7 @@
 //! Export: simulation records as CSV, and per-second charts as PNG or SVG.
 //!
 //! - [`csv`]   the CSV writer, streaming records as they complete
-//! - [`canvas`] what every chart file shares: the font, PNG or SVG, the panels' axes
+//! - `canvas`  what every chart file shares: the font, PNG or SVG ([`ChartFormat`]), the panels' axes
 //! - [`chart`] allowed and denied per second, one series per algorithm
 //! - [`view`] a run chart as the screen shows it: panels of styled lines, zoom, a key's state
 //! - [`run_chart`] draws a view (the app's, or the CLI's default for a run), PNG or SVG
@@ -20,43 +20,17 @@ pub mod style;
 pub mod timeline;
 pub mod view;
 
-pub use self::chart::{render_chart, ChartFormat};
+pub use self::canvas::ChartFormat;
+pub use self::chart::render_chart;
 pub use self::csv::{for_each_record, for_each_record_ref, read_records, CsvSink, RecordRef};
 pub use self::run_chart::{render_run_chart, render_view, timeline_from_csv};
 pub use self::timeline::{Timeline, TimelineBuilder};
 pub use self::view::ChartView;
+/// Defined beside the records, under `sim` and `replay`, which stream to the CSV writer.
+pub use crate::record::ExportError;
 
 pub use crate::atomic_file::Replace;
-use std::path::{Path, PathBuf};
-
-/// Why an export failed. Names the path, so the user knows what to fix.
-#[derive(Debug, thiserror::Error)]
-pub enum ExportError {
-    #[error("cannot write {path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("cannot write CSV to {path}: {source}")]
-    Csv { path: PathBuf, source: ::csv::Error },
-    #[error("cannot draw the chart {path}: {message}")]
-    Chart { path: PathBuf, message: String },
-    #[error("{path}: unknown chart format; end the file name with .png or .svg")]
-    UnknownFormat { path: PathBuf },
-    #[error("the run has no data to chart")]
-    Empty,
-    #[error("invalid chart view: {field} {reason}")]
-    InvalidView { field: String, reason: String },
-}
-
-impl ExportError {
-    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
-        ExportError::Io {
-            path: path.to_path_buf(),
-            source,
-        }
-    }
-}
+use std::path::Path;
 
 /// Checks, before a run starts, that `path` can be written: not a folder, its folder writable
 /// and, unless `replace` allows it, no file there yet. Nothing is created or replaced.

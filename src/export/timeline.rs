@@ -6,8 +6,9 @@
 //! known, so the CLI can build it while the run goes and the app from a kept CSV.
 
 use super::style::{bin_ms, BIN_STEPS};
+use crate::record::Record;
 use crate::rule::Algorithm;
-use crate::sim::{Record, SimObserver, SimSpec};
+use crate::sim::{SimObserver, SimSpec};
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 

@@ -179,7 +179,7 @@ impl KeyTable {
                 requests: e.requests,
                 allowed: e.allowed,
                 denied: e.denied,
-                denied_pct: super::pct(e.denied, e.requests.max(e.denied)),
+                denied_pct: super::report::pct(e.denied, e.requests.max(e.denied)),
                 first_denied_ms: e.first_denied_ms,
                 longest_denied_streak: e.longest_streak,
                 denied_error: e.denied_error,

@@ -2,11 +2,12 @@
 //! own thread (parsing is CPU work) and hands requests over in batches.
 
 use super::csvrecord::{too_long_reason, Joined, RecordJoiner, UNTERMINATED};
+use super::error::ReplayError;
 use super::format::{LogFormat, LogParser};
 use super::input::{Line, Lines, LogSource, MAX_LINE_BYTES};
 use super::order::{Reorder, Timed};
 use super::report::LineIssue;
-use super::{Compiled, ReplayError};
+use super::spec::Compiled;
 
 /// Lines reported with their reasons, at most.
 pub const MAX_ISSUES: usize = 10;

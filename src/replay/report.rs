@@ -1,5 +1,5 @@
 //! What a replay found: serde types, the CLI's `--json` (design.md's `replay` contract) and the
-//! desktop app's payload.
+//! desktop app's payload; and [`pct`], the one rounding of its percentages.
 
 use super::format::LogFormat;
 use crate::rule::Rule;
@@ -174,4 +174,13 @@ pub struct ReplayReport {
     pub time_spread: String,
     /// What may have made decisions differ from production's (see [`super::pace`]).
     pub warnings: Vec<String>,
+}
+
+/// A percentage, rounded to 1/1000 so that reports print the same everywhere.
+pub fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        (part as f64 * 100_000.0 / whole as f64).round() / 1000.0
+    }
 }

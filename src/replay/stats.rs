@@ -4,7 +4,7 @@
 
 use super::distinct::Distinct;
 use super::keytable::KeyTable;
-use super::pct;
+use super::report::pct;
 use super::report::{PeakRates, RuleReport, Suggestion};
 use super::series::SeriesBuilder;
 use crate::decision::Decision;

@@ -32,7 +32,7 @@ impl Preview {
             (_, Pattern::Burst { every_ms, .. }) => last + every_ms,
             _ => last + (1000.0 / workload.rps).ceil() as u64,
         };
-        let bin_ms = crate::export::style::bin_ms(duration_ms).max(duration_ms.div_ceil(MAX_BINS));
+        let bin_ms = crate::bins::bin_ms(duration_ms).max(duration_ms.div_ceil(MAX_BINS));
         let bins = duration_ms.div_ceil(bin_ms).max(1) as usize;
         let mut offered = vec![0u32; bins];
         for t in offsets {

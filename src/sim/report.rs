@@ -1,7 +1,7 @@
 //! What a run found: a summary per target and a per-second series for charts.
 
 use super::exact::ExactLogJudge;
-use super::Record;
+use crate::record::Record;
 use crate::rule::Algorithm;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};

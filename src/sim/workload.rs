@@ -1,6 +1,6 @@
 //! What traffic a simulation offers: a pattern of arrival times, a length, servers and keys.
 
-use super::SimError;
+use super::error::SimError;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp, Zipf};
@@ -18,6 +18,7 @@ pub const MAX_RPS: f64 = 1_000_000.0;
 pub const MAX_DURATION_MS: u64 = 3_600_000;
 
 /// How arrivals are spaced in time, around the workload's `rps`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Pattern {
@@ -85,6 +86,7 @@ pub struct Workload {
 
 /// How denied clients retry: after exactly the wait the limiter named (the synchronised
 /// retries that make a storm), at most `max_attempts` times per request.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Retry {
     pub max_attempts: u32,

@@ -729,7 +729,8 @@ fn write_json<T: Serialize>(dir: &Path, file: &str, value: &T) -> Result<(), App
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::sim::{SimPattern, SimTarget};
+    use crate::core::sim::SimTarget;
+    use ratelockr::sim::Pattern;
 
     fn request() -> SimRequest {
         SimRequest {
@@ -737,7 +738,7 @@ mod tests {
                 limit: 5,
                 window_ms: 1000,
             },
-            pattern: SimPattern::Constant,
+            pattern: Pattern::Constant,
             rps: 10.0,
             requests: Some(3),
             duration_ms: None,

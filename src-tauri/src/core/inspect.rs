@@ -76,11 +76,10 @@ pub fn decision_headers(rule: &Rule, decision: &Decision) -> HttpAnswer {
     http_answer(rule, decision)
 }
 
-/// Bins the workload's schedule. The seed defaults to 1 when the form gives none, so the
-/// preview of a Poisson or Zipf workload is stable while the form is edited.
+/// Bins the workload's schedule. The seed defaults to 1 when the form gives none (the
+/// engine's default), so the preview of a Poisson or Zipf workload is stable while the form is
+/// edited.
 pub fn workload_preview(request: &SimRequest) -> Result<WorkloadPreview, AppError> {
-    let mut request = request.clone();
-    request.seed.get_or_insert(1);
     let workload = request.to_workload()?;
     let description = workload.describe();
     let planned = workload.planned_requests();

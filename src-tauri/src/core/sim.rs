@@ -1,12 +1,12 @@
-//! The simulator panel's side: a request from the form, turned into the engine's `SimSpec`;
-//! the run's progress and result as the UI shows them.
+//! The simulator panel's side: a request from the form, turned into the engine's `SimSpec`
+//! through the engine's own workload description (`ratelockr::sim::WorkloadSpec`, the one the
+//! CLI uses too: the same defaults and refusals); the run's progress and result as the UI
+//! shows them.
 
 use super::coalesce::{Coalesce, EVENT_GAP};
 use super::error::{AppError, ErrorCode};
 use super::records::Columns;
-use ratelockr::sim::{
-    self, KeyDistribution, Length, Pattern, Record, SimObserver, SimSpec, Workload,
-};
+use ratelockr::sim::{self, Pattern, Record, Retry, SimObserver, SimSpec, Workload, WorkloadSpec};
 use ratelockr::Rule;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,39 +33,17 @@ pub enum SimTarget {
     },
 }
 
-/// How arrivals are spaced (the engine's patterns).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum SimPattern {
-    Constant,
-    Poisson,
-    Burst {
-        size: u32,
-        #[ts(type = "number")]
-        every_ms: u64,
-    },
-    Ramp {
-        to_rps: f64,
-    },
-    Spike {
-        multiplier: f64,
-        #[ts(type = "number")]
-        start_ms: u64,
-        #[ts(type = "number")]
-        length_ms: u64,
-    },
-}
-
 /// The simulator form: every parameter of the CLI's `simulate`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct SimRequest {
     pub target: SimTarget,
     /// The arrival pattern with its own parameters. Burst sends `size` requests every
     /// `every_ms` and does not use `rps`; the others use `rps` as their base rate.
-    pub pattern: SimPattern,
+    pub pattern: Pattern,
     /// Offered requests per second; 0 = as fast as possible (constant pattern only).
     pub rps: f64,
-    /// How many requests to send. Give exactly one of `requests` and `duration_ms`.
+    /// How many requests to send. Give at most one of `requests` and `duration_ms` (neither:
+    /// 1000 requests, the CLI's default).
     #[ts(optional, type = "number")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<u64>,
@@ -85,8 +63,8 @@ pub struct SimRequest {
     #[ts(optional, type = "number")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<u64>,
-    /// Seeds Poisson gaps and key choices (default: from the clock). The same seed and form
-    /// give the same schedule and keys.
+    /// Seeds Poisson gaps and key choices (default: a run's from the clock, kept in the
+    /// history; the preview's 1). The same seed and form give the same schedule and keys.
     #[ts(optional, type = "number")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
@@ -101,78 +79,31 @@ pub struct SimRequest {
     /// times per request (1 to 10).
     #[ts(optional)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry: Option<SimRetry>,
+    pub retry: Option<Retry>,
     /// The run's name in the history (default: made from the workload).
     #[ts(optional)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
 }
 
-/// Retry-storm settings of a [`SimRequest`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
-pub struct SimRetry {
-    pub max_attempts: u32,
-}
-
-/// The Zipf exponent when the form does not give one.
-pub const DEFAULT_ZIPF_EXPONENT: f64 = 1.2;
-
 impl SimRequest {
     /// The engine's workload, validated, with the field named on refusal.
     pub fn to_workload(&self) -> Result<Workload, AppError> {
-        let pattern = match self.pattern.clone() {
-            SimPattern::Constant => Pattern::Constant,
-            SimPattern::Poisson => Pattern::Poisson,
-            SimPattern::Burst { size, every_ms } => Pattern::Burst { size, every_ms },
-            SimPattern::Ramp { to_rps } => Pattern::Ramp { to_rps },
-            SimPattern::Spike {
-                multiplier,
-                start_ms,
-                length_ms,
-            } => Pattern::Spike {
-                multiplier,
-                start_ms,
-                length_ms,
-            },
-        };
-        let keys = if self.zipf {
-            KeyDistribution::Zipf {
-                keys: self.keys,
-                exponent: self.zipf_exponent.unwrap_or(DEFAULT_ZIPF_EXPONENT),
-            }
-        } else {
-            KeyDistribution::Uniform { keys: self.keys }
-        };
-        let length = match (self.requests, self.duration_ms) {
-            (Some(n), None) => Length::Requests(n),
-            (None, Some(ms)) => Length::DurationMs(ms),
-            (Some(_), Some(_)) => {
-                return Err(workload_error(
-                    "requests",
-                    "give a number of requests or a duration, not both",
-                ))
-            }
-            (None, None) => {
-                return Err(workload_error(
-                    "requests",
-                    "give a number of requests or a duration",
-                ))
-            }
-        };
-        let workload = Workload {
-            pattern,
-            rps: self.rps,
-            length,
-            servers: self.servers,
-            keys,
-            cost: self.cost.unwrap_or(1),
-            seed: self.seed.unwrap_or_else(ratelockr::telemetry::now_ms),
-            retry: self.retry.map(|r| sim::Retry {
-                max_attempts: r.max_attempts,
-            }),
-        };
-        workload.validate()?;
-        Ok(workload)
+        let described = WorkloadSpec {
+            rps: Some(self.rps),
+            requests: self.requests,
+            duration_ms: self.duration_ms,
+            servers: Some(self.servers),
+            keys: Some(self.keys),
+            zipf: self.zipf,
+            zipf_exponent: self.zipf_exponent,
+            cost: self.cost,
+            seed: self.seed,
+            retry_attempts: self.retry.map(|r| r.max_attempts),
+            ..WorkloadSpec::default()
+        }
+        .with_pattern(&self.pattern);
+        Ok(described.workload()?)
     }
 
     /// The engine's spec; `lookup` finds a user's rule by name. The key namespace (fresh or
@@ -194,14 +125,6 @@ impl SimRequest {
         spec.validate()?;
         Ok(spec)
     }
-}
-
-fn workload_error(field: &'static str, message: &str) -> AppError {
-    AppError::new(
-        ErrorCode::InvalidWorkload,
-        format!("invalid {field}: {message}"),
-    )
-    .with_field(field)
 }
 
 /// How far the current run is.

@@ -5,7 +5,7 @@
  * its own parameters, requests or a duration, rate, servers, keys with an optional Zipf
  * exponent, cost, seed, and the app's own retry storm and fresh-or-continued state.
  */
-import type { SimPattern } from "../bindings/SimPattern";
+import type { Pattern } from "../bindings/Pattern";
 import type { SimRequest } from "../bindings/SimRequest";
 import { parseField, U32_MAX, type NumberSpec } from "./numbers";
 
@@ -129,8 +129,6 @@ export const PRESETS: Preset[] = [
 export function applyPreset(preset: Preset, target?: string): WorkloadForm {
   return { ...DEFAULT_FORM, ...preset.form, target: preset.form.target ?? target ?? DEFAULT_FORM.target };
 }
-
-type Pattern = SimPattern;
 
 /** The request `sim_start` and `workload_preview` take. */
 export type WorkloadRequest = SimRequest;

@@ -9,9 +9,9 @@ use indicatif::ProgressBar;
 use ratelockr::export::timeline::TimelineObserver;
 use ratelockr::export::view::Shown;
 use ratelockr::export::{self, CsvSink, Replace, TimelineBuilder};
+use ratelockr::sim::workload_spec::{DEFAULT_COST, DEFAULT_KEYS, DEFAULT_SEED, DEFAULT_SERVERS};
 use ratelockr::sim::{
-    self, KeyDistribution, Length, Pattern, Progress, Report, SimClock, SimObserver, SimSpec,
-    Workload,
+    self, PatternKind, Progress, Report, SimClock, SimObserver, SimSpec, WorkloadSpec,
 };
 use serde::Serialize;
 use std::path::PathBuf;
@@ -24,6 +24,18 @@ pub enum PatternArg {
     Ramp,
     Spike,
     Poisson,
+}
+
+impl From<PatternArg> for PatternKind {
+    fn from(arg: PatternArg) -> Self {
+        match arg {
+            PatternArg::Constant => PatternKind::Constant,
+            PatternArg::Burst => PatternKind::Burst,
+            PatternArg::Ramp => PatternKind::Ramp,
+            PatternArg::Spike => PatternKind::Spike,
+            PatternArg::Poisson => PatternKind::Poisson,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -90,19 +102,19 @@ pub struct SimulateArgs {
     #[arg(long)]
     pub preview: bool,
     /// Simulated app instances, each with its own Redis connection, sending at once.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = DEFAULT_SERVERS)]
     pub servers: u32,
     /// Distinct client keys.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = DEFAULT_KEYS)]
     pub keys: u32,
     /// Skew keys with a Zipf distribution of this exponent (client-0 is the hot key).
     #[arg(long, allow_negative_numbers = true)]
     pub zipf: Option<f64>,
     /// What each request costs.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = DEFAULT_COST)]
     pub cost: u64,
     /// Seeds Poisson gaps and key choices.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
     /// Also run the naive GET-then-SET limiter (the broken approach) on the same traffic.
     #[arg(long)]
@@ -174,84 +186,74 @@ impl SimulateArgs {
         Ok(())
     }
 
-    fn workload(&self) -> anyhow::Result<Workload> {
+    /// The flags as the engine's workload description ([`WorkloadSpec`], which holds the
+    /// defaults the help text names); refuses a pattern flag the pattern would ignore.
+    fn workload_spec(&self) -> anyhow::Result<WorkloadSpec> {
         self.check_pattern_flags()?;
-        let pattern = match self.pattern {
-            PatternArg::Constant => Pattern::Constant,
-            PatternArg::Burst => Pattern::Burst {
-                size: self.burst_size.unwrap_or(50),
-                every_ms: self.burst_every_ms.unwrap_or(1000),
-            },
-            PatternArg::Ramp => Pattern::Ramp {
-                to_rps: self.to_rps.unwrap_or(1000.0),
-            },
-            PatternArg::Spike => Pattern::Spike {
-                multiplier: self.spike_multiplier.unwrap_or(10.0),
-                start_ms: self.spike_start_ms.unwrap_or(2000),
-                length_ms: self.spike_length_ms.unwrap_or(1000),
-            },
-            PatternArg::Poisson => Pattern::Poisson,
-        };
-        let length = match (self.requests, self.duration_secs) {
-            (_, Some(secs)) if !(secs.is_finite() && secs > 0.0) => {
+        let duration_ms = match self.duration_secs {
+            Some(secs) if !(secs.is_finite() && secs > 0.0) => {
                 return Err(anyhow!(
                     "invalid --duration-secs: must be more than 0, got {secs}"
                 ))
             }
-            (_, Some(secs)) => Length::DurationMs((secs * 1000.0).round().max(1.0) as u64),
-            (Some(n), None) => Length::Requests(n),
-            (None, None) => Length::Requests(1000),
+            Some(secs) => Some((secs * 1000.0).round().max(1.0) as u64),
+            None => None,
         };
-        let keys = match self.zipf {
-            Some(exponent) => KeyDistribution::Zipf {
-                keys: self.keys,
-                exponent,
-            },
-            None => KeyDistribution::Uniform { keys: self.keys },
-        };
-        Ok(Workload {
-            pattern,
-            // A burst schedule has no rate; the engine still wants one above 0 for its checks.
-            rps: self.rps.unwrap_or(100.0),
-            length,
-            servers: self.servers,
-            keys,
-            cost: self.cost,
-            seed: self.seed,
-            retry: self
-                .retry_attempts
-                .map(|max_attempts| sim::Retry { max_attempts }),
+        Ok(WorkloadSpec {
+            pattern: self.pattern.into(),
+            rps: self.rps,
+            burst_size: self.burst_size,
+            burst_every_ms: self.burst_every_ms,
+            to_rps: self.to_rps,
+            spike_multiplier: self.spike_multiplier,
+            spike_start_ms: self.spike_start_ms,
+            spike_length_ms: self.spike_length_ms,
+            requests: self.requests,
+            duration_ms,
+            servers: Some(self.servers),
+            keys: Some(self.keys),
+            zipf: self.zipf.is_some(),
+            zipf_exponent: self.zipf,
+            cost: Some(self.cost),
+            seed: Some(self.seed),
+            retry_attempts: self.retry_attempts,
         })
     }
 
     fn spec(&self) -> anyhow::Result<SimSpec> {
-        let workload = self.workload()?;
-        let mut spec = if self.compare {
-            let prefix = self
-                .rule
-                .rule
-                .as_deref()
-                .map(|r| format!("{r}-"))
-                .unwrap_or_default();
-            // Validate the shared parameters under their own flag names first.
+        let described = self.workload_spec()?;
+        // The rule's flags are checked before the workload's, under their own names.
+        let rule = if self.compare {
             self.rule
                 .rule(ratelockr::AlgorithmKind::FixedWindow, Some("compare"))?;
-            SimSpec::compare(
-                &prefix,
-                self.rule.limit,
-                self.rule.window_ms,
-                workload,
-                self.naive,
-            )
-            .map_err(flag_error)?
+            None
         } else {
             let kind = self
                 .algorithm
                 .ok_or_else(|| anyhow!("give --algorithm or --compare"))?
                 .into();
-            SimSpec::single(self.rule.rule(kind, None)?, workload, self.naive)
-                .map_err(flag_error)?
+            Some(self.rule.rule(kind, None)?)
         };
+        let workload = described.workload().map_err(sim_error)?;
+        let mut spec = match rule {
+            None => {
+                let prefix = self
+                    .rule
+                    .rule
+                    .as_deref()
+                    .map(|r| format!("{r}-"))
+                    .unwrap_or_default();
+                SimSpec::compare(
+                    &prefix,
+                    self.rule.limit,
+                    self.rule.window_ms,
+                    workload,
+                    self.naive,
+                )
+            }
+            Some(rule) => SimSpec::single(rule, workload, self.naive),
+        }
+        .map_err(flag_error)?;
         if self.server_clock {
             spec.clock = SimClock::Server;
         }
@@ -259,14 +261,19 @@ impl SimulateArgs {
             let id = format!("cli-{}", ratelockr::telemetry::now_ms());
             spec.scope = Some(SimSpec::fresh_scope(&id));
         }
-        spec.validate().map_err(|e| match e {
-            sim::SimError::InvalidWorkload { parameter, reason } => {
-                anyhow!("invalid --{}: {reason}", flag_name(parameter))
-            }
-            sim::SimError::Rule(err) => flag_error(err),
-            other => anyhow!(other),
-        })?;
+        spec.validate().map_err(sim_error)?;
         Ok(spec)
+    }
+}
+
+/// A simulator refusal, under the flag that caused it.
+fn sim_error(err: sim::SimError) -> anyhow::Error {
+    match err {
+        sim::SimError::InvalidWorkload { parameter, reason } => {
+            anyhow!("invalid --{}: {reason}", flag_name(parameter))
+        }
+        sim::SimError::Rule(err) => flag_error(err),
+        other => anyhow!(other),
     }
 }
 

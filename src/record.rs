@@ -1,0 +1,66 @@
+//! One decision of one request as a row: the [`Record`] the simulator and replay both emit,
+//! the [`RecordSink`] they stream it to, and the [`ExportError`] that writing it (or any
+//! export) fails with. They live below `sim`, `replay` and `export`, so that the runs that
+//! make rows and the exports that read them both import them and neither imports the other.
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// One decision of one request by one target: a CSV row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// The request's number in the schedule (shared by the targets it was offered to).
+    pub seq: u64,
+    pub sent_at_ms: u64,
+    pub server: u32,
+    pub rule: String,
+    pub algorithm: String,
+    pub key: String,
+    pub allowed: bool,
+    pub remaining: i64,
+    pub retry_after_ms: u64,
+    pub latency_us: u64,
+    pub fail_open: bool,
+    /// The wait until the limiter was back to its full allowance (the `RateLimit` header's
+    /// `t` when allowed). Columns after design.md's own; absent in older CSVs.
+    #[serde(default)]
+    pub reset_after_ms: u64,
+    /// 0 for a request's first try; n for its nth retry in a retry storm.
+    #[serde(default)]
+    pub attempt: u32,
+}
+
+/// Where records go as they complete (the CSV writer).
+pub trait RecordSink: Send {
+    fn write(&mut self, record: &Record) -> Result<(), ExportError>;
+    fn flush(&mut self) -> Result<(), ExportError>;
+}
+
+/// Why an export failed. Names the path, so the user knows what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("cannot write {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write CSV to {path}: {source}")]
+    Csv { path: PathBuf, source: ::csv::Error },
+    #[error("cannot draw the chart {path}: {message}")]
+    Chart { path: PathBuf, message: String },
+    #[error("{path}: unknown chart format; end the file name with .png or .svg")]
+    UnknownFormat { path: PathBuf },
+    #[error("the run has no data to chart")]
+    Empty,
+    #[error("invalid chart view: {field} {reason}")]
+    InvalidView { field: String, reason: String },
+}
+
+impl ExportError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+        ExportError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! A replay's specification: how to read the log ([`ParseSpec`], checked and compiled into
+//! [`Compiled`]), the rules side by side, the sweep, and the report's and the pipeline's sizes.
+
+use super::error::ReplayError;
+use super::format::{FieldNames, LogFormat};
+use super::key;
+use super::sweep::SweepAxis;
+use super::{keytable, order};
+use crate::rule::Rule;
+use serde::{Deserialize, Serialize};
+
+/// How a log is read: its format, fields, client key and filters.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ParseSpec {
+    /// None: detected from the first line.
+    pub format: Option<LogFormat>,
+    pub fields: FieldNames,
+    /// A key expression ([`key`]); default `ip`.
+    pub key: String,
+    /// Only these methods (any case); empty: all.
+    pub methods: Vec<String>,
+    /// Only request targets (path and query, as logged) matching this regex.
+    pub path: Option<String>,
+    /// How far out of order requests may arrive and still be sorted ([`order`]).
+    pub lookahead_ms: u64,
+}
+
+impl Default for ParseSpec {
+    fn default() -> Self {
+        ParseSpec {
+            format: None,
+            fields: FieldNames::default(),
+            key: "ip".into(),
+            methods: Vec::new(),
+            path: None,
+            lookahead_ms: order::DEFAULT_LOOKAHEAD_MS,
+        }
+    }
+}
+
+/// A [`ParseSpec`], checked and compiled.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    pub format: Option<LogFormat>,
+    pub fields: FieldNames,
+    pub key: key::KeyExpr,
+    pub methods: Vec<String>,
+    pub path: Option<regex::Regex>,
+    pub lookahead_ms: u64,
+}
+
+impl ParseSpec {
+    pub fn compile(&self) -> Result<Compiled, ReplayError> {
+        let invalid = |parameter: &'static str, reason: String| ReplayError::InvalidSpec {
+            parameter,
+            reason,
+        };
+        let key = self
+            .key
+            .parse::<key::KeyExpr>()
+            .map_err(|reason| invalid("key", reason))?;
+        let path = self
+            .path
+            .as_deref()
+            .map(regex::Regex::new)
+            .transpose()
+            .map_err(|e| invalid("path", format!("not a regular expression: {e}")))?;
+        if self.lookahead_ms > 3_600_000 {
+            return Err(invalid("lookahead", "at most an hour (3600 s)".into()));
+        }
+        Ok(Compiled {
+            format: self.format,
+            fields: self.fields.clone(),
+            key,
+            methods: self.methods.clone(),
+            path,
+            lookahead_ms: self.lookahead_ms,
+        })
+    }
+}
+
+/// A replay: how to read the log, the rules, and what to report.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplaySpec {
+    pub parse: ParseSpec,
+    /// The candidate rules, side by side.
+    pub rules: Vec<Rule>,
+    /// A grid around the first rule (one or two axes).
+    #[serde(default)]
+    pub sweep: Vec<SweepAxis>,
+    /// Top keys per rule.
+    pub top: usize,
+    /// The suggestion's target: at most this percentage of keys ever denied.
+    pub suggest_max_keys_pct: f64,
+    /// Keys held per rule for per-key figures ([`keytable`]).
+    pub key_capacity: usize,
+    /// Lanes (connections) deciding at once ([`decide`](super::decide)).
+    pub lanes: usize,
+    /// Decisions per pipeline round (requests × rules; at least 16 requests), split over the
+    /// lanes.
+    pub batch: usize,
+}
+
+impl Default for ReplaySpec {
+    fn default() -> Self {
+        ReplaySpec {
+            parse: ParseSpec::default(),
+            rules: Vec::new(),
+            sweep: Vec::new(),
+            top: 10,
+            suggest_max_keys_pct: 1.0,
+            key_capacity: keytable::DEFAULT_CAPACITY,
+            lanes: 4,
+            batch: 1024,
+        }
+    }
+}

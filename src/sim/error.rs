@@ -1,0 +1,19 @@
+//! Why a simulation could not run or finish: a workload parameter (named), a rule, or the
+//! records' sink.
+
+use crate::record::ExportError;
+use crate::rule::RuleError;
+
+/// Why a simulation could not run or finish.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("invalid {parameter}: {reason}")]
+    InvalidWorkload {
+        parameter: &'static str,
+        reason: String,
+    },
+    #[error(transparent)]
+    Rule(#[from] RuleError),
+    #[error("the run stopped because its records could not be written: {0}")]
+    Export(#[from] ExportError),
+}

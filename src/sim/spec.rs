@@ -1,0 +1,182 @@
+//! A simulation's specification: the workload, the limiters it is offered to ([`Target`]),
+//! whose clock decides, and the run's key namespace. Built for one rule or for all five
+//! algorithms side by side, and checked before a run.
+
+use super::error::SimError;
+use super::naive;
+use super::workload::Workload;
+use crate::rule::{Algorithm, AlgorithmKind, Rule, RuleError};
+use serde::{Deserialize, Serialize};
+
+/// One limiter under test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Target {
+    pub rule: Rule,
+    /// Decide with the naive GET/SET limiter instead of the rule's script.
+    pub naive: bool,
+}
+
+impl Target {
+    /// The algorithm label in records: the script's name, or `naive_get_set`.
+    pub fn label(&self) -> &'static str {
+        if self.naive {
+            naive::NAIVE_LABEL
+        } else {
+            self.rule.kind().as_str()
+        }
+    }
+}
+
+/// Whose clock decisions use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SimClock {
+    /// Each decision carries its send time (`now_ms`), so the records' times are the times the
+    /// scripts decided at and the summaries' bounds are exact. The default.
+    #[default]
+    Client,
+    /// The Redis server's clock, as in production.
+    Server,
+}
+
+/// A simulation: a workload and the limiters it is offered to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimSpec {
+    pub workload: Workload,
+    pub targets: Vec<Target>,
+    #[serde(default)]
+    pub clock: SimClock,
+    /// The run's own key namespace: clients are decided as `<scope>:<client key>` under each
+    /// rule's tag, so the run starts from fresh limiter state whatever ran before, while its
+    /// telemetry still counts under the rule. None: the rules' shared keys, continuing from
+    /// whatever state they hold (what `check` and `serve` decide on).
+    #[serde(default)]
+    pub scope: Option<String>,
+}
+
+impl SimSpec {
+    /// One rule; with `naive`, the naive limiter runs beside it on the same traffic, under the
+    /// rule's name with `-naive` appended.
+    pub fn single(rule: Rule, workload: Workload, naive: bool) -> Result<Self, RuleError> {
+        let mut targets = vec![Target {
+            rule: rule.clone(),
+            naive: false,
+        }];
+        if naive {
+            let naive_rule = Rule::new(format!("{}-naive", rule.name()), *rule.algorithm())?;
+            targets.push(Target {
+                rule: naive_rule,
+                naive: true,
+            });
+        }
+        Ok(SimSpec {
+            workload,
+            targets,
+            clock: SimClock::default(),
+            scope: None,
+        })
+    }
+
+    /// All five algorithms with equal nominal limits: `limit` per `window_ms`. The windows and
+    /// the counter take them as they are; the token bucket holds `limit` tokens and refills
+    /// `limit` per window (`limit * 1000 / window_ms` per second); GCRA has burst `limit` and
+    /// period `window_ms`. So all five admit the same long-run rate and the same burst. Rules
+    /// are named `<prefix>` and the algorithm's CLI name (`token-bucket`, `gcra`,
+    /// `sliding-window-log`, `sliding-window-counter`, `fixed-window`), and `<prefix>naive`
+    /// with `naive`.
+    pub fn compare(
+        prefix: &str,
+        limit: u64,
+        window_ms: u64,
+        workload: Workload,
+        naive: bool,
+    ) -> Result<Self, RuleError> {
+        let name = |n: &str| format!("{prefix}{n}");
+        let refill = limit as f64 * 1000.0 / window_ms.max(1) as f64;
+        let mut targets = Vec::new();
+        for kind in AlgorithmKind::ALL {
+            let algorithm = match kind {
+                AlgorithmKind::TokenBucket => Algorithm::TokenBucket {
+                    capacity: limit,
+                    refill_per_sec: refill,
+                },
+                AlgorithmKind::Gcra => Algorithm::Gcra {
+                    limit,
+                    window_ms,
+                    burst: limit,
+                },
+                AlgorithmKind::SlidingWindowLog => Algorithm::SlidingWindowLog { limit, window_ms },
+                AlgorithmKind::SlidingWindowCounter => {
+                    Algorithm::SlidingWindowCounter { limit, window_ms }
+                }
+                AlgorithmKind::FixedWindow => Algorithm::FixedWindow { limit, window_ms },
+            };
+            targets.push(Target {
+                rule: Rule::new(name(kind.cli_name()), algorithm)?,
+                naive: false,
+            });
+        }
+        if naive {
+            targets.push(Target {
+                rule: Rule::fixed_window(name("naive"), limit, window_ms)?,
+                naive: true,
+            });
+        }
+        Ok(SimSpec {
+            workload,
+            targets,
+            clock: SimClock::default(),
+            scope: None,
+        })
+    }
+
+    /// Checks the workload and that every target can admit the workload's cost.
+    pub fn validate(&self) -> Result<(), SimError> {
+        self.workload.validate()?;
+        if self.targets.is_empty() {
+            return Err(SimError::InvalidWorkload {
+                parameter: "targets",
+                reason: "name at least one rule".into(),
+            });
+        }
+        for target in &self.targets {
+            target.rule.check_cost(self.workload.cost)?;
+        }
+        if let Some(scope) = &self.scope {
+            if scope.is_empty() || scope.len() > 64 || scope.contains(['{', '}']) {
+                return Err(SimError::InvalidWorkload {
+                    parameter: "scope",
+                    reason: format!("must be 1 to 64 characters without braces, got {scope:?}"),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A fresh key namespace for one run, from its id: `run-<id>`.
+    pub fn fresh_scope(run_id: &str) -> String {
+        format!("run-{run_id}")
+    }
+
+    /// The name the limiter decides `client` as in a run with `scope`: `<scope>:<client>`, or
+    /// the client's own key in the shared namespace.
+    pub fn decided_as(scope: Option<&str>, client: &str) -> String {
+        match scope {
+            Some(scope) => format!("{scope}:{client}"),
+            None => client.to_string(),
+        }
+    }
+
+    /// The title of charts and summaries.
+    pub fn describe(&self) -> String {
+        let what = match self.targets.iter().filter(|t| !t.naive).count() {
+            1 => format!(
+                "{} ({})",
+                self.targets[0].rule.name(),
+                self.targets[0].label()
+            ),
+            n => format!("{n} algorithms compared"),
+        };
+        format!("{what}: {}", self.workload.describe())
+    }
+}
