@@ -1,6 +1,8 @@
 //! Policies' per-second telemetry: the allowed, denied and shadow_denied counters the policy
 //! script increments, read for the last 30 seconds as 90 GETs per policy, every policy in one
-//! pipeline (one round trip however many are watched), with this process's fail-open counts.
+//! pipeline (one round trip however many are watched; on a Redis Cluster, where a pipeline may
+//! not cross slots, one pipeline per policy, all in flight at once), with this process's
+//! fail-open counts.
 
 use crate::decision::PolicyOutcome;
 use crate::error::{FailureKind, RedisFailure};
@@ -75,7 +77,8 @@ pub async fn read_windows<C: redis::aio::ConnectionLike>(
 
 impl Limiter {
     /// The last 30 seconds of each policy, oldest first, the current second last, with this
-    /// process's fail-open counts filled in; one round trip for all of them.
+    /// process's fail-open counts filled in; one round trip for all of them (on a cluster, one
+    /// per policy, concurrently).
     pub async fn policy_stats(
         &self,
         policies: &[&str],
@@ -90,9 +93,25 @@ impl Limiter {
         policies: &[&str],
         now_second: u64,
     ) -> Result<Vec<Vec<PolicyStatsPoint>>, RedisFailure> {
-        let mut conn = self.connection();
+        let conn = self.connection();
         let deadline = self.options().deadline;
-        let read = read_windows(&mut conn, self.keys(), policies, now_second);
+        let keys = self.keys();
+        let read = async {
+            if conn.is_cluster() {
+                // A cluster pipeline may not cross slots, and each policy is its own slot: one
+                // pipeline per policy, all in flight at once (one round trip of waiting).
+                let reads = policies.iter().map(|policy| {
+                    let mut conn = conn.clone();
+                    async move {
+                        let mut one = read_windows(&mut conn, keys, &[*policy], now_second).await?;
+                        Ok::<_, RedisFailure>(one.pop().unwrap_or_default())
+                    }
+                });
+                futures::future::try_join_all(reads).await
+            } else {
+                read_windows(&mut conn.clone(), keys, policies, now_second).await
+            }
+        };
         let mut series = match tokio::time::timeout(deadline, read).await {
             Ok(series) => series?,
             Err(_) => return Err(RedisFailure::timeout(deadline)),
