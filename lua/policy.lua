@@ -91,7 +91,11 @@ if stats_ttl == nil or stats_ttl == '' then stats_ttl = 120 else stats_ttl = ton
 local shadow = mode == 'shadow'
 local fw_clock = ARGV[7] == '1'
 
-local kinds, p1, p2, p3 = {}, {}, {}, {}
+-- Everything known of limit i lives in one flat array, 12 slots from b = 12 * (i - 1): the
+-- kind and the three parameters (b+1 .. b+4), the limit's verdict (b+5), and what the first
+-- pass read (b+6 .. b+11). One table, sized for one limit at once, rather than a table per
+-- field that each grow on their first store: fewer allocations on Redis's thread.
+local v = {false, false, false, false, false, false, false, false, false, false, false, false}
 local valid = n and n % 1 == 0 and n >= 1 and n <= 8 and (nkeys == n or nkeys == n + 3)
   and cost and cost % 1 == 0 and cost >= 0 and cost <= 1e15
   and stats_ttl and stats_ttl % 1 == 0 and stats_ttl >= 1 and stats_ttl <= 1e15
@@ -109,7 +113,7 @@ if valid then
         local c = tonumber(ARGV[at + 3])
         ok = b % 1 == 0 and b >= 1 and b <= 1e15 and c and c % 1 == 0 and c >= 1 and c <= 1e15
           and c * b <= 4503599627370496 and cost <= c
-        p3[i] = c
+        v[12 * i - 8] = c
       elseif kind == 'sc' then
         ok = b % 1 == 0 and b >= 1 and b <= 1e15 and a * b <= 4503599627370496 and cost <= a
       elseif kind == 'sw' then
@@ -124,7 +128,8 @@ if valid then
       valid = false
       break
     end
-    kinds[i], p1[i], p2[i] = kind, a, b
+    local base = 12 * (i - 1)
+    v[base + 1], v[base + 2], v[base + 3] = kind, a, b
   end
 end
 
@@ -247,15 +252,14 @@ local function ceil_div(a, b)
 end
 
 -- The first pass: read and decide every limit, writing nothing. What the second pass needs
--- is kept in s1..s6[i]; what each kind keeps there is said where it is set.
-local ok = {}
-local s1, s2, s3, s4, s5, s6 = {}, {}, {}, {}, {}, {}
+-- is kept in v[b+6 .. b+11]; what each kind keeps there is said where it is set.
 local admit = true
 for i = 1, n do
-  local kind, key = kinds[i], KEYS[i]
+  local b = 12 * (i - 1)
+  local kind, key = v[b + 1], KEYS[i]
   local yes
   if kind == 'tb' then
-    local capacity, rate = p1[i], p2[i]
+    local capacity, rate = v[b + 2], v[b + 3]
     local state = redis.call('GET', key)
     local tokens, last
     if state then
@@ -274,9 +278,9 @@ for i = 1, n do
       if tokens > capacity then tokens = capacity end
     end
     yes = tokens >= cost
-    s1[i], s2[i], s3[i] = tokens, stored, last -- refilled tokens; stored tokens and last_refill
+    v[b + 6], v[b + 7], v[b + 8] = tokens, stored, last -- refilled tokens; stored tokens and last_refill
   elseif kind == 'gc' then
-    local limit, period, burst = p1[i], p2[i], p3[i]
+    local limit, period, burst = v[b + 2], v[b + 3], v[b + 4]
     local span = burst * period
     local tat_ms, frac
     local state = redis.call('GET', key)
@@ -296,9 +300,9 @@ for i = 1, n do
       if ahead <= span / limit + 2 then diff = ahead * limit + frac else far = true end
     end
     yes = not far and diff <= (burst - cost) * period
-    s1[i], s2[i], s3[i], s4[i] = diff, ahead, far, frac -- units; whole ms; far ahead; frac
+    v[b + 6], v[b + 7], v[b + 8], v[b + 9] = diff, ahead, far, frac -- units; whole ms; far ahead; frac
   elseif kind == 'sc' then
-    local window = p2[i]
+    local window = v[b + 3]
     local state = redis.call('HMGET', key, 'w', 'c', 'p', 't')
     local at = now
     local stored_index, current, previous = nil, 0, 0
@@ -318,10 +322,10 @@ for i = 1, n do
       current = 0
     end
     local used = previous * (window - elapsed) + current * window
-    yes = used <= (p1[i] - cost) * window
+    yes = used <= (v[b + 2] - cost) * window
     -- the estimate in 1/window units; this window's count; the previous one's; the window's
     -- index; elapsed ms in it; the clock it is read on (never behind the latest seen)
-    s1[i], s2[i], s3[i], s4[i], s5[i], s6[i] = used, current, previous, index, elapsed, at
+    v[b + 6], v[b + 7], v[b + 8], v[b + 9], v[b + 10], v[b + 11] = used, current, previous, index, elapsed, at
   elseif kind == 'sw' then
     local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
     local at = now
@@ -330,19 +334,19 @@ for i = 1, n do
       newest_score = tonumber(newest[2])
       if newest_score > now then at = newest_score end
     end
-    local oldest_out = string.format('%.17g', at - p2[i])
+    local oldest_out = string.format('%.17g', at - v[b + 3])
     local count = redis.call('ZCOUNT', key, '(' .. oldest_out, '+inf')
-    yes = count + cost <= p1[i]
+    yes = count + cost <= v[b + 2]
     -- entries in the window; the log's clock; the newest entry's time; the window's bound
-    s1[i], s2[i], s3[i], s4[i] = count, at, newest_score, oldest_out
+    v[b + 6], v[b + 7], v[b + 8], v[b + 9] = count, at, newest_score, oldest_out
   elseif fw_clock then
     local state = redis.call('HMGET', key, 'start', 'count')
     local start, used = tonumber(state[1]), tonumber(state[2])
-    local fresh = start == nil or used == nil or now - start > p2[i]
+    local fresh = start == nil or used == nil or now - start > v[b + 3]
     if fresh then start, used = now, 0 end
     -- fixed_window.lua admits every peek, whatever the count
-    yes = cost == 0 or used + cost <= p1[i]
-    s1[i], s2[i], s3[i] = used, start, fresh -- count so far; window start; a window to open
+    yes = cost == 0 or used + cost <= v[b + 2]
+    v[b + 6], v[b + 7], v[b + 8] = used, start, fresh -- count so far; window start; a window to open
   else
     local value = redis.call('GET', key)
     local used = 0
@@ -353,24 +357,25 @@ for i = 1, n do
           .. ', not a fixed window\'s integer count')
       end
     end
-    yes = cost == 0 or used + cost <= p1[i]
-    s1[i], s2[i] = used, redis.call('PTTL', key) -- count so far; what is left of the window
+    yes = cost == 0 or used + cost <= v[b + 2]
+    v[b + 6], v[b + 7] = used, redis.call('PTTL', key) -- count so far; what is left of the window
   end
-  ok[i] = yes
+  v[b + 5] = yes
   if not yes then admit = false end
 end
 
 -- The second pass: charge every limit when all admit (and the cost is not a peek), and find
 -- each limit's four numbers exactly as its standalone script does.
 local charge = admit and cost > 0
-local reply = {0, 0, 0, 0, 0, 1}
+local reply = {0, 0, 0, 0, 0, 1, 0, 0, 0, 0}
 for i = 1, n do
-  local kind, key, yes = kinds[i], KEYS[i], ok[i]
+  local b = 12 * (i - 1)
+  local kind, key, yes = v[b + 1], KEYS[i], v[b + 5]
   local allowed, remaining, retry_after, reset_after = 0, 0, 0, 0
   if yes then allowed = 1 end
   if kind == 'tb' then
-    local capacity, rate = p1[i], p2[i]
-    local tokens, stored, last = s1[i], s2[i], s3[i]
+    local capacity, rate = v[b + 2], v[b + 3]
+    local tokens, stored, last = v[b + 6], v[b + 7], v[b + 8]
     if charge then
       tokens = tokens - cost
       if now > last then last = now end
@@ -390,9 +395,9 @@ for i = 1, n do
     if tokens < capacity then reset_after = wait_for(capacity) end
     remaining = tokens - tokens % 1
   elseif kind == 'gc' then
-    local limit, period, burst = p1[i], p2[i], p3[i]
+    local limit, period, burst = v[b + 2], v[b + 3], v[b + 4]
     local span = burst * period
-    local diff, ahead, far, frac = s1[i], s2[i], s3[i], s4[i]
+    local diff, ahead, far, frac = v[b + 6], v[b + 7], v[b + 8], v[b + 9]
     if yes then
       if charge then
         diff = diff + cost * period
@@ -414,8 +419,8 @@ for i = 1, n do
       if frac > 0 then reset_after = ahead + 1 end
     end
   elseif kind == 'sc' then
-    local limit, window = p1[i], p2[i]
-    local used, current, previous, index, elapsed, at = s1[i], s2[i], s3[i], s4[i], s5[i], s6[i]
+    local limit, window = v[b + 2], v[b + 3]
+    local used, current, previous, index, elapsed, at = v[b + 6], v[b + 7], v[b + 8], v[b + 9], v[b + 10], v[b + 11]
     local behind = at - now
     if yes then
       if charge then
@@ -448,8 +453,8 @@ for i = 1, n do
       reset_after = behind + window - elapsed
     end
   elseif kind == 'sw' then
-    local limit, window = p1[i], p2[i]
-    local count, at, newest_score, oldest_out = s1[i], s2[i], s3[i], s4[i]
+    local limit, window = v[b + 2], v[b + 3]
+    local count, at, newest_score, oldest_out = v[b + 6], v[b + 7], v[b + 8], v[b + 9]
     if yes and charge then
       remaining = limit - count - cost
       redis.call('ZREMRANGEBYSCORE', key, '-inf', oldest_out)
@@ -478,8 +483,8 @@ for i = 1, n do
       reset_after = newest_score + window - now
     end
   elseif fw_clock then
-    local limit, window = p1[i], p2[i]
-    local used, start, fresh = s1[i], s2[i], s3[i]
+    local limit, window = v[b + 2], v[b + 3]
+    local used, start, fresh = v[b + 6], v[b + 7], v[b + 8]
     if yes and charge then
       local count = used + cost
       if fresh then
@@ -502,8 +507,8 @@ for i = 1, n do
       retry_after = reset_after + 1
     end
   else
-    local limit, window = p1[i], p2[i]
-    local used, ttl = s1[i], s2[i]
+    local limit, window = v[b + 2], v[b + 3]
+    local used, ttl = v[b + 6], v[b + 7]
     if yes and charge then
       local count = redis.call('INCRBY', key, cost)
       if ttl < 0 then
