@@ -276,6 +276,13 @@ async fn a_peek_writes_nothing_and_costs_are_checked_against_every_limit() {
         other => panic!("cost 5 exceeds the bucket: {other:?}"),
     }
     assert!(limiter.check_policy(&policy, "", 1).await.is_err());
+    assert!(
+        matches!(
+            limiter.check_policy(&policy, "k", 0).await,
+            Err(PolicyCheckError::InvalidCost { cost: 0, .. })
+        ),
+        "a check of cost 0 is refused: that is a peek"
+    );
     // The server's clock: a decision of its own, the fixed window on its TTL.
     let d = limiter
         .check_policy(&policy, "now", 1)

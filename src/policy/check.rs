@@ -56,6 +56,7 @@ impl Limiter {
         cost: u64,
         at: At,
     ) -> Result<PolicyDecision, PolicyCheckError> {
+        refuse_peek(policy, client_key, cost)?;
         match self.decide_policy(policy, client_key, cost, at).await? {
             Ok(decision) | Err((decision, _)) => Ok(decision),
         }
@@ -70,6 +71,7 @@ impl Limiter {
         cost: u64,
         at: At,
     ) -> Result<PolicyDecision, PolicyCheckError> {
+        refuse_peek(policy, client_key, cost)?;
         match self.decide_policy(policy, client_key, cost, at).await? {
             Ok(decision) => Ok(decision),
             Err((_, failure)) => Err(PolicyCheckError::Redis(failure)),
@@ -175,6 +177,27 @@ impl Limiter {
         };
         parse_reply(&reply, policy.name(), policy.mode(), tier, call.limits)
     }
+}
+
+/// A check takes something: a cost of 0 is a peek ([`Limiter::peek_policy_at`]), as a rule's
+/// check refuses it.
+fn refuse_peek(policy: &Policy, client_key: &str, cost: u64) -> Result<(), PolicyCheckError> {
+    if cost > 0 {
+        return Ok(());
+    }
+    let (_, limits) = policy.limits_for(client_key);
+    let tightest = limits
+        .iter()
+        .min_by_key(|l| l.algorithm().max_cost())
+        .ok_or(PolicyCheckError::Key(RuleError::InvalidKey(
+            "no limit applies",
+        )))?;
+    Err(PolicyCheckError::InvalidCost {
+        cost,
+        max: tightest.algorithm().max_cost(),
+        limit: tightest.name().to_string(),
+        what: tightest.algorithm().max_cost_name(),
+    })
 }
 
 /// A cost every limit of the stack could admit some day.
