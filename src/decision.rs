@@ -208,6 +208,47 @@ impl Outcome {
     }
 }
 
+/// How a policy's decision is counted (telemetry and metrics). Unlike a rule's, a policy has
+/// a third Redis-counted result: a shadow-mode request its limits would have denied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyOutcome {
+    Allowed,
+    Denied,
+    /// Admitted in shadow mode although a limit denied it.
+    ShadowDenied,
+    FailOpen,
+    /// Denied in process by the local deny cache, without asking Redis.
+    CacheDenied,
+}
+
+impl PolicyOutcome {
+    pub const ALL: [PolicyOutcome; 5] = [
+        PolicyOutcome::Allowed,
+        PolicyOutcome::Denied,
+        PolicyOutcome::ShadowDenied,
+        PolicyOutcome::FailOpen,
+        PolicyOutcome::CacheDenied,
+    ];
+
+    /// The results Redis counts per policy and second, in the order of the script's KEYS.
+    pub const COUNTED: [PolicyOutcome; 3] = [
+        PolicyOutcome::Allowed,
+        PolicyOutcome::Denied,
+        PolicyOutcome::ShadowDenied,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PolicyOutcome::Allowed => "allowed",
+            PolicyOutcome::Denied => "denied",
+            PolicyOutcome::ShadowDenied => "shadow_denied",
+            PolicyOutcome::FailOpen => "fail_open",
+            PolicyOutcome::CacheDenied => "cache_denied",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,9 @@
 //! <prefix>:tb:{<rule>}:<run scope>:<client key>  a simulation run's own, fresh namespace
 //! <prefix>:stats:{<rule>}:<unix second>:allowed  telemetry counters, 120 s TTL
 //! <prefix>:stats:{<rule>}:<unix second>:denied
+//! <prefix>:<tag>:{<policy>}.<limit>:<client key>  a policy's limit (src/policy/)
+//! <prefix>:<tag>:{<policy>}:<client key>          a limit named as its policy: the rule's key
+//! <prefix>:stats:{<policy>}:<unix second>:shadow_denied  a shadow policy's would-be denials
 //! ```
 //!
 //! The rule name is always wrapped in a hash tag, so a rule's limiters and its counters share one
@@ -17,6 +20,7 @@
 //! from fresh state decides its clients as `<run scope>:<client key>`, so its keys stay under
 //! the rule's tag (one slot, one reset) and its telemetry still counts under the rule.
 
+use crate::decision::PolicyOutcome;
 use crate::rule::{AlgorithmKind, Rule};
 use crate::Outcome;
 
@@ -91,6 +95,41 @@ impl KeySpace {
     }
 }
 
+impl KeySpace {
+    /// The state of one limit of a policy for one client. Every key of a policy carries the
+    /// policy's name as its hash tag, so a stack is one Redis Cluster slot; the limit's name
+    /// follows the tag after a dot, which no rule key has there (a rule's tag is followed by
+    /// `:`), so a limit never meets another limit's or a rule's state. A limit named as its
+    /// policy (a rule loaded as a policy) keeps the rule's key, and with it the rule's state.
+    pub fn policy_limit(
+        &self,
+        kind: AlgorithmKind,
+        policy: &str,
+        limit: &str,
+        client_key: &str,
+    ) -> String {
+        if limit == policy {
+            self.limiter_for(kind, policy, client_key)
+        } else {
+            format!(
+                "{}:{}:{{{policy}}}.{limit}:{client_key}",
+                self.prefix,
+                kind.key_tag()
+            )
+        }
+    }
+
+    /// A policy's telemetry counter: decisions of `outcome` (allowed, denied, shadow_denied)
+    /// in `second`. The same names as a rule's counters for allowed and denied.
+    pub fn policy_stats(&self, policy: &str, unix_second: u64, outcome: PolicyOutcome) -> String {
+        format!(
+            "{}:stats:{{{policy}}}:{unix_second}:{}",
+            self.prefix,
+            outcome.as_str()
+        )
+    }
+}
+
 /// A key prefix that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
@@ -142,6 +181,22 @@ mod tests {
             ]
         );
         assert_eq!(keys.rule_pattern("tb", "api"), "ratelockr:tb:{api}:*");
+        assert_eq!(
+            keys.policy_limit(AlgorithmKind::FixedWindow, "api", "daily", "u:1"),
+            "ratelockr:fw:{api}.daily:u:1"
+        );
+        assert_eq!(
+            keys.policy_limit(AlgorithmKind::TokenBucket, "api", "api", "u:1"),
+            keys.limiter_for(AlgorithmKind::TokenBucket, "api", "u:1")
+        );
+        assert_eq!(
+            keys.policy_stats("api", 7, PolicyOutcome::ShadowDenied),
+            "ratelockr:stats:{api}:7:shadow_denied"
+        );
+        assert_eq!(
+            keys.policy_stats("api", 7, PolicyOutcome::Denied),
+            keys.stats("api", 7, Outcome::Denied)
+        );
         assert!(KeySpace::checked("app-1:rl").is_ok());
         for bad in ["", "a{b", "}", "{x}"] {
             let err = KeySpace::checked(bad).expect_err(bad);

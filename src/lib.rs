@@ -24,6 +24,8 @@
 //! - [`replay`]    a real log decided on its own clock through the rules' scripts: who was denied
 //! - [`api`]       the decision endpoint for any language: `POST /api/check`, `GET /api/rules`
 //! - [`rules_file`] a list of rules from a JSON or TOML file (`serve --rules`, `replay --rules`)
+//! - [`policy`]    policies: stacked limits decided all or nothing in one call, shadow mode,
+//!   tiers; policy files (TOML, JSON; rules files load as policies of one limit)
 //! - [`mod@bench`] load tests: the engine against redis-benchmark's ceiling, Lua cost, stats cost
 //!
 //! Inside the crate (what of them others use is re-exported below, at the root):
@@ -64,6 +66,7 @@ pub mod keys;
 pub mod limiter;
 pub(crate) mod local_limiter;
 pub mod metrics;
+pub mod policy;
 pub(crate) mod record;
 pub(crate) mod refund;
 pub mod replay;
@@ -79,13 +82,14 @@ pub mod topology;
 
 pub use backend::{Backend, BackendError, BackendKind};
 pub use conn::Conn;
-pub use decision::{DecidedBy, Decision, DecisionJson, Outcome};
+pub use decision::{DecidedBy, Decision, DecisionJson, Outcome, PolicyOutcome};
 pub use deny_cache::DenyCacheOptions;
 pub use embedded::{EmbeddedError, EmbeddedRedis};
 pub use error::{FailureKind, RedisFailure};
 pub use keys::KeySpace;
 pub use limiter::{CheckError, DecisionObserver, FailureMode, Limiter, LimiterOptions};
 pub use metrics::Metrics;
+pub use policy::{Limit, Mode, Override, Policy, PolicyDecision};
 pub use refund::RefundError;
 pub use reset::ResetError;
 pub use rule::{Algorithm, AlgorithmKind, Rule, RuleError};

@@ -1,7 +1,7 @@
 //! The limiter: one shared connection, one EVALSHA per decision, fail-open on any Redis error.
 
 use crate::conn::{Conn, ConnOptions};
-use crate::decision::{DecidedBy, Decision};
+use crate::decision::{DecidedBy, Decision, PolicyOutcome};
 use crate::deny_cache::{DenyCache, DenyCacheOptions, DenyCacheStats};
 use crate::error::{FailureKind, RedisFailure};
 use crate::keys::KeySpace;
@@ -141,6 +141,8 @@ pub trait DecisionObserver: Send + Sync {
     fn failed(&self, kind: FailureKind);
     /// A request the local deny cache denied without asking Redis (not also `decided`).
     fn cache_denied(&self, _rule: &Rule, _elapsed: Duration) {}
+    /// A policy's decision (src/policy/), by the policy's name and how it is counted.
+    fn policy_decided(&self, _policy: &str, _outcome: PolicyOutcome, _elapsed: Duration) {}
 }
 
 /// How a decision was reached.
@@ -240,6 +242,11 @@ impl Limiter {
 
     pub fn keys(&self) -> &KeySpace {
         &self.inner.options.keys
+    }
+
+    /// The observer of decisions, if any (metrics).
+    pub(crate) fn observer(&self) -> Option<&Arc<dyn DecisionObserver>> {
+        self.inner.observer.as_ref()
     }
 
     /// Decisions made without Redis, and Redis failures by kind.

@@ -23,6 +23,15 @@ static SLIDING_WINDOW_COUNTER: LazyLock<Script> =
     LazyLock::new(|| Script::new(SLIDING_WINDOW_COUNTER_LUA));
 static FIXED_WINDOW: LazyLock<Script> = LazyLock::new(|| Script::new(FIXED_WINDOW_LUA));
 
+/// The stacked decision of a policy's limits (`src/policy/`), all or nothing in one call.
+pub const POLICY_LUA: &str = include_str!("../lua/policy.lua");
+static POLICY: LazyLock<Script> = LazyLock::new(|| Script::new(POLICY_LUA));
+
+/// The stacked decision's script, hashed once per process.
+pub fn policy_script() -> &'static Script {
+    &POLICY
+}
+
 /// The script behind an algorithm, hashed once per process.
 pub fn script(kind: AlgorithmKind) -> &'static Script {
     match kind {
@@ -75,7 +84,7 @@ impl At {
 /// master, whoever that is now), and EVAL caches the script there, so the next EVALSHA on that
 /// node finds it. Nothing depends on a SCRIPT LOAD reaching every node, and a Redis user that
 /// may run scripts but not `SCRIPT LOAD` them is served the same way. `None` for anything but
-/// an EVALSHA of one of the five scripts.
+/// an EVALSHA of one of the five scripts or the policy script.
 pub(crate) fn eval_of(evalsha: &redis::Cmd) -> Option<redis::Cmd> {
     let mut args = evalsha.args_iter();
     let (Some(redis::Arg::Simple(b"EVALSHA")), Some(redis::Arg::Simple(sha))) =
@@ -83,10 +92,11 @@ pub(crate) fn eval_of(evalsha: &redis::Cmd) -> Option<redis::Cmd> {
     else {
         return None;
     };
-    let kind = AlgorithmKind::ALL
+    let source = AlgorithmKind::ALL
         .into_iter()
-        .find(|&kind| script(kind).get_hash().as_bytes() == sha)?;
-    let source = source(kind);
+        .find(|&kind| script(kind).get_hash().as_bytes() == sha)
+        .map(source)
+        .or_else(|| (POLICY.get_hash().as_bytes() == sha).then_some(POLICY_LUA))?;
     let mut eval = redis::Cmd::with_capacity(evalsha.args_iter().len(), source.len() + 192);
     eval.arg("EVAL").arg(source);
     for arg in args {

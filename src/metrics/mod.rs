@@ -5,6 +5,9 @@
 //! ratelockr_evaluation_duration_seconds{algorithm}      histogram, 25 µs .. 1 s
 //! ratelockr_redis_errors_total{kind}                    counter, one series per FailureKind
 //! ratelockr_active_rules                                gauge, set by whoever owns the rules
+//! ratelockr_policy_decisions_total{policy, result}      counter, a policy's series from its
+//!                                                       first decision
+//! ratelockr_policy_reloads_total{result}                counter, ok and error from the start
 //! ```
 //!
 //! `ratelockr_redis_errors_total` carries a `kind` label (`unavailable`, `timeout`, `noscript`,
@@ -19,7 +22,7 @@ mod http;
 
 pub use http::{serve, MetricsServer, ServeError, CONTENT_TYPE, METRICS_PATH};
 
-use crate::decision::{Decision, Outcome};
+use crate::decision::{Decision, Outcome, PolicyOutcome};
 use crate::error::FailureKind;
 use crate::limiter::DecisionObserver;
 use crate::rule::{AlgorithmKind, Rule};
@@ -52,6 +55,10 @@ struct Inner {
     /// Indexed like `FailureKind::ALL`.
     redis_errors: [IntCounter; FailureKind::ALL.len()],
     active_rules: IntGauge,
+    /// By policy and result; a label lookup per decision (policy names are open-ended).
+    policy_decisions: IntCounterVec,
+    /// `[ok, error]`.
+    policy_reloads: [IntCounter; 2],
 }
 
 impl std::fmt::Debug for Metrics {
@@ -116,11 +123,29 @@ impl Metrics {
             "Rules currently configured in this process.",
         )
         .expect("static metric definition");
+        let policy_decisions = IntCounterVec::new(
+            Opts::new(
+                "ratelockr_policy_decisions_total",
+                "Policy decisions by policy and result (shadow_denied: admitted in shadow mode although a limit denied; fail_open: Redis failed and the request was let through).",
+            ),
+            &["policy", "result"],
+        )
+        .expect("static metric definition");
+        let policy_reloads = IntCounterVec::new(
+            Opts::new(
+                "ratelockr_policy_reloads_total",
+                "Reloads of a policies file: ok, or error (the policies in force were kept).",
+            ),
+            &["result"],
+        )
+        .expect("static metric definition");
         for collector in [
             Box::new(evaluations.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(durations.clone()),
             Box::new(redis_errors.clone()),
             Box::new(active_rules.clone()),
+            Box::new(policy_decisions.clone()),
+            Box::new(policy_reloads.clone()),
         ] {
             registry
                 .register(collector)
@@ -143,6 +168,8 @@ impl Metrics {
                 durations,
                 redis_errors,
                 active_rules,
+                policy_decisions,
+                policy_reloads: ["ok", "error"].map(|r| policy_reloads.with_label_values(&[r])),
             }),
         }
     }
@@ -196,6 +223,35 @@ impl Metrics {
             .sum()
     }
 
+    /// `ratelockr_policy_decisions_total{policy, result}` as a number.
+    pub fn policy_decisions(&self, policy: &str, outcome: PolicyOutcome) -> u64 {
+        self.inner
+            .policy_decisions
+            .with_label_values(&[policy, outcome.as_str()])
+            .get()
+    }
+
+    /// Makes every result series of `policy` visible at zero (a loaded policy before its first
+    /// decision).
+    pub fn register_policy(&self, policy: &str) {
+        for outcome in PolicyOutcome::ALL {
+            self.inner
+                .policy_decisions
+                .with_label_values(&[policy, outcome.as_str()]);
+        }
+    }
+
+    /// Counts a reload of a policies file (`ok`: swapped in; else refused and the policies in
+    /// force kept).
+    pub fn policy_reloaded(&self, ok: bool) {
+        self.inner.policy_reloads[usize::from(!ok)].inc();
+    }
+
+    /// `ratelockr_policy_reloads_total{result}` as a number.
+    pub fn policy_reloads(&self, ok: bool) -> u64 {
+        self.inner.policy_reloads[usize::from(!ok)].get()
+    }
+
     /// `ratelockr_redis_errors_total{kind}` as a number.
     pub fn redis_errors(&self, kind: FailureKind) -> u64 {
         self.inner.redis_errors[kind.index()].get()
@@ -217,6 +273,13 @@ impl DecisionObserver for Metrics {
         let algorithm = algorithm_index(rule.kind());
         self.inner.evaluations[algorithm][outcome_index(Outcome::CacheDenied)].inc();
         self.inner.durations[algorithm].observe(elapsed.as_secs_f64());
+    }
+
+    fn policy_decided(&self, policy: &str, outcome: PolicyOutcome, _elapsed: Duration) {
+        self.inner
+            .policy_decisions
+            .with_label_values(&[policy, outcome.as_str()])
+            .inc();
     }
 }
 
@@ -289,6 +352,31 @@ mod tests {
         assert_eq!(a.redis_errors(FailureKind::Timeout), 1);
         assert_eq!(b.evaluations_total(), 0);
         assert!(a.render().contains("ratelockr_active_rules 3"));
+    }
+
+    #[test]
+    fn policies_are_counted_by_name_and_result() {
+        let m = Metrics::new();
+        assert!(m
+            .render()
+            .contains("ratelockr_policy_reloads_total{result=\"error\"} 0"));
+        m.register_policy("api");
+        assert!(m.render().contains(
+            "ratelockr_policy_decisions_total{policy=\"api\",result=\"shadow_denied\"} 0"
+        ));
+        m.policy_decided(
+            "api",
+            PolicyOutcome::ShadowDenied,
+            Duration::from_micros(50),
+        );
+        m.policy_decided("api", PolicyOutcome::Allowed, Duration::from_micros(50));
+        m.policy_reloaded(false);
+        assert_eq!(m.policy_decisions("api", PolicyOutcome::ShadowDenied), 1);
+        assert_eq!(m.policy_decisions("api", PolicyOutcome::Denied), 0);
+        assert_eq!((m.policy_reloads(true), m.policy_reloads(false)), (0, 1));
+        assert!(m
+            .render()
+            .contains("ratelockr_policy_decisions_total{policy=\"api\",result=\"allowed\"} 1"));
     }
 
     #[test]

@@ -5,6 +5,8 @@
 //! Each test binary uses a subset of these helpers, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub mod models;
+
 use ratelockr::{
     At, DecidedBy, Decision, EmbeddedRedis, FailureKind, KeySpace, Limiter, LimiterOptions,
     RedisTarget, Rule,

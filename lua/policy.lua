@@ -1,0 +1,556 @@
+--[[
+ratelockr policy — one atomic decision of a stack of limits for one client key: all or nothing.
+
+A policy holds a request to several limits at once (10 per second AND 2,000 per day). This
+script decides every limit of the stack in one call, so no other client's call can come between
+them: the request is admitted iff every limit admits it, and then every limit is charged its
+cost; if any limit denies, no limit is charged anything. Redis runs a script on one thread, so
+this is the critical section of all the limits together.
+
+Each limit is decided exactly as its algorithm's standalone script decides it (token_bucket.lua,
+gcra.lua, sliding_window_log.lua, sliding_window_counter.lua, fixed_window.lua; read their
+headers for each algorithm's arithmetic): the same key format, the same stored state, the same
+TTLs, the same four numbers. A stack of one limit is that script, bit for bit. The call runs in
+two passes: the first reads every limit and decides it without writing anything (so a corrupt
+key fails the call with nothing written), the second writes, limit by limit, what the
+standalone script would write when the whole stack admits.
+
+KEYS
+  [1] .. [n]  the limits' state keys, one per limit in ARGV's order, distinct; each holds what
+              its algorithm's standalone script keeps at its KEYS[1]
+  [n+1]       optional: this second's counter of admitted decisions    (INCR'd when admitted)
+  [n+2]       optional: this second's counter of denied decisions      (INCR'd when denied)
+  [n+3]       optional: this second's counter of shadow denials (INCR'd when a shadow-mode
+              policy would have denied); the three go together: #KEYS is n or n + 3
+
+ARGV
+  [1] n          integer 1..8      how many limits
+  [2] now_ms     integer ms or ""  milliseconds since the epoch; "" = the Redis server's clock
+  [3] cost       integer >= 0      units this request takes from every limit (optional, default
+                                   1; at most every limit's capacity, burst or limit); 0 is a
+                                   peek: nothing is consumed, written or counted
+  [4] mode       "enforce" or "shadow"   (optional, default enforce) shadow: a request the limits
+                                   deny is admitted all the same (allowed 1, would_deny 1) and
+                                   still charges nothing; what the limits admit is charged
+  [5] stats TTL  integer seconds   TTL of the telemetry counters (optional, default 120)
+  [6] member     string            a unique id of this request (the engine sends a UUID v4);
+                                   required when a limit is a sliding window log, else ""
+  [7] fw clock   "1" or ""         "1": fixed windows decide on now_ms (fixed_window.lua's CLOCK
+                                   MODE, for replays on a virtual clock); "": on their key's TTL
+  then four per limit i (ARGV[4i+4] .. ARGV[4i+7]): kind, then three parameters
+      tb  capacity (integer >= 1), refill per second (number > 0), ""
+      gc  limit (integer >= 1), period_ms (integer >= 1), burst (integer >= 1;
+          burst x period_ms <= 2^52)
+      sw  limit (integer >= 1), window_ms (integer >= 1), ""
+      sc  limit (integer >= 1), window_ms (integer >= 1; limit x window_ms <= 2^52), ""
+      fw  limit (integer >= 1), window_ms (integer >= 1), ""
+
+REPLY  6 + 4n integers
+  [1] allowed         1 or 0: 1 when every limit admits, and in shadow mode always
+  [2] remaining       the least of the limits' remaining
+  [3] retry_after_ms  0 when allowed; else the greatest of the denying limits' waits
+  [4] reset_after_ms  the greatest of the limits' reset waits
+  [5] would_deny      1 when some limit denies (in either mode), else 0
+  [6] binding         the limit that decided, 1-based: when some limit denies, the denying
+                      limit with the longest wait; otherwise the one with the least remaining
+                      (ties: the first)
+  then per limit i, at [4i+3] .. [4i+6]: allowed, remaining, retry_after_ms, reset_after_ms,
+      the limit's own verdict and numbers. When the stack is admitted these are the standalone
+      script's. When it is denied, a denying limit says what its standalone script says, and
+      a limit that would have admitted says so (allowed 1, retry 0) with the state it has,
+      uncharged: its remaining and reset are what a peek (cost 0) would say.
+
+The combined wait holds: every algorithm's admission only grows with time while nothing is
+admitted (refills, TATs and windows only move towards "more room"), so at now + retry_after_ms
+every limit admits the same request, the denying ones because each one's wait is at most the
+greatest, the admitting ones because they still do; and one ms earlier the binding limit still
+denies, its wait being the least after which it passes. Waits are measured from the caller's
+now_ms, as in the standalone scripts.
+
+Redis work: TIME (server clock), one or two reads per limit (the log: three), and on admission
+each standalone script's writes; a denial writes nothing (the telemetry counter aside).
+
+EXAMPLE  (10 per second as a token bucket AND 2,000 per day as a fixed window, server clock)
+  redis-cli EVAL "$(cat policy.lua)" 2 ratelockr:tb:{api}.per-second:user42 \
+      ratelockr:fw:{api}.daily:user42 2 "" 1 enforce 120 "" "" tb 10 10 "" fw 2000 86400000 ""
+  1) (integer) 1    2) (integer) 9    3) (integer) 0    4) (integer) 86400000
+  5) (integer) 0    6) (integer) 1
+  7) (integer) 1    8) (integer) 9    9) (integer) 0   10) (integer) 100
+ 11) (integer) 1   12) (integer) 1999 13) (integer) 0  14) (integer) 86400000
+]]
+
+-- The hot path is written for Redis's CPU, as the standalone scripts are: the arguments are
+-- checked with plain comparisons (x % 1 == 0 also rules out NaN and infinities) and only a
+-- call with a bad one builds the messages that name it; per-limit values live in a few flat
+-- arrays rather than a table per limit.
+local nkeys = #KEYS
+local n = tonumber(ARGV[1])
+local cost, mode, stats_ttl, member = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+if cost == nil or cost == '' then cost = 1 else cost = tonumber(cost) end
+if stats_ttl == nil or stats_ttl == '' then stats_ttl = 120 else stats_ttl = tonumber(stats_ttl) end
+local shadow = mode == 'shadow'
+local fw_clock = ARGV[7] == '1'
+
+-- Everything known of limit i lives in one flat array, 12 slots from b = 12 * (i - 1): the
+-- kind and the three parameters (b+1 .. b+4), the limit's verdict (b+5), and what the first
+-- pass read (b+6 .. b+11). One table, sized for one limit at once, rather than a table per
+-- field that each grow on their first store: fewer allocations on Redis's thread.
+local v = {false, false, false, false, false, false, false, false, false, false, false, false}
+local valid = n and n % 1 == 0 and n >= 1 and n <= 8 and (nkeys == n or nkeys == n + 3)
+  and cost and cost % 1 == 0 and cost >= 0 and cost <= 1e15
+  and stats_ttl and stats_ttl % 1 == 0 and stats_ttl >= 1 and stats_ttl <= 1e15
+  and (shadow or mode == nil or mode == '' or mode == 'enforce')
+  and (ARGV[7] == nil or ARGV[7] == '' or fw_clock)
+if valid then
+  for i = 1, n do
+    local at = 4 * i + 4
+    local kind, a, b = ARGV[at], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
+    local ok = a and a % 1 == 0 and a >= 1 and a <= 1e15 and b
+    if ok then
+      if kind == 'tb' then
+        ok = b > 0 and b <= 1.7976931348623157e308 and cost <= a
+      elseif kind == 'gc' then
+        local c = tonumber(ARGV[at + 3])
+        ok = b % 1 == 0 and b >= 1 and b <= 1e15 and c and c % 1 == 0 and c >= 1 and c <= 1e15
+          and c * b <= 4503599627370496 and cost <= c
+        v[12 * i - 8] = c
+      elseif kind == 'sc' then
+        ok = b % 1 == 0 and b >= 1 and b <= 1e15 and a * b <= 4503599627370496 and cost <= a
+      elseif kind == 'sw' then
+        ok = b % 1 == 0 and b >= 1 and b <= 1e15 and cost <= a and member ~= nil and member ~= ''
+      elseif kind == 'fw' then
+        ok = b % 1 == 0 and b >= 1 and b <= 1e15 and cost <= a
+      else
+        ok = false
+      end
+    end
+    if not ok then
+      valid = false
+      break
+    end
+    local base = 12 * (i - 1)
+    v[base + 1], v[base + 2], v[base + 3] = kind, a, b
+  end
+end
+
+if not valid then
+  -- The slow path: find the first bad argument and name it.
+  local function fail(msg)
+    return redis.error_reply('ratelockr policy: ' .. msg)
+  end
+  local function show(v)
+    return '\'' .. tostring(v) .. '\''
+  end
+  local function int(value, min, max)
+    local x = tonumber(value)
+    if x == nil or x ~= x or x % 1 ~= 0 or x < min or x > (max or 1e15) then return nil end
+    return x
+  end
+  local count = int(ARGV[1], 1, 8)
+  if not count then
+    return fail('ARGV[1] n (the number of limits) must be an integer from 1 to 8, got ' .. show(ARGV[1]))
+  end
+  if nkeys ~= count and nkeys ~= count + 3 then
+    return fail('expected ' .. count .. ' keys (one per limit) or ' .. (count + 3)
+      .. ' (and the allowed, denied and shadow_denied counters), got ' .. nkeys)
+  end
+  local c = 1
+  if ARGV[3] ~= nil and ARGV[3] ~= '' then
+    c = int(ARGV[3], 0)
+    if not c then return fail('ARGV[3] cost must be an integer >= 0, got ' .. show(ARGV[3])) end
+  end
+  if not (mode == nil or mode == '' or mode == 'enforce' or mode == 'shadow') then
+    return fail('ARGV[4] mode must be "enforce", "shadow" or "", got ' .. show(mode))
+  end
+  if ARGV[5] ~= nil and ARGV[5] ~= '' and not int(ARGV[5], 1) then
+    return fail('ARGV[5] stats TTL must be an integer >= 1 (seconds), got ' .. show(ARGV[5]))
+  end
+  if not (ARGV[7] == nil or ARGV[7] == '' or ARGV[7] == '1') then
+    return fail('ARGV[7] fw clock must be "1" or "", got ' .. show(ARGV[7]))
+  end
+  local names = {
+    tb = {'token bucket', 'capacity', 'refill per second'},
+    gc = {'gcra', 'limit', 'period_ms', 'burst'},
+    sw = {'sliding window log', 'limit', 'window_ms'},
+    sc = {'sliding window counter', 'limit', 'window_ms'},
+    fw = {'fixed window', 'limit', 'window_ms'},
+  }
+  for i = 1, count do
+    local at = 4 * i + 4
+    local kind = ARGV[at]
+    local name = names[kind]
+    if not name then
+      return fail('limit ' .. i .. ': ARGV[' .. at .. '] kind must be tb, gc, sw, sc or fw, got ' .. show(kind))
+    end
+    local function param(j)
+      return 'limit ' .. i .. ' (' .. name[1] .. '): ARGV[' .. (at + j) .. '] ' .. name[j + 1]
+    end
+    local a = int(ARGV[at + 1], 1)
+    if not a then return fail(param(1) .. ' must be an integer >= 1, got ' .. show(ARGV[at + 1])) end
+    local most, most_name = a, name[2]
+    if kind == 'tb' then
+      local rate = tonumber(ARGV[at + 2])
+      if rate == nil or rate ~= rate or rate <= 0 or rate == math.huge then
+        return fail(param(2) .. ' must be a number > 0 (tokens per second), got ' .. show(ARGV[at + 2]))
+      end
+    else
+      local b = int(ARGV[at + 2], 1)
+      if not b then return fail(param(2) .. ' must be an integer >= 1, got ' .. show(ARGV[at + 2])) end
+      if kind == 'gc' then
+        local burst = int(ARGV[at + 3], 1)
+        if not burst then return fail(param(3) .. ' must be an integer >= 1, got ' .. show(ARGV[at + 3])) end
+        if burst * b > 4503599627370496 then
+          return fail(param(3) .. ': burst x period_ms must be at most 2^52 (4503599627370496), got '
+            .. string.format('%.17g', burst * b))
+        end
+        most, most_name = burst, 'burst'
+      elseif kind == 'sc' and a * b > 4503599627370496 then
+        return fail(param(1) .. ': limit x window_ms must be at most 2^52 (4503599627370496), got '
+          .. string.format('%.17g', a * b))
+      elseif kind == 'sw' and (member == nil or member == '') then
+        return fail('ARGV[6] member (a unique request id) is required: limit ' .. i .. ' is a sliding window log')
+      end
+    end
+    if c > most then
+      return fail('cost ' .. c .. ' exceeds limit ' .. i .. '\'s ' .. most_name .. ' ' .. most
+        .. ': such a request can never pass')
+    end
+  end
+  return fail('invalid arguments')
+end
+
+local now = ARGV[2]
+if now == nil or now == '' then
+  local t = redis.call('TIME')
+  -- TIME gives seconds and microseconds as strings; Lua's arithmetic reads them as numbers.
+  local us = t[2]
+  now = t[1] * 1000 + (us - us % 1000) / 1000
+else
+  now = tonumber(now)
+  if not (now and now % 1 == 0 and now >= 0 and now <= 9007199254740992) then
+    return redis.error_reply('ratelockr policy: ARGV[2] now_ms must be an integer >= 0 (at most 2^53) or "", got \''
+      .. tostring(ARGV[2]) .. '\'')
+  end
+end
+
+-- Floor division of integers below 2^53, exact (as in gcra.lua and sliding_window_counter.lua).
+local function divmod(a, b)
+  local q = math.floor(a / b)
+  local r = a - q * b
+  if r < 0 then
+    q, r = q - 1, r + b
+  elseif r >= b then
+    q, r = q + 1, r - b
+  end
+  return q, r
+end
+
+local function ceil_div(a, b)
+  local q, r = divmod(a, b)
+  if r > 0 then q = q + 1 end
+  return q
+end
+
+-- The first pass: read and decide every limit, writing nothing. What the second pass needs
+-- is kept in v[b+6 .. b+11]; what each kind keeps there is said where it is set.
+local admit = true
+for i = 1, n do
+  local b = 12 * (i - 1)
+  local kind, key = v[b + 1], KEYS[i]
+  local yes
+  if kind == 'tb' then
+    local capacity, rate = v[b + 2], v[b + 3]
+    local state = redis.call('GET', key)
+    local tokens, last
+    if state then
+      if #state == 16 then tokens, last = struct.unpack('<dd', state) end
+      if tokens == nil or tokens ~= tokens or last % 1 ~= 0 then
+        return redis.error_reply('ratelockr policy: ' .. key .. ' holds ' .. #state
+          .. ' bytes that are not a bucket (16 bytes: tokens and last_refill_ms, little-endian doubles)')
+      end
+    else
+      tokens, last = capacity, now
+    end
+    local stored = tokens
+    local elapsed = now - last
+    if elapsed > 0 then
+      tokens = tokens + elapsed * rate / 1000
+      if tokens > capacity then tokens = capacity end
+    end
+    yes = tokens >= cost
+    v[b + 6], v[b + 7], v[b + 8] = tokens, stored, last -- refilled tokens; stored tokens and last_refill
+  elseif kind == 'gc' then
+    local limit, period, burst = v[b + 2], v[b + 3], v[b + 4]
+    local span = burst * period
+    local tat_ms, frac
+    local state = redis.call('GET', key)
+    if state then
+      local stored_limit
+      if #state == 24 then tat_ms, frac, stored_limit = struct.unpack('<ddd', state) end
+      if not (tat_ms and tat_ms % 1 == 0 and frac % 1 == 0 and frac >= 0 and stored_limit >= 1
+          and frac < stored_limit) then
+        return redis.error_reply('ratelockr policy: ' .. key .. ' holds ' .. #state
+          .. ' bytes that are not a TAT (24 bytes: tat_ms, frac, limit, little-endian doubles)')
+      end
+      if stored_limit ~= limit and frac > 0 then tat_ms, frac = tat_ms + 1, 0 end
+    end
+    local ahead, diff, far = 0, 0, false
+    if tat_ms and tat_ms >= now then
+      ahead = tat_ms - now
+      if ahead <= span / limit + 2 then diff = ahead * limit + frac else far = true end
+    end
+    yes = not far and diff <= (burst - cost) * period
+    v[b + 6], v[b + 7], v[b + 8], v[b + 9] = diff, ahead, far, frac -- units; whole ms; far ahead; frac
+  elseif kind == 'sc' then
+    local window = v[b + 3]
+    local state = redis.call('HMGET', key, 'w', 'c', 'p', 't')
+    local at = now
+    local stored_index, current, previous = nil, 0, 0
+    if state[1] then
+      local w, c, p, t = tonumber(state[1]), tonumber(state[2]), tonumber(state[3]), tonumber(state[4])
+      if not (w and c and p and t and w % 1 == 0 and c % 1 == 0 and p % 1 == 0 and t % 1 == 0
+          and c >= 0 and p >= 0) then
+        return redis.error_reply('ratelockr policy: ' .. key
+          .. ' is not a counter hash (fields w, c, p, t: integers)')
+      end
+      if t > at then at = t end
+      stored_index, current, previous = w, c, p
+    end
+    local index, elapsed = divmod(at, window)
+    if stored_index ~= nil and stored_index < index then
+      if stored_index == index - 1 then previous = current else previous = 0 end
+      current = 0
+    end
+    local used = previous * (window - elapsed) + current * window
+    yes = used <= (v[b + 2] - cost) * window
+    -- the estimate in 1/window units; this window's count; the previous one's; the window's
+    -- index; elapsed ms in it; the clock it is read on (never behind the latest seen)
+    v[b + 6], v[b + 7], v[b + 8], v[b + 9], v[b + 10], v[b + 11] = used, current, previous, index, elapsed, at
+  elseif kind == 'sw' then
+    local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    local at = now
+    local newest_score = nil
+    if newest[2] ~= nil then
+      newest_score = tonumber(newest[2])
+      if newest_score > now then at = newest_score end
+    end
+    local oldest_out = string.format('%.17g', at - v[b + 3])
+    local count = redis.call('ZCOUNT', key, '(' .. oldest_out, '+inf')
+    yes = count + cost <= v[b + 2]
+    -- entries in the window; the log's clock; the newest entry's time; the window's bound
+    v[b + 6], v[b + 7], v[b + 8], v[b + 9] = count, at, newest_score, oldest_out
+  elseif fw_clock then
+    local state = redis.call('HMGET', key, 'start', 'count')
+    local start, used = tonumber(state[1]), tonumber(state[2])
+    local fresh = start == nil or used == nil or now - start > v[b + 3]
+    if fresh then start, used = now, 0 end
+    -- fixed_window.lua admits every peek, whatever the count
+    yes = cost == 0 or used + cost <= v[b + 2]
+    v[b + 6], v[b + 7], v[b + 8] = used, start, fresh -- count so far; window start; a window to open
+  else
+    local value = redis.call('GET', key)
+    local used = 0
+    if value then
+      used = tonumber(value)
+      if used == nil or used % 1 ~= 0 then
+        return redis.error_reply('ratelockr policy: ' .. key .. ' holds ' .. tostring(value)
+          .. ', not a fixed window\'s integer count')
+      end
+    end
+    yes = cost == 0 or used + cost <= v[b + 2]
+    v[b + 6], v[b + 7] = used, redis.call('PTTL', key) -- count so far; what is left of the window
+  end
+  v[b + 5] = yes
+  if not yes then admit = false end
+end
+
+-- The second pass: charge every limit when all admit (and the cost is not a peek), and find
+-- each limit's four numbers exactly as its standalone script does.
+local charge = admit and cost > 0
+local reply = {0, 0, 0, 0, 0, 1, 0, 0, 0, 0}
+for i = 1, n do
+  local b = 12 * (i - 1)
+  local kind, key, yes = v[b + 1], KEYS[i], v[b + 5]
+  local allowed, remaining, retry_after, reset_after = 0, 0, 0, 0
+  if yes then allowed = 1 end
+  if kind == 'tb' then
+    local capacity, rate = v[b + 2], v[b + 3]
+    local tokens, stored, last = v[b + 6], v[b + 7], v[b + 8]
+    if charge then
+      tokens = tokens - cost
+      if now > last then last = now end
+      stored = tokens
+      redis.call('SET', key, struct.pack('<dd', tokens, last), 'EX', math.ceil(capacity / rate * 2))
+    end
+    -- token_bucket.lua's wait_for: the least whole ms after `last` at which the next call's
+    -- refill of the stored tokens reaches the target, from the caller's clock.
+    local function wait_for(target)
+      if stored >= target then return 0 end
+      local d = math.ceil((target - stored) * 1000 / rate)
+      while d > 1 and stored + (d - 1) * rate / 1000 >= target do d = d - 1 end
+      while stored + d * rate / 1000 < target do d = d + 1 end
+      return math.max(last + d - now, 0)
+    end
+    if not yes then retry_after = wait_for(cost) end
+    if tokens < capacity then reset_after = wait_for(capacity) end
+    remaining = tokens - tokens % 1
+  elseif kind == 'gc' then
+    local limit, period, burst = v[b + 2], v[b + 3], v[b + 4]
+    local span = burst * period
+    local diff, ahead, far, frac = v[b + 6], v[b + 7], v[b + 8], v[b + 9]
+    if yes then
+      if charge then
+        diff = diff + cost * period
+        local whole, rest = divmod(diff, limit)
+        reset_after = whole
+        if rest > 0 then reset_after = whole + 1 end
+        redis.call('SET', key, struct.pack('<ddd', now + whole, rest, limit), 'PX', reset_after)
+      else
+        reset_after = ceil_div(diff, limit)
+      end
+      remaining = divmod(span - diff, period)
+    elseif not far then
+      if diff < span then remaining = divmod(span - diff, period) end
+      retry_after = ceil_div(diff + cost * period - span, limit)
+      reset_after = ceil_div(diff, limit)
+    else
+      retry_after = ahead + ceil_div(frac + cost * period - span, limit)
+      reset_after = ahead
+      if frac > 0 then reset_after = ahead + 1 end
+    end
+  elseif kind == 'sc' then
+    local limit, window = v[b + 2], v[b + 3]
+    local used, current, previous, index, elapsed, at = v[b + 6], v[b + 7], v[b + 8], v[b + 9], v[b + 10], v[b + 11]
+    local behind = at - now
+    if yes then
+      if charge then
+        current = current + cost
+        used = used + cost * window
+        -- %.17g: Redis turns a Lua number into text with 14 digits, too few for every ms.
+        redis.call('HSET', key, 'w', string.format('%.17g', index), 'c', current, 'p', previous,
+          't', string.format('%.17g', at))
+        redis.call('PEXPIRE', key, 2 * window)
+      end
+    else
+      local need = used - (limit - cost) * window
+      local wait
+      if previous > 0 then
+        local q = ceil_div(need, previous)
+        if elapsed + q < window then wait = q end
+      end
+      if wait == nil then
+        local excess = (current + cost - limit) * window
+        local into = 0
+        if excess > 0 then into = ceil_div(excess, current) end
+        wait = window - elapsed + into
+      end
+      retry_after = behind + wait
+    end
+    if used < limit * window then remaining = divmod(limit * window - used, window) end
+    if current > 0 then
+      reset_after = behind + 2 * window - elapsed
+    elseif previous > 0 then
+      reset_after = behind + window - elapsed
+    end
+  elseif kind == 'sw' then
+    local limit, window = v[b + 2], v[b + 3]
+    local count, at, newest_score, oldest_out = v[b + 6], v[b + 7], v[b + 8], v[b + 9]
+    if yes and charge then
+      remaining = limit - count - cost
+      redis.call('ZREMRANGEBYSCORE', key, '-inf', oldest_out)
+      if cost == 1 then
+        redis.call('ZADD', key, at, member)
+      else
+        local args = {at, member}
+        for j = 2, cost do
+          args[#args + 1] = at
+          args[#args + 1] = member .. '#' .. j
+        end
+        redis.call('ZADD', key, unpack(args))
+      end
+      redis.call('PEXPIRE', key, window)
+      reset_after = at + window - now
+    elseif yes then
+      -- A peek, or an admission the stack did not charge: what is left, and when the log empties.
+      remaining = limit - count
+      if count > 0 then reset_after = newest_score + window - now end
+    else
+      remaining = math.max(limit - count, 0)
+      -- Room for `cost` more appears once the (count + cost - limit)-th oldest entry leaves.
+      local entry = redis.call('ZRANGEBYSCORE', key, '(' .. oldest_out, '+inf', 'WITHSCORES',
+        'LIMIT', count + cost - limit - 1, 1)
+      retry_after = tonumber(entry[2]) + window - now
+      reset_after = newest_score + window - now
+    end
+  elseif fw_clock then
+    local limit, window = v[b + 2], v[b + 3]
+    local used, start, fresh = v[b + 6], v[b + 7], v[b + 8]
+    if yes and charge then
+      local count = used + cost
+      if fresh then
+        redis.call('HSET', key, 'start', start, 'count', count)
+        redis.call('PEXPIRE', key, window)
+      else
+        redis.call('HSET', key, 'count', count)
+      end
+      remaining, reset_after = limit - count, start + window - now
+    elseif yes then
+      -- A peek, or an admission the stack did not charge: what is left of the open window.
+      if not fresh then
+        remaining, reset_after = math.max(limit - used, 0), start + window - math.max(now, start)
+      else
+        remaining = limit
+      end
+    else
+      remaining = math.max(limit - used, 0)
+      reset_after = start + window - now
+      retry_after = reset_after + 1
+    end
+  else
+    local limit, window = v[b + 2], v[b + 3]
+    local used, ttl = v[b + 6], v[b + 7]
+    if yes and charge then
+      local count = redis.call('INCRBY', key, cost)
+      if ttl < 0 then
+        redis.call('PEXPIRE', key, window)
+        ttl = window
+      end
+      remaining, reset_after = limit - count, ttl
+    elseif yes then
+      remaining, reset_after = math.max(limit - used, 0), math.max(ttl, 0)
+    else
+      -- A count with no TTL would never end its window: fixed_window.lua gives it one.
+      if ttl < 0 then
+        redis.call('PEXPIRE', key, window)
+        ttl = window
+      end
+      remaining, retry_after, reset_after = math.max(limit - used, 0), ttl + 1, ttl
+    end
+  end
+  local at = 4 * i + 3
+  reply[at], reply[at + 1], reply[at + 2], reply[at + 3] = allowed, remaining, retry_after, reset_after
+  -- The combination: least remaining, greatest reset, and the binding limit.
+  if i == 1 or remaining < reply[2] then reply[2] = remaining end
+  if reset_after > reply[4] then reply[4] = reset_after end
+  if admit then
+    if remaining < reply[4 * reply[6] + 4] then reply[6] = i end
+  elseif yes == false and (retry_after > reply[3] or reply[5] == 0) then
+    reply[3], reply[5], reply[6] = retry_after, 1, i
+  end
+end
+
+if admit then
+  reply[1] = 1
+elseif shadow then
+  reply[1], reply[3] = 1, 0
+end
+
+if nkeys > n and cost > 0 then
+  local counter = KEYS[n + 1]
+  if not admit then
+    if shadow then counter = KEYS[n + 3] else counter = KEYS[n + 2] end
+  end
+  if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, stats_ttl) end
+end
+
+return reply

@@ -1,0 +1,217 @@
+//! Deciding a policy for a client key: the tier's limits, one script call under the limiter's
+//! deadline, fail-open (or closed) on any Redis failure, telemetry counted in the same call,
+//! metrics through the limiter's observer.
+
+use super::decision::PolicyDecision;
+use super::script::{parse_reply, PolicyCall};
+use super::{Limit, Mode, Policy};
+use crate::decision::PolicyOutcome;
+use crate::error::RedisFailure;
+use crate::limiter::{FailureMode, Limiter};
+use crate::rule::{validate_client_key, RuleError};
+use crate::scripts::{self, At};
+use crate::telemetry::{self, COUNTER_TTL_SECS};
+use std::time::Instant;
+
+/// Why a policy check gave no decision.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PolicyCheckError {
+    /// A cost some limit of the key's tier can never admit.
+    #[error("invalid cost {cost}: must be from 1 to {max} (limit {limit:?}'s {what}); a larger request could never pass")]
+    InvalidCost {
+        cost: u64,
+        max: u64,
+        limit: String,
+        what: &'static str,
+    },
+    /// An unusable client key.
+    #[error(transparent)]
+    Key(#[from] RuleError),
+    /// Redis failed (only from the `try_` methods; the others decide by the failure mode).
+    #[error("Redis failed: {0}")]
+    Redis(#[from] RedisFailure),
+}
+
+impl Limiter {
+    /// One request of `cost` for `client_key` under `policy`, on the Redis clock: every limit
+    /// of the key's tier decided at once, all or nothing.
+    pub async fn check_policy(
+        &self,
+        policy: &Policy,
+        client_key: &str,
+        cost: u64,
+    ) -> Result<PolicyDecision, PolicyCheckError> {
+        self.check_policy_at(policy, client_key, cost, At::ServerClock)
+            .await
+    }
+
+    /// [`Limiter::check_policy`] at an explicit time ([`At::Virtual`] for replays: fixed windows
+    /// then decide on that clock too). Errors only for a cost some limit can never admit or an
+    /// unusable client key; a Redis failure becomes the failure mode's decision (fail-open:
+    /// `allowed`, `remaining: -1`, no limits' results; degraded mode fails open for policies).
+    pub async fn check_policy_at(
+        &self,
+        policy: &Policy,
+        client_key: &str,
+        cost: u64,
+        at: At,
+    ) -> Result<PolicyDecision, PolicyCheckError> {
+        refuse_peek(policy, client_key, cost)?;
+        match self.decide_policy(policy, client_key, cost, at).await? {
+            Ok(decision) | Err((decision, _)) => Ok(decision),
+        }
+    }
+
+    /// One decision, or the Redis failure that prevented it (already counted and logged, and
+    /// the failure mode's decision already counted as made).
+    pub async fn try_check_policy_at(
+        &self,
+        policy: &Policy,
+        client_key: &str,
+        cost: u64,
+        at: At,
+    ) -> Result<PolicyDecision, PolicyCheckError> {
+        refuse_peek(policy, client_key, cost)?;
+        match self.decide_policy(policy, client_key, cost, at).await? {
+            Ok(decision) => Ok(decision),
+            Err((_, failure)) => Err(PolicyCheckError::Redis(failure)),
+        }
+    }
+
+    /// What is left for `client_key` under `policy` without consuming anything (a cost of 0,
+    /// which writes nothing): each limit's remaining and reset, combined. Not a decision:
+    /// telemetry and metrics do not see it.
+    pub async fn peek_policy_at(
+        &self,
+        policy: &Policy,
+        client_key: &str,
+        at: At,
+    ) -> Result<PolicyDecision, PolicyCheckError> {
+        match self.decide_policy(policy, client_key, 0, at).await? {
+            Ok(decision) | Err((decision, _)) => Ok(decision),
+        }
+    }
+
+    /// The script call behind checks (cost >= 1) and peeks (cost 0: no telemetry keys, no
+    /// observer, no fail-open count).
+    #[allow(clippy::type_complexity)]
+    async fn decide_policy(
+        &self,
+        policy: &Policy,
+        client_key: &str,
+        cost: u64,
+        at: At,
+    ) -> Result<Result<PolicyDecision, (PolicyDecision, RedisFailure)>, PolicyCheckError> {
+        validate_client_key(client_key)?;
+        let (tier, limits) = policy.limits_for(client_key);
+        if cost > 0 {
+            check_cost(limits, cost)?;
+        }
+        let peek = cost == 0;
+        let keys = self.keys();
+        let state_keys: Vec<String> = limits
+            .iter()
+            .map(|l| keys.policy_limit(l.kind(), policy.name(), l.name(), client_key))
+            .collect();
+        let second = at.millis().unwrap_or_else(telemetry::now_ms) / 1000;
+        let stats = (self.options().telemetry && !peek).then(|| {
+            PolicyOutcome::COUNTED.map(|outcome| keys.policy_stats(policy.name(), second, outcome))
+        });
+        let call = PolicyCall {
+            limits,
+            keys: &state_keys,
+            stats_keys: stats
+                .as_ref()
+                .map(|[a, d, s]| [a.as_str(), d.as_str(), s.as_str()]),
+            stats_ttl_secs: COUNTER_TTL_SECS,
+            cost,
+            mode: policy.mode(),
+            at,
+        };
+        let started = Instant::now();
+        let result = self.invoke_policy(&call, policy, tier).await;
+        let elapsed = started.elapsed();
+        let observer = self.observer().filter(|_| !peek);
+        match result {
+            Ok(decision) => {
+                if let Some(observer) = observer {
+                    observer.policy_decided(policy.name(), decision.outcome(), elapsed);
+                }
+                Ok(Ok(decision))
+            }
+            Err(failure) => {
+                let failure = self.failed(failure);
+                let closed = self.options().failure_mode == FailureMode::Closed;
+                let decision = PolicyDecision::unknown(
+                    policy.name(),
+                    policy.mode() == Mode::Shadow,
+                    tier,
+                    closed,
+                );
+                if !peek {
+                    if decision.fail_open {
+                        self.ledger().record_fail_open(policy.name(), second);
+                    }
+                    if let Some(observer) = observer {
+                        observer.policy_decided(policy.name(), decision.outcome(), elapsed);
+                    }
+                }
+                Ok(Err((decision, failure)))
+            }
+        }
+    }
+
+    async fn invoke_policy(
+        &self,
+        call: &PolicyCall<'_>,
+        policy: &Policy,
+        tier: Option<&str>,
+    ) -> Result<PolicyDecision, RedisFailure> {
+        let mut conn = self.connection();
+        let evalsha = call.evalsha();
+        let deadline = self.options().deadline;
+        let reply = match tokio::time::timeout(deadline, scripts::invoke(&mut conn, &evalsha)).await
+        {
+            Ok(reply) => reply?,
+            Err(_) => return Err(RedisFailure::timeout(deadline)),
+        };
+        parse_reply(&reply, policy.name(), policy.mode(), tier, call.limits)
+    }
+}
+
+/// A check takes something: a cost of 0 is a peek ([`Limiter::peek_policy_at`]), as a rule's
+/// check refuses it.
+fn refuse_peek(policy: &Policy, client_key: &str, cost: u64) -> Result<(), PolicyCheckError> {
+    if cost > 0 {
+        return Ok(());
+    }
+    let (_, limits) = policy.limits_for(client_key);
+    let tightest = limits
+        .iter()
+        .min_by_key(|l| l.algorithm().max_cost())
+        .ok_or(PolicyCheckError::Key(RuleError::InvalidKey(
+            "no limit applies",
+        )))?;
+    Err(PolicyCheckError::InvalidCost {
+        cost,
+        max: tightest.algorithm().max_cost(),
+        limit: tightest.name().to_string(),
+        what: tightest.algorithm().max_cost_name(),
+    })
+}
+
+/// A cost every limit of the stack could admit some day.
+fn check_cost(limits: &[Limit], cost: u64) -> Result<(), PolicyCheckError> {
+    for limit in limits {
+        let max = limit.algorithm().max_cost();
+        if cost > max {
+            return Err(PolicyCheckError::InvalidCost {
+                cost,
+                max,
+                limit: limit.name().to_string(),
+                what: limit.algorithm().max_cost_name(),
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,142 @@
+//! A policy's decision: the combined answer, and every limit's own.
+
+use crate::decision::PolicyOutcome;
+use crate::rule::AlgorithmKind;
+use serde::{Deserialize, Serialize};
+
+/// The answer to "may this request pass the policy now?". The first five fields mean what a
+/// rule's [`crate::Decision`] fields mean, combined over the limits (design.md, "Policies").
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyDecision {
+    /// True when every limit admits, and in shadow mode always (see `would_deny`).
+    pub allowed: bool,
+    /// The least of the limits' remaining; `-1` when Redis could not be asked.
+    pub remaining: i64,
+    /// 0 when allowed; otherwise the greatest of the denying limits' waits: the least wait
+    /// after which the same request passes every limit (nothing else admitted meanwhile).
+    pub retry_after_ms: u64,
+    /// The greatest of the limits' reset waits: when every limit is back to full.
+    pub reset_after_ms: u64,
+    /// True when Redis failed and the request was let through anyway.
+    pub fail_open: bool,
+    /// The policy's name.
+    pub policy: String,
+    /// The policy is in shadow mode: its denials are counted, not enforced.
+    pub shadow: bool,
+    /// Some limit denied this request: under enforcement it is denied; in shadow mode it was
+    /// admitted all the same. Charged nothing either way.
+    pub would_deny: bool,
+    /// The limit that decided: the denying limit with the longest wait when a limit denies,
+    /// otherwise the limit with the least remaining (ties: the first). `None` when Redis could
+    /// not be asked.
+    pub binding: Option<String>,
+    /// The tier whose limits applied (an override's), `None` for the policy's own.
+    pub tier: Option<String>,
+    /// Every limit's own verdict and numbers, in the policy's order; empty when Redis could
+    /// not be asked.
+    pub limits: Vec<LimitResult>,
+}
+
+/// One limit's part of a policy's decision. When the policy is denied, a limit that would
+/// have admitted says so (`allowed`, no wait) with its state as it is, uncharged.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LimitResult {
+    pub name: String,
+    pub algorithm: AlgorithmKind,
+    pub allowed: bool,
+    pub remaining: i64,
+    pub retry_after_ms: u64,
+    pub reset_after_ms: u64,
+}
+
+impl PolicyDecision {
+    /// The decision when Redis could not be asked and the limiter fails open (`closed`:
+    /// fails closed, `allowed: false`). Nothing is known of the limits.
+    pub fn unknown(policy: &str, shadow: bool, tier: Option<&str>, closed: bool) -> Self {
+        PolicyDecision {
+            allowed: !closed,
+            remaining: -1,
+            retry_after_ms: 0,
+            reset_after_ms: 0,
+            fail_open: !closed,
+            policy: policy.to_string(),
+            shadow,
+            would_deny: false,
+            binding: None,
+            tier: tier.map(str::to_string),
+            limits: Vec::new(),
+        }
+    }
+
+    /// How this decision is counted.
+    pub fn outcome(&self) -> PolicyOutcome {
+        if self.fail_open {
+            PolicyOutcome::FailOpen
+        } else if !self.allowed {
+            PolicyOutcome::Denied
+        } else if self.would_deny {
+            PolicyOutcome::ShadowDenied
+        } else {
+            PolicyOutcome::Allowed
+        }
+    }
+
+    /// The binding limit's result.
+    pub fn binding_limit(&self) -> Option<&LimitResult> {
+        let name = self.binding.as_deref()?;
+        self.limits.iter().find(|l| l.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serializes_as_design_md_says() {
+        let d = PolicyDecision {
+            allowed: false,
+            remaining: 0,
+            retry_after_ms: 1500,
+            reset_after_ms: 86_400_000,
+            fail_open: false,
+            policy: "api".into(),
+            shadow: false,
+            would_deny: true,
+            binding: Some("daily".into()),
+            tier: None,
+            limits: vec![LimitResult {
+                name: "daily".into(),
+                algorithm: AlgorithmKind::FixedWindow,
+                allowed: false,
+                remaining: 0,
+                retry_after_ms: 1500,
+                reset_after_ms: 86_400_000,
+            }],
+        };
+        let json = serde_json::to_value(&d).expect("json");
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "allowed": false, "remaining": 0, "retry_after_ms": 1500,
+                "reset_after_ms": 86_400_000, "fail_open": false, "policy": "api",
+                "shadow": false, "would_deny": true, "binding": "daily", "tier": null,
+                "limits": [{"name": "daily", "algorithm": "fixed_window", "allowed": false,
+                            "remaining": 0, "retry_after_ms": 1500, "reset_after_ms": 86_400_000}]
+            })
+        );
+        assert_eq!(d.outcome(), PolicyOutcome::Denied);
+        assert_eq!(d.binding_limit().map(|l| l.remaining), Some(0));
+        let open = PolicyDecision::unknown("api", true, Some("premium"), false);
+        let json = serde_json::to_value(&open).expect("json");
+        assert_eq!(json["remaining"], -1);
+        assert_eq!(json["binding"], serde_json::Value::Null);
+        assert_eq!(json["tier"], "premium");
+        assert_eq!(json["limits"], serde_json::json!([]));
+        assert_eq!(open.outcome(), PolicyOutcome::FailOpen);
+        let shadow = PolicyDecision { allowed: true, ..d };
+        assert_eq!(shadow.outcome(), PolicyOutcome::ShadowDenied);
+    }
+}

@@ -1,0 +1,312 @@
+//! `lua/policy.lua`: the stacked decision, hashed once; its EVALSHA built in one buffer, its
+//! reply parsed into a [`PolicyDecision`]. Sent like the five scripts' calls, through
+//! [`crate::scripts`]'s one path (EVALSHA, then EVAL on NOSCRIPT).
+
+use super::decision::{LimitResult, PolicyDecision};
+use super::{Limit, Mode};
+use crate::error::{FailureKind, RedisFailure};
+use crate::rule::Algorithm;
+pub use crate::scripts::POLICY_LUA;
+use crate::scripts::{policy_script as script, At};
+
+/// Everything one stacked call needs besides the connection.
+pub(crate) struct PolicyCall<'a> {
+    pub limits: &'a [Limit],
+    /// One state key per limit, in order.
+    pub keys: &'a [String],
+    /// This second's allowed, denied and shadow_denied counters, when telemetry is on.
+    pub stats_keys: Option<[&'a str; 3]>,
+    pub stats_ttl_secs: u64,
+    pub cost: u64,
+    pub mode: Mode,
+    pub at: At,
+}
+
+impl PolicyCall<'_> {
+    /// The EVALSHA: KEYS and ARGV exactly as the script's header documents them.
+    pub(crate) fn evalsha(&self) -> redis::Cmd {
+        let n = self.limits.len();
+        let keys = n + if self.stats_keys.is_some() { 3 } else { 0 };
+        let key_bytes: usize = self.keys.iter().map(String::len).sum();
+        let mut cmd = redis::Cmd::with_capacity(3 + keys + 7 + 4 * n, 160 + key_bytes + 24 * n);
+        cmd.arg("EVALSHA").arg(script().get_hash()).arg(keys);
+        for key in self.keys {
+            cmd.arg(key.as_str());
+        }
+        if let Some(stats) = self.stats_keys {
+            for key in stats {
+                cmd.arg(key);
+            }
+        }
+        cmd.arg(n);
+        match self.at.millis() {
+            None => cmd.arg(""),
+            Some(ms) => cmd.arg(ms),
+        };
+        cmd.arg(self.cost)
+            .arg(self.mode.as_str())
+            .arg(self.stats_ttl_secs);
+        let log = self
+            .limits
+            .iter()
+            .any(|l| matches!(l.algorithm(), Algorithm::SlidingWindowLog { .. }));
+        if log {
+            let mut member = [0u8; uuid::fmt::Hyphenated::LENGTH];
+            let member = uuid::Uuid::new_v4()
+                .as_hyphenated()
+                .encode_lower(&mut member);
+            cmd.arg(&*member);
+        } else {
+            cmd.arg("");
+        }
+        // The fixed window's clock mode on a virtual clock, as the standalone call has it.
+        cmd.arg(if matches!(self.at, At::Virtual(_)) {
+            "1"
+        } else {
+            ""
+        });
+        for limit in self.limits {
+            let kind = limit.kind().key_tag();
+            match *limit.algorithm() {
+                Algorithm::TokenBucket {
+                    capacity,
+                    refill_per_sec,
+                } => cmd.arg(kind).arg(capacity).arg(refill_per_sec).arg(""),
+                Algorithm::Gcra {
+                    limit,
+                    window_ms,
+                    burst,
+                } => cmd.arg(kind).arg(limit).arg(window_ms).arg(burst),
+                Algorithm::SlidingWindowLog { limit, window_ms }
+                | Algorithm::SlidingWindowCounter { limit, window_ms }
+                | Algorithm::FixedWindow { limit, window_ms } => {
+                    cmd.arg(kind).arg(limit).arg(window_ms).arg("")
+                }
+            };
+        }
+        cmd
+    }
+}
+
+/// The script's reply as a decision of `policy` (its limits in `limits`), refusing anything
+/// but 6 + 4n well-formed integers.
+pub(crate) fn parse_reply(
+    reply: &redis::Value,
+    policy: &str,
+    mode: Mode,
+    tier: Option<&str>,
+    limits: &[Limit],
+) -> Result<PolicyDecision, RedisFailure> {
+    let bad = || {
+        RedisFailure::new(
+            FailureKind::Reply,
+            format!(
+                "expected {} integers from the policy script, got {reply:?}",
+                6 + 4 * limits.len()
+            ),
+        )
+    };
+    let redis::Value::Array(items) = reply else {
+        return Err(bad());
+    };
+    if items.len() != 6 + 4 * limits.len() {
+        return Err(bad());
+    }
+    let mut ints = Vec::with_capacity(items.len());
+    for item in items {
+        match item {
+            redis::Value::Int(n) if *n >= 0 => ints.push(*n),
+            _ => return Err(bad()),
+        }
+    }
+    let flag = |n: i64| match n {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(bad()),
+    };
+    let binding = usize::try_from(ints[5])
+        .ok()
+        .and_then(|b| b.checked_sub(1))
+        .and_then(|b| limits.get(b))
+        .ok_or_else(bad)?;
+    let results = limits
+        .iter()
+        .zip(ints[6..].chunks_exact(4))
+        .map(|(limit, r)| {
+            Ok(LimitResult {
+                name: limit.name().to_string(),
+                algorithm: limit.kind(),
+                allowed: flag(r[0])?,
+                remaining: r[1],
+                retry_after_ms: r[2] as u64,
+                reset_after_ms: r[3] as u64,
+            })
+        })
+        .collect::<Result<Vec<_>, RedisFailure>>()?;
+    Ok(PolicyDecision {
+        allowed: flag(ints[0])?,
+        remaining: ints[1],
+        retry_after_ms: ints[2] as u64,
+        reset_after_ms: ints[3] as u64,
+        fail_open: false,
+        policy: policy.to_string(),
+        shadow: mode == Mode::Shadow,
+        would_deny: flag(ints[4])?,
+        binding: Some(binding.name().to_string()),
+        tier: tier.map(str::to_string),
+        limits: results,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::Value;
+
+    fn limits() -> Vec<Limit> {
+        vec![
+            Limit::new(
+                "per-second",
+                Algorithm::TokenBucket {
+                    capacity: 10,
+                    refill_per_sec: 2.5,
+                },
+            )
+            .expect("valid"),
+            Limit::new(
+                "daily",
+                Algorithm::Gcra {
+                    limit: 20,
+                    window_ms: 1000,
+                    burst: 4,
+                },
+            )
+            .expect("valid"),
+        ]
+    }
+
+    fn args(cmd: &redis::Cmd) -> Vec<String> {
+        cmd.args_iter()
+            .map(|a| match a {
+                redis::Arg::Simple(b) => String::from_utf8_lossy(b).into_owned(),
+                _ => String::new(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn evalsha_sends_keys_and_argv_as_documented() {
+        let limits = limits();
+        let keys = vec!["k1".to_string(), "k2".to_string()];
+        let call = PolicyCall {
+            limits: &limits,
+            keys: &keys,
+            stats_keys: Some(["a", "d", "s"]),
+            stats_ttl_secs: 120,
+            cost: 3,
+            mode: Mode::Shadow,
+            at: At::Virtual(1_700_000_000_000),
+        };
+        let hash = script().get_hash().to_string();
+        assert_eq!(
+            args(&call.evalsha()),
+            [
+                "EVALSHA",
+                &hash,
+                "5",
+                "k1",
+                "k2",
+                "a",
+                "d",
+                "s",
+                "2",
+                "1700000000000",
+                "3",
+                "shadow",
+                "120",
+                "",
+                "1",
+                "tb",
+                "10",
+                "2.5",
+                "",
+                "gc",
+                "20",
+                "1000",
+                "4"
+            ]
+        );
+        let call = PolicyCall {
+            stats_keys: None,
+            mode: Mode::Enforce,
+            at: At::ServerClock,
+            ..call
+        };
+        assert_eq!(
+            args(&call.evalsha())[2..10],
+            ["2", "k1", "k2", "2", "", "3", "enforce", "120"]
+        );
+        assert_eq!(args(&call.evalsha())[11], "", "the fixed window on its TTL");
+    }
+
+    #[test]
+    fn the_log_gets_a_fresh_member() {
+        let limits = vec![Limit::new(
+            "l",
+            Algorithm::SlidingWindowLog {
+                limit: 5,
+                window_ms: 1000,
+            },
+        )
+        .expect("valid")];
+        let keys = vec!["k".to_string()];
+        let call = PolicyCall {
+            limits: &limits,
+            keys: &keys,
+            stats_keys: None,
+            stats_ttl_secs: 120,
+            cost: 1,
+            mode: Mode::Enforce,
+            at: At::Millis(5),
+        };
+        let member = args(&call.evalsha())[9].clone();
+        assert!(uuid::Uuid::parse_str(&member).is_ok(), "{member}");
+        assert_ne!(member, args(&call.evalsha())[9]);
+    }
+
+    #[test]
+    fn parses_only_well_formed_replies() {
+        let limits = limits();
+        let ints = |v: &[i64]| Value::Array(v.iter().map(|&n| Value::Int(n)).collect());
+        let reply = ints(&[0, 1, 350, 900, 1, 2, 1, 5, 0, 800, 0, 1, 350, 900]);
+        let d = parse_reply(&reply, "api", Mode::Enforce, Some("free"), &limits).expect("valid");
+        assert!(!d.allowed && d.would_deny && !d.shadow && !d.fail_open);
+        assert_eq!(
+            (d.remaining, d.retry_after_ms, d.reset_after_ms),
+            (1, 350, 900)
+        );
+        assert_eq!(d.binding.as_deref(), Some("daily"));
+        assert_eq!(d.tier.as_deref(), Some("free"));
+        assert_eq!(d.limits[0].name, "per-second");
+        assert!(d.limits[0].allowed && !d.limits[1].allowed);
+        for bad in [
+            ints(&[1, 1, 0, 0, 0, 1]),
+            ints(&[2, 1, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 0, 0]),
+            ints(&[1, 1, 0, 0, 0, 3, 1, 1, 0, 0, 1, 1, 0, 0]),
+            ints(&[1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0]),
+            ints(&[1, -1, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 0, 0]),
+            Value::Nil,
+        ] {
+            let parsed = parse_reply(&bad, "api", Mode::Enforce, None, &limits);
+            assert_eq!(parsed.expect_err("bad").kind, FailureKind::Reply, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_script_documents_keys_argv_reply_and_an_example() {
+        let header = POLICY_LUA.split("]]").next().expect("a header comment");
+        for part in ["KEYS", "ARGV", "REPLY", "EXAMPLE", "redis-cli EVAL"] {
+            assert!(header.contains(part), "the header lacks {part}");
+        }
+    }
+}
