@@ -4,21 +4,6 @@
 //! in `ui/src/api.ts` are checked against the registered commands and the capability the
 //! same way.
 
-use crate::core::connection::{ConnectionStatus, ConnectionTest, LinkState};
-use crate::core::error::{AppError, ErrorCode};
-use crate::core::history::{HistorySettings, RunHistory, RunInfo, RunTarget};
-use crate::core::inspect::{ResetResult, WorkloadPreview};
-use crate::core::kept_replay::{LogIdentity, ReplayRunInfo};
-use crate::core::peek::KeyPeek;
-use crate::core::records::RunRecords;
-use crate::core::replay::{ReplayRequest, ReplayStatus};
-use crate::core::rules::RuleDraft;
-use crate::core::settings::{MetricsDraft, MetricsSettings};
-use crate::core::sim::{
-    RunStatus, RunSummary, SimFinished, SimProgress, SimRequest, SimStatus, SimTarget, SummaryRow,
-};
-use crate::core::transport::Transport;
-use crate::core::{AppInfo, ChartFormat, Exported, MetricsStatus, RuleStats};
 use ratelockr::cluster::NodeRole;
 use ratelockr::commandstats::RedisCost;
 use ratelockr::export::style::{BinStep, LineStyle};
@@ -32,6 +17,21 @@ use ratelockr::replay::{
 use ratelockr::sim::{Pattern, Retry};
 use ratelockr::topology::{Topology, TopologyNode};
 use ratelockr::{Algorithm, AlgorithmKind, BackendKind, Decision, Rule, StatsPoint, TlsOptions};
+use ratelockr_app_core::connection::{ConnectionStatus, ConnectionTest, LinkState};
+use ratelockr_app_core::error::{AppError, ErrorCode};
+use ratelockr_app_core::history::{HistorySettings, RunHistory, RunInfo, RunTarget};
+use ratelockr_app_core::inspect::{ResetResult, WorkloadPreview};
+use ratelockr_app_core::kept_replay::{LogIdentity, ReplayRunInfo};
+use ratelockr_app_core::peek::KeyPeek;
+use ratelockr_app_core::records::RunRecords;
+use ratelockr_app_core::replay::{ReplayRequest, ReplayStatus};
+use ratelockr_app_core::rules::RuleDraft;
+use ratelockr_app_core::settings::{MetricsDraft, MetricsSettings};
+use ratelockr_app_core::sim::{
+    RunStatus, RunSummary, SimFinished, SimProgress, SimRequest, SimStatus, SimTarget, SummaryRow,
+};
+use ratelockr_app_core::transport::Transport;
+use ratelockr_app_core::{AppInfo, ChartFormat, Exported, MetricsStatus, RuleStats};
 use ts_rs::{Config, TS};
 
 /// Every exported type as `(file name, contents)`, sorted by file name.

@@ -1,7 +1,7 @@
-//! RateLockr's desktop app: a thin Tauri v2 layer over the `ratelockr` engine.
+//! RateLockr's desktop app: a thin Tauri v2 layer over [`ratelockr_app_core`], the app's
+//! behaviour without Tauri (state, connection, rules, simulator, replay, run history...).
 //!
-//! - [`core`]        the app's behaviour without Tauri (state, connection, rules, simulator...)
-//! - [`commands`]    `#[tauri::command]`s, one-line calls into `core`
+//! - [`commands`]    `#[tauri::command]`s, one-line calls into `ratelockr_app_core`
 //! - [`events`]      simulator events to the window
 //! - [`store`]       settings persisted in one JSON file, written atomically
 //! - [`save_dialog`] where exports go (native dialog, or a directory for tests)
@@ -10,14 +10,13 @@
 
 pub mod bindings;
 pub mod commands;
-pub mod core;
 pub mod events;
 pub mod open_dialog;
 pub mod save_dialog;
 pub mod store;
 pub mod window_fit;
 
-use crate::core::AppCore;
+use ratelockr_app_core::AppCore;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tauri::{Builder, Manager, Runtime};

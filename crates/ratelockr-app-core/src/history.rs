@@ -729,7 +729,7 @@ fn write_json<T: Serialize>(dir: &Path, file: &str, value: &T) -> Result<(), App
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::sim::SimTarget;
+    use crate::sim::SimTarget;
     use ratelockr::sim::Pattern;
 
     fn request() -> SimRequest {

@@ -1,6 +1,7 @@
-//! The app's behaviour without Tauri: connection, rules, stats, simulator, export and metrics
-//! over the engine. The Tauri commands are one-line calls into [`AppCore`]; everything here is
-//! testable (and usable) without a window.
+//! The desktop app's behaviour without Tauri: connection, rules, stats, simulator, replay,
+//! run history, export and metrics over the engine. The Tauri crate's commands are one-line
+//! calls into [`AppCore`]; everything here is built, tested (and usable) without a window or
+//! WebKitGTK.
 //!
 //! - [`error`]      the `{code, message, field}` error the UI receives
 //! - [`connection`] the Redis in use: status, test, switch
