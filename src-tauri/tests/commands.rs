@@ -665,7 +665,7 @@ fn the_history_keeps_runs_bounded_restores_them_and_exports_an_older_one() {
     let svg = out.path().join("second.svg");
     core.export_chart(
         &svg,
-        ratelockr_app_core::ChartFormat::Svg,
+        ratelockr_app_core::export_path::ChartFormat::Svg,
         Some(&second_id),
         None,
     )
@@ -677,7 +677,7 @@ fn the_history_keeps_runs_bounded_restores_them_and_exports_an_older_one() {
     assert!(core
         .export_chart(
             &wrong,
-            ratelockr_app_core::ChartFormat::Svg,
+            ratelockr_app_core::export_path::ChartFormat::Svg,
             Some(&second_id),
             None
         )
