@@ -14,8 +14,9 @@ run-cli: deps-engine
 
 test: deps-engine test-engine test-ui test-app test-e2e
 
-# The engine and its tower layer (the workspace's default members; the app crate needs
-# WebKitGTK and ui/dist). --all-targets leaves doctests out, so the layer's run on their own.
+# The engine, its tower layer and the app's core (the workspace's default members; the Tauri
+# crate needs WebKitGTK and ui/dist). --all-targets leaves doctests out, so the layer's run on
+# their own.
 test-engine:
 	$(CARGO) test --all-targets
 	$(CARGO) test --doc -p ratelockr-tower

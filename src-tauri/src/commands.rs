@@ -1,19 +1,6 @@
 //! The IPC surface: each command is a one-line call into [`AppCore`] (or, for exports, a save
 //! dialog and then one). No rate-limiting logic lives here.
 
-use crate::core::connection::{ConnectionStatus, ConnectionTest};
-use crate::core::error::AppError;
-use crate::core::export_path::confirmed_format;
-use crate::core::history::{HistorySettings, RunHistory, RunInfo};
-use crate::core::inspect::{self, ResetResult, WorkloadPreview};
-use crate::core::kept_replay::ReplayRunInfo;
-use crate::core::peek::KeyPeek;
-use crate::core::records::RunRecords;
-use crate::core::replay::{self, ReplayRequest, ReplayStatus};
-use crate::core::rules::RuleDraft;
-use crate::core::settings::MetricsDraft;
-use crate::core::sim::{SimRequest, SimStatus};
-use crate::core::{AppCore, AppInfo, ChartFormat, Exported, MetricsStatus, RuleStats};
 use crate::events::WindowEvents;
 use crate::open_dialog::{choose_log, choose_pem};
 use crate::save_dialog::choose_path;
@@ -22,6 +9,22 @@ use ratelockr::headers::HttpAnswer;
 use ratelockr::replay::{ParseSpec, Preview};
 use ratelockr::topology::Topology;
 use ratelockr::{Decision, Rule, TlsOptions};
+use ratelockr_app_core::app::inspect::{self, ResetResult, WorkloadPreview};
+use ratelockr_app_core::app::metrics::MetricsStatus;
+use ratelockr_app_core::app::peek::KeyPeek;
+use ratelockr_app_core::app::stats::RuleStats;
+use ratelockr_app_core::app::{AppCore, AppInfo};
+use ratelockr_app_core::connection::{ConnectionStatus, ConnectionTest};
+use ratelockr_app_core::error::AppError;
+use ratelockr_app_core::export_path::{confirmed_format, ChartFormat, Exported};
+use ratelockr_app_core::history::{HistorySettings, RunHistory};
+use ratelockr_app_core::kept_replay::ReplayRunInfo;
+use ratelockr_app_core::kept_run::RunInfo;
+use ratelockr_app_core::records::RunRecords;
+use ratelockr_app_core::replay::{self, ReplayRequest, ReplayStatus};
+use ratelockr_app_core::rules::RuleDraft;
+use ratelockr_app_core::settings::MetricsDraft;
+use ratelockr_app_core::sim::{SimRequest, SimStatus};
 use std::sync::Arc;
 use tauri::{AppHandle, Runtime, State};
 

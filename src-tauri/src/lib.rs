@@ -1,23 +1,22 @@
-//! RateLockr's desktop app: a thin Tauri v2 layer over the `ratelockr` engine.
+//! RateLockr's desktop app: a thin Tauri v2 layer over [`ratelockr_app_core`], the app's
+//! behaviour without Tauri (state, connection, rules, simulator, replay, run history...).
 //!
-//! - [`core`]        the app's behaviour without Tauri (state, connection, rules, simulator...)
-//! - [`commands`]    `#[tauri::command]`s, one-line calls into `core`
-//! - [`events`]      simulator events to the window
-//! - [`store`]       settings persisted in one JSON file, written atomically
+//! - [`commands`]    `#[tauri::command]`s, one-line calls into `ratelockr_app_core`
+//! - [`events`]      simulator and replay events to the window
 //! - [`save_dialog`] where exports go (native dialog, or a directory for tests)
+//! - [`open_dialog`] the log to replay and the TLS files (native dialog, or a path for tests)
 //! - [`window_fit`]  the window shrunk to fit a small screen
-//! - [`bindings`]    the TypeScript types in `ui/src/bindings/`, generated from Rust
+//! - `bindings`      (tests) the commands `ui/src/api.ts` calls are registered and allowed
 
-pub mod bindings;
+#[cfg(test)]
+mod bindings;
 pub mod commands;
-pub mod core;
 pub mod events;
 pub mod open_dialog;
 pub mod save_dialog;
-pub mod store;
 pub mod window_fit;
 
-use crate::core::AppCore;
+use ratelockr_app_core::AppCore;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tauri::{Builder, Manager, Runtime};
@@ -114,13 +113,7 @@ fn open_core<R: Runtime>(
         Some(dir) => dir,
         None => default_data_dir(app)?,
     };
-    std::fs::create_dir_all(&dir)?;
-    let (settings, persist, warnings) = store::open(&dir.join(store::SETTINGS_FILE))?;
-    for warning in &warnings {
-        tracing::warn!("{warning}");
-    }
-    let core = AppCore::new(settings, Box::new(persist), warnings, dir)?;
-    Ok(Arc::new(core))
+    Ok(Arc::new(AppCore::open(dir)?))
 }
 
 /// The app's Tauri context (config, assets, capabilities) from the root tauri.conf.json.

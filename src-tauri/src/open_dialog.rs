@@ -2,7 +2,7 @@
 //! open dialog, or the path in an environment variable when it is set (the tests cannot click a
 //! GTK dialog).
 
-use crate::core::error::{AppError, ErrorCode};
+use ratelockr_app_core::error::{AppError, ErrorCode};
 use tauri::{AppHandle, Runtime};
 use tauri_plugin_dialog::DialogExt;
 

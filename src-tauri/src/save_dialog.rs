@@ -2,7 +2,7 @@
 //! when that variable is set, or the answer written in the file `$RATELOCKR_E2E_SAVE_ANSWER`
 //! names (the end-to-end test cannot click a GTK dialog, but must choose names in it).
 
-use crate::core::error::{AppError, ErrorCode};
+use ratelockr_app_core::error::{AppError, ErrorCode};
 use std::path::PathBuf;
 use tauri::{AppHandle, Runtime};
 use tauri_plugin_dialog::DialogExt;

@@ -654,7 +654,7 @@ fn the_history_keeps_runs_bounded_restores_them_and_exports_an_older_one() {
     assert_eq!(allowed, 3);
     assert_eq!(records["targets"][0]["rule"]["name"], "h");
     assert!(records["bin_ms"].as_u64().is_some_and(|b| b <= 100));
-    let core = ui.app.state::<Arc<ratelockr_app::core::AppCore>>();
+    let core = ui.app.state::<Arc<ratelockr_app_core::AppCore>>();
     let out = tempfile::tempdir().expect("tempdir");
     let csv = out.path().join("second.csv");
     core.export_csv(&csv, Some(&second_id)).expect("csv export");
@@ -665,7 +665,7 @@ fn the_history_keeps_runs_bounded_restores_them_and_exports_an_older_one() {
     let svg = out.path().join("second.svg");
     core.export_chart(
         &svg,
-        ratelockr_app::core::ChartFormat::Svg,
+        ratelockr_app_core::export_path::ChartFormat::Svg,
         Some(&second_id),
         None,
     )
@@ -677,7 +677,7 @@ fn the_history_keeps_runs_bounded_restores_them_and_exports_an_older_one() {
     assert!(core
         .export_chart(
             &wrong,
-            ratelockr_app::core::ChartFormat::Svg,
+            ratelockr_app_core::export_path::ChartFormat::Svg,
             Some(&second_id),
             None
         )
@@ -819,7 +819,7 @@ fn refetch_cues_are_coalesced_and_one_follows_the_last_decision() {
         "the first decision and the last are cued: {order}"
     );
     // At most one per gap, plus the first and the last.
-    let gap = ratelockr_app::core::coalesce::EVENT_GAP.as_millis() as u64;
+    let gap = ratelockr_app_core::coalesce::EVENT_GAP.as_millis() as u64;
     assert!(
         cues <= duration_ms / gap + 2,
         "{cues} cues in {duration_ms} ms"
@@ -877,7 +877,7 @@ fn measure_a_200k_run() {
     let id = status["last"]["id"].as_str().expect("id").to_string();
     let duration_ms = status["last"]["duration_ms"].as_u64().unwrap_or(0);
     // The run that just ended: its columns were kept during the run.
-    let core = ui.app.state::<Arc<ratelockr_app::core::AppCore>>();
+    let core = ui.app.state::<Arc<ratelockr_app_core::AppCore>>();
     let started = Instant::now();
     let columns = core.run_records(&id).expect("records");
     let kept_ms = started.elapsed().as_millis();
@@ -1059,7 +1059,7 @@ fn a_replay_of_the_sample_log_names_the_abusive_client_first() {
     );
     // Progress reaches the window at most once per EVENT_GAP (the first at once), and the
     // status keeps the last progress, whole, whatever was left unsent.
-    let gap = ratelockr_app::core::coalesce::EVENT_GAP.as_millis() as u64;
+    let gap = ratelockr_app_core::coalesce::EVENT_GAP.as_millis() as u64;
     let elapsed_ms = report["elapsed_ms"].as_u64().expect("elapsed_ms");
     let sent = progress_events.load(Ordering::Relaxed);
     assert!(

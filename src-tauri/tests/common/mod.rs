@@ -25,7 +25,7 @@ impl Ui {
     pub fn open(dir: &Path, redis_url: Option<&str>) -> Ui {
         // These tests count decisions: on a loaded 2-core runner one can outlast the app's
         // interactive 250 ms deadline and fail open. Every test sets the same value.
-        std::env::set_var(ratelockr_app::core::connection::DEADLINE_ENV, "2000");
+        std::env::set_var(ratelockr_app_core::connection::DEADLINE_ENV, "2000");
         if let Some(url) = redis_url {
             let settings = dir.join("settings.json");
             if !settings.exists() {

@@ -3,8 +3,8 @@
 //! under the rule as that run ran it, with the HTTP answer a client would see from the engine's
 //! one header mapping.
 
-use super::error::{AppError, ErrorCode};
 use super::{lock, AppCore};
+use crate::error::{AppError, ErrorCode};
 use ratelockr::headers::{http_answer, HttpAnswer};
 use ratelockr::{Decision, Rule};
 use serde::Serialize;

@@ -1,9 +1,33 @@
 //! Where a chart export may go: exactly the path the user confirmed, in the format its name
 //! asks for. A dialog that confirmed `precious.svg` never leads to writing `precious.png`.
 
-use super::error::{AppError, ErrorCode};
-use super::ChartFormat;
+use crate::error::{AppError, ErrorCode};
+use serde::{Deserialize, Serialize};
 use std::path::Path;
+use ts_rs::TS;
+
+/// A file written by an export.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct Exported {
+    pub path: String,
+}
+
+/// Chart formats for [`AppCore::export_chart`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, TS)]
+#[serde(rename_all = "lowercase")]
+pub enum ChartFormat {
+    Png,
+    Svg,
+}
+
+impl ChartFormat {
+    pub fn extension(self) -> &'static str {
+        match self {
+            ChartFormat::Png => "png",
+            ChartFormat::Svg => "svg",
+        }
+    }
+}
 
 /// The format a file name asks for, if it names one.
 pub fn format_of(path: &Path) -> Option<ChartFormat> {

@@ -1,9 +1,9 @@
 //! Tuning aids over the engine: resetting a rule's state, the HTTP answer a decision implies
 //! (the decision inspector), and the shape of a workload before it runs.
 
-use super::error::AppError;
-use super::sim::SimRequest;
 use super::AppCore;
+use crate::error::AppError;
+use crate::sim::SimRequest;
 use ratelockr::headers::{http_answer, HttpAnswer};
 use ratelockr::sim::Preview;
 use ratelockr::{Decision, ResetError, Rule};

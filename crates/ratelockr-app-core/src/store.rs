@@ -7,7 +7,7 @@
 //! save and again at exit: an app opened while another was saving read a truncated file, took
 //! it for damaged and started without its rules (seen in the IPC tests).
 
-use crate::core::settings::{back_up, quarantine_if_corrupt, restrict_to_owner, Persist, Settings};
+use crate::settings::{back_up, quarantine_if_corrupt, restrict_to_owner, Persist, Settings};
 use serde_json::{Map, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};

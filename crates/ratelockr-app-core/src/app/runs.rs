@@ -1,10 +1,13 @@
 //! The commands over the run history: list, rename, delete, a run's records, and exports of
 //! any kept run (not only the last).
 
-use super::error::{AppError, ErrorCode};
-use super::history::{HistorySettings, RunHistory, RunInfo, StoredRun};
-use super::records::RunRecords;
-use super::{lock, AppCore, ChartFormat, Exported};
+use super::{lock, AppCore};
+use crate::error::{AppError, ErrorCode};
+use crate::export_path::{check_extension, ChartFormat, Exported};
+use crate::history::{HistorySettings, RunHistory};
+use crate::kept_run::{RunInfo, StoredRun};
+use crate::records::RunRecords;
+use crate::summary::RunStatus;
 use ratelockr::atomic_file::Replace;
 use ratelockr::export::ChartView;
 use std::path::{Path, PathBuf};
@@ -56,7 +59,7 @@ impl AppCore {
                 )
             })?,
         };
-        if running && run.status == super::sim::RunStatus::Running {
+        if running && run.status == RunStatus::Running {
             return Err(AppError::new(
                 ErrorCode::SimulationRunning,
                 "wait for the run to finish (or cancel it) before exporting",
@@ -102,7 +105,7 @@ impl AppCore {
         id: Option<&str>,
         view: Option<&ChartView>,
     ) -> Result<Exported, AppError> {
-        super::export_path::check_extension(dest, format)?;
+        check_extension(dest, format)?;
         let (run, csv) = self.kept_run(id)?;
         if let Some(view) = view {
             ratelockr::export::render_view(view, dest)?;

@@ -2,7 +2,8 @@
 //! under a new name and reported, never silently overwritten. The file may hold a Redis
 //! password, so it is readable by its owner only.
 
-use super::history::HistorySettings;
+use crate::error::{AppError, ErrorCode};
+use crate::history::HistorySettings;
 use ratelockr::Rule;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -39,11 +40,11 @@ pub struct MetricsDraft {
 }
 
 impl MetricsDraft {
-    pub fn to_settings(self) -> Result<MetricsSettings, super::error::AppError> {
+    pub fn to_settings(self) -> Result<MetricsSettings, AppError> {
         let port = self.port;
         if !port.is_finite() || port.fract() != 0.0 || !(0.0..=65535.0).contains(&port) {
-            return Err(super::error::AppError::new(
-                super::error::ErrorCode::InvalidSettings,
+            return Err(AppError::new(
+                ErrorCode::InvalidSettings,
                 format!(
                     "invalid port: must be a whole number from 1 to 65535, or 0 for any free port; got {port}"
                 ),
@@ -77,8 +78,8 @@ pub const KEY_METRICS: &str = "metrics";
 pub const KEY_RULES: &str = "rules";
 pub const KEY_HISTORY: &str = "history";
 
-/// Where settings are written. The app implements it over tauri-plugin-store; tests may use
-/// anything.
+/// Where settings are written. The app implements it with [`crate::store::JsonStore`]; tests
+/// may use anything.
 pub trait Persist: Send + Sync {
     fn save(&self, entries: Vec<(&'static str, Value)>) -> Result<(), String>;
 }
@@ -199,7 +200,7 @@ pub fn quarantine_if_corrupt(path: &Path) -> Option<String> {
 /// Makes the settings file readable and writable by its owner only (mode 0600), since the
 /// Redis URL in it may carry a password. A missing file is created empty (`{}`) with that mode
 /// first, so the password is never written into a file others can read (each save then
-/// replaces it with a private temporary file, mode 0600 as well: `crate::store`). On other platforms the per-user data directory is
+/// replaces it with a private temporary file, mode 0600 as well: [`crate::store`]). On other platforms the per-user data directory is
 /// the guard and this does nothing.
 pub fn restrict_to_owner(path: &Path) -> std::io::Result<()> {
     #[cfg(unix)]

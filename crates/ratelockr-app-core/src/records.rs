@@ -4,8 +4,8 @@
 //! each of 200,000 records; parallel arrays of numbers with the strings in dictionaries
 //! (targets, keys) cost a fraction of that to build, send and parse (docs/app-performance.md).
 
-use super::error::{AppError, ErrorCode};
-use super::history::{RunTarget, StoredRun};
+use crate::error::{AppError, ErrorCode};
+use crate::kept_run::{RunTarget, StoredRun};
 use ratelockr::export::RecordRef;
 use serde::Serialize;
 use std::collections::HashMap;

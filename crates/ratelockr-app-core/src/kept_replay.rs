@@ -3,9 +3,9 @@
 //! decided with, and its report. Its decisions sit beside it in `runs/<id>/records.csv`,
 //! the same CSV a simulation's records use.
 
-use super::error::{AppError, ErrorCode};
-use super::replay::ReplayRequest;
-use super::sim::RunStatus;
+use crate::error::{AppError, ErrorCode};
+use crate::replay::ReplayRequest;
+use crate::summary::RunStatus;
 use ratelockr::replay::ReplayReport;
 use ratelockr::Rule;
 use serde::{Deserialize, Serialize};

@@ -150,6 +150,27 @@ impl From<ratelockr::sim::SimError> for AppError {
     }
 }
 
+/// A replay refused or failed: a bad parameter or an unreadable log on its field.
+impl From<ratelockr::replay::ReplayError> for AppError {
+    fn from(err: ratelockr::replay::ReplayError) -> Self {
+        use ratelockr::replay::ReplayError;
+        let message = err.to_string();
+        match err {
+            ReplayError::InvalidSpec { parameter, .. } => {
+                AppError::new(ErrorCode::InvalidReplay, message).with_field(parameter)
+            }
+            ReplayError::Open { .. } | ReplayError::Detect { .. } => {
+                AppError::new(ErrorCode::LogUnreadable, message).with_field("path")
+            }
+            ReplayError::NothingParsed { .. } => {
+                AppError::new(ErrorCode::LogUnreadable, message).with_field("format")
+            }
+            ReplayError::Redis(failure) => failure.into(),
+            ReplayError::Export(_) => AppError::new(ErrorCode::Export, message),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

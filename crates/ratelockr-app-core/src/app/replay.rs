@@ -1,89 +1,30 @@
-//! Replay in the app: a log opened by path, a preview of its first lines and the keys they
-//! yield, one replay at a time through the engine's [`ratelockr::replay::run`] on the app's
-//! Redis (connected or embedded, in the engine's private `<prefix>:replay:<id>` namespace),
-//! progress and cancel. Every replay is kept in the run history (`runs/<id>/replay.json` and
-//! its decisions' `records.csv`, see [`super::kept_replay`]): listed, renamed, reopened after a
-//! restart, exported and deleted like a simulation's run.
+//! Replay in the app: one replay at a time through the engine's [`ratelockr::replay::run`] on
+//! the app's Redis (connected or embedded, in the engine's private `<prefix>:replay:<id>`
+//! namespace), progress and cancel. Every replay is kept in the run history
+//! (`runs/<id>/replay.json` and its decisions' `records.csv`, see [`crate::kept_replay`]):
+//! listed, renamed, reopened after a restart, exported and deleted like a simulation's run.
 
-use super::coalesce::{Coalesce, EVENT_GAP};
-use super::error::{AppError, ErrorCode};
-use super::kept_replay::{LogIdentity, ReplayRunInfo, StoredReplay};
-use super::rules::RuleDraft;
-use super::{lock, AppCore, Exported};
+use super::{lock, AppCore};
+use crate::coalesce::{Coalesce, EVENT_GAP};
+use crate::error::{AppError, ErrorCode};
+use crate::export_path::Exported;
+use crate::history::MAX_NAME_CHARS;
+use crate::kept_replay::{LogIdentity, ReplayRunInfo, StoredReplay};
+use crate::replay::{log_file, ReplayEvents, ReplayRequest, ReplayStatus};
+use crate::summary::RunStatus;
 use ratelockr::atomic_file::Replace;
 use ratelockr::export::{self, CsvSink};
 use ratelockr::replay::{
-    self, LogSource, ParseSpec, Preview, ReplayError, ReplayObserver, ReplayProgress, ReplayReport,
-    ReplaySpec, SweepAxis,
+    self, LogSource, ReplayObserver, ReplayProgress, ReplayReport, ReplaySpec,
 };
 use ratelockr::sim::RecordSink;
 use ratelockr::Rule;
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-use ts_rs::TS;
 
 /// How long one replay pipeline (thousands of script calls) may take before it fails open.
 const REPLAY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// Lines a preview shows.
-pub const PREVIEW_LINES: usize = 20;
-
-/// A replay as the panel asks for it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-pub struct ReplayRequest {
-    /// The log's path (a file; `.gz` too).
-    pub path: String,
-    #[serde(default)]
-    pub parse: ParseSpec,
-    /// Names of rules in the rule book.
-    #[serde(default)]
-    pub rules: Vec<String>,
-    /// A rule typed in the panel, decided beside the book's.
-    #[ts(optional)]
-    #[serde(default)]
-    pub inline: Option<RuleDraft>,
-    /// A grid around the first rule (one or two axes).
-    #[serde(default)]
-    pub sweep: Vec<SweepAxis>,
-    /// Top keys per rule (default 10).
-    #[ts(optional)]
-    #[serde(default)]
-    pub top: Option<usize>,
-}
-
-/// The replay slot: running or not, how far, and the last outcome.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, TS)]
-pub struct ReplayStatus {
-    /// The replay's entry in the run history.
-    pub id: Option<String>,
-    /// Its name there.
-    pub name: Option<String>,
-    pub running: bool,
-    /// The log being (or last) replayed.
-    pub path: Option<String>,
-    pub progress: Option<ReplayProgress>,
-    /// The last replay's report (partial when it was cancelled).
-    pub report: Option<ReplayReport>,
-    pub cancelled: bool,
-    pub error: Option<AppError>,
-    /// What the history said when the replay was kept (older runs dropped to stay in bounds).
-    pub notes: Vec<String>,
-}
-
-/// Where a replay's progress and ending go (the window, or a test's recorder).
-pub trait ReplayEvents: Send + Sync {
-    fn progress(&self, progress: &ReplayProgress);
-    fn finished(&self, status: &ReplayStatus);
-}
-
-/// What [`AppCore`] keeps of replays.
-#[derive(Debug, Default)]
-pub struct ReplaySlot {
-    cancel: Option<CancellationToken>,
-    status: ReplayStatus,
-}
 
 /// The engine's progress (about every 100 ms), kept in the slot each time and forwarded to
 /// the window at most once per `EVENT_GAP`, as a run's is: each event costs the webview a
@@ -101,53 +42,6 @@ impl ReplayObserver for Relay {
             self.events.progress(progress);
         }
     }
-}
-
-impl From<ReplayError> for AppError {
-    fn from(err: ReplayError) -> Self {
-        let message = err.to_string();
-        match err {
-            ReplayError::InvalidSpec { parameter, .. } => {
-                AppError::new(ErrorCode::InvalidReplay, message).with_field(parameter)
-            }
-            ReplayError::Open { .. } | ReplayError::Detect { .. } => {
-                AppError::new(ErrorCode::LogUnreadable, message).with_field("path")
-            }
-            ReplayError::NothingParsed { .. } => {
-                AppError::new(ErrorCode::LogUnreadable, message).with_field("format")
-            }
-            ReplayError::Redis(failure) => failure.into(),
-            ReplayError::Export(_) => AppError::new(ErrorCode::Export, message),
-        }
-    }
-}
-
-/// A log path the user gave: a readable file.
-fn log_source(path: &str) -> Result<LogSource, AppError> {
-    log_file(path).map(LogSource::File)
-}
-
-fn log_file(path: &str) -> Result<PathBuf, AppError> {
-    let trimmed = path.trim();
-    if trimmed.is_empty() {
-        return Err(
-            AppError::new(ErrorCode::LogUnreadable, "choose a log file first").with_field("path"),
-        );
-    }
-    let path = PathBuf::from(trimmed);
-    if !path.is_file() {
-        return Err(AppError::new(
-            ErrorCode::LogUnreadable,
-            format!("{} is not a file that can be read", path.display()),
-        )
-        .with_field("path"));
-    }
-    Ok(path)
-}
-
-/// The first lines of the log at `path`, parsed as `parse` says, with the key each yields.
-pub fn preview(path: &str, parse: &ParseSpec) -> Result<Preview, AppError> {
-    Ok(replay::preview(&log_source(path)?, parse, PREVIEW_LINES)?)
 }
 
 impl AppCore {
@@ -210,7 +104,7 @@ impl AppCore {
             id = history.next_id();
             name = format!("Replay of {}", log.name)
                 .chars()
-                .take(super::history::MAX_NAME_CHARS)
+                .take(MAX_NAME_CHARS)
                 .collect::<String>();
             history.begin_replay(StoredReplay {
                 id: id.clone(),
@@ -218,7 +112,7 @@ impl AppCore {
                 created_ms: id
                     .parse()
                     .unwrap_or_else(|_| ratelockr::telemetry::now_ms()),
-                status: super::sim::RunStatus::Running,
+                status: RunStatus::Running,
                 log,
                 request: request.clone(),
                 rules: spec.rules.clone(),
@@ -297,7 +191,7 @@ impl AppCore {
                 .cloned()
                 .ok_or_else(|| AppError::new(ErrorCode::NoRun, "no replay has finished yet"))?,
         };
-        if replay.status == super::sim::RunStatus::Running {
+        if replay.status == RunStatus::Running {
             return Err(AppError::new(
                 ErrorCode::ReplayRunning,
                 "the replay is still running; export when it ends",
@@ -316,7 +210,7 @@ impl AppCore {
             running: false,
             path: Some(replay.log.path),
             progress: None,
-            cancelled: replay.status == super::sim::RunStatus::Cancelled,
+            cancelled: replay.status == RunStatus::Cancelled,
             report: replay.report,
             error: replay.error,
             notes: Vec::new(),

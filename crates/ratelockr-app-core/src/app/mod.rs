@@ -1,0 +1,258 @@
+//! [`AppCore`]: the app's state, which the Tauri commands call into, one file per command
+//! group. This file holds the state itself, its opening and saving; the children add the
+//! commands over it.
+//!
+//! - [`connection`] the Redis in use: status, test, switch, topology
+//! - [`rules`]      the rule book: validate, save, delete
+//! - [`stats`]      the last 30 seconds of each rule, for the live chart
+//! - [`sim`]        a simulation started, observed, cancelled and kept
+//! - [`runs`]       the kept runs: list, rename, delete, records, export
+//! - [`replay`]     a log replayed through rules, kept in the history
+//! - [`peek`]       a kept run's client key read live, without spending
+//! - [`inspect`]    reset, the HTTP headers of a decision, the workload preview
+//! - [`metrics`]    the Prometheus endpoint on loopback
+
+pub mod connection;
+pub mod inspect;
+pub mod metrics;
+pub mod peek;
+pub mod replay;
+pub mod rules;
+pub mod runs;
+pub mod sim;
+pub mod stats;
+
+use crate::connection::{decision_deadline_setting, Connection};
+use crate::error::{AppError, ErrorCode};
+use crate::history::History;
+use crate::records::RunRecords;
+use crate::replay::ReplayStatus;
+use crate::rules::RuleBook;
+use crate::settings::{MetricsSettings, Persist, Settings};
+use crate::sim::SimProgress;
+use crate::store;
+use ratelockr::Metrics;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use tokio_util::sync::CancellationToken;
+use ts_rs::TS;
+
+/// What the app shows at start.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct AppInfo {
+    pub version: String,
+    /// Problems met while loading the settings (a damaged file set aside, a refused rule).
+    pub warnings: Vec<String>,
+    pub data_dir: String,
+}
+
+#[derive(Default)]
+struct SimSlot {
+    /// Set while a run goes on.
+    cancel: Option<CancellationToken>,
+    rules: Vec<String>,
+    progress: Arc<Mutex<Option<SimProgress>>>,
+    error: Option<AppError>,
+}
+
+struct MetricsSlot {
+    settings: MetricsSettings,
+    /// Set once settings were applied, so a late start-up cannot undo the user's choice.
+    applied: bool,
+    shutdown: Option<CancellationToken>,
+    url: Option<String>,
+    port: Option<u16>,
+    error: Option<String>,
+}
+
+/// What [`AppCore`] keeps of replays.
+#[derive(Debug, Default)]
+struct ReplaySlot {
+    cancel: Option<CancellationToken>,
+    status: ReplayStatus,
+}
+
+/// The app's state. Locks are std Mutexes held for field updates only, never across an await.
+pub struct AppCore {
+    metrics: Metrics,
+    conn: RwLock<Connection>,
+    redis_url: Mutex<Option<String>>,
+    /// The TLS files (paths) and the insecure opt-out saved with `redis_url`.
+    redis_tls: Mutex<ratelockr::TlsOptions>,
+    rules: Mutex<RuleBook>,
+    persist: Box<dyn Persist>,
+    warnings: Mutex<Vec<String>>,
+    sim: Mutex<SimSlot>,
+    /// The kept runs. Lock order: `sim` before `history`, never the other way.
+    history: Mutex<History>,
+    /// The last run's records in columns, built during the run (small runs only), so its
+    /// chart does not wait for its CSV to be read back.
+    last_columns: Mutex<Option<RunRecords>>,
+    metrics_slot: Mutex<MetricsSlot>,
+    /// Serializes applying metrics settings (binding is async).
+    metrics_apply: tokio::sync::Mutex<()>,
+    /// One replay at a time, and the last one's report.
+    replay: Mutex<ReplaySlot>,
+    data_dir: PathBuf,
+}
+
+impl std::fmt::Debug for AppCore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppCore")
+            .field("data_dir", &self.data_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// No Redis answers and none can be started (redis-server is not installed): the app still
+/// opens, on the default URL, failing open, with the reason (and how to fix it) in a banner.
+fn without_redis(
+    err: AppError,
+    metrics: &Metrics,
+    warnings: &mut Vec<String>,
+) -> Result<Connection, AppError> {
+    if err.code != ErrorCode::EmbeddedUnavailable {
+        return Err(err);
+    }
+    warnings.push(err.message);
+    let no_tls = ratelockr::TlsOptions::default();
+    Connection::open(Some(ratelockr::DEFAULT_REDIS_URL), &no_tls, metrics).map(|mut conn| {
+        conn.configured = false;
+        conn
+    })
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl AppCore {
+    /// Opens the configured Redis (or the default, or an embedded one: blocking, it may start a
+    /// redis-server). A configured URL that does not parse, or TLS files that cannot be read
+    /// (moved, damaged), are reported and the automatic choice used instead, so a bad setting
+    /// never keeps the app from starting; the saved settings are kept as they were.
+    pub fn new(
+        settings: Settings,
+        persist: Box<dyn Persist>,
+        mut warnings: Vec<String>,
+        data_dir: PathBuf,
+    ) -> Result<Self, AppError> {
+        let metrics = Metrics::new();
+        if let Err(warning) = decision_deadline_setting() {
+            warnings.push(warning);
+        }
+        let conn = match Connection::open(
+            settings.redis_url.as_deref(),
+            &settings.redis_tls,
+            &metrics,
+        ) {
+            Ok(conn) => conn,
+            Err(err) if matches!(err.code, ErrorCode::InvalidUrl | ErrorCode::InvalidTls) => {
+                warnings.push(format!(
+                    "the saved Redis connection cannot be used ({}); using the automatic choice until you fix it in the Connection card (the saved settings are kept)",
+                    err.message
+                ));
+                Connection::open(None, &ratelockr::TlsOptions::default(), &metrics)
+                    .or_else(|err| without_redis(err, &metrics, &mut warnings))?
+            }
+            Err(err) => without_redis(err, &metrics, &mut warnings)?,
+        };
+        metrics.set_active_rules(settings.rules.len());
+        let history = History::open(&data_dir, settings.history);
+        // Entries set aside while opening go to the start-up banner too.
+        warnings.extend(history.list().warnings);
+        let rules = history
+            .latest()
+            .map(|run| {
+                run.spec
+                    .targets
+                    .iter()
+                    .map(|t| t.rule.name().to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(AppCore {
+            metrics,
+            conn: RwLock::new(conn),
+            redis_url: Mutex::new(settings.redis_url),
+            redis_tls: Mutex::new(settings.redis_tls),
+            rules: Mutex::new(RuleBook::new(settings.rules)),
+            persist,
+            warnings: Mutex::new(warnings),
+            sim: Mutex::new(SimSlot {
+                rules,
+                ..SimSlot::default()
+            }),
+            history: Mutex::new(history),
+            last_columns: Mutex::new(None),
+            metrics_slot: Mutex::new(MetricsSlot {
+                settings: settings.metrics,
+                applied: false,
+                shutdown: None,
+                url: None,
+                port: None,
+                error: None,
+            }),
+            metrics_apply: tokio::sync::Mutex::new(()),
+            replay: Mutex::default(),
+            data_dir,
+        })
+    }
+
+    /// Opens the settings and the run history in `data_dir` (created if missing), then Redis
+    /// as [`AppCore::new`] does. Warnings met while reading the settings are logged and kept
+    /// for the start-up banner.
+    pub fn open(data_dir: PathBuf) -> Result<Self, AppError> {
+        let io = |err: std::io::Error| AppError::new(ErrorCode::Store, err.to_string());
+        std::fs::create_dir_all(&data_dir).map_err(io)?;
+        let (settings, persist, warnings) =
+            store::open(&data_dir.join(store::SETTINGS_FILE)).map_err(io)?;
+        for warning in &warnings {
+            tracing::warn!("{warning}");
+        }
+        AppCore::new(settings, Box::new(persist), warnings, data_dir)
+    }
+
+    fn connection(&self) -> Connection {
+        self.conn.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    fn save(&self) -> Result<(), AppError> {
+        let settings = Settings {
+            redis_url: lock(&self.redis_url).clone(),
+            redis_tls: lock(&self.redis_tls).clone(),
+            metrics: lock(&self.metrics_slot).settings,
+            rules: lock(&self.rules).rules().to_vec(),
+            history: lock(&self.history).settings(),
+        };
+        self.persist
+            .save(settings.entries())
+            .map_err(|e| AppError::new(ErrorCode::Store, format!("could not save settings: {e}")))
+    }
+
+    pub fn info(&self) -> AppInfo {
+        AppInfo {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            warnings: lock(&self.warnings).clone(),
+            data_dir: self.data_dir.display().to_string(),
+        }
+    }
+
+    /// Stops what this app started: a running simulation, the metrics endpoint, and the
+    /// embedded redis-server (which lives as long as the last reference to its backend). The
+    /// app calls it on exit, since Tauri ends the process without dropping managed state.
+    pub fn shutdown(&self) {
+        self.sim_cancel();
+        if let Some(token) = lock(&self.metrics_slot).shutdown.take() {
+            token.cancel();
+        }
+        let mut conn = self.conn.write().unwrap_or_else(|e| e.into_inner());
+        let target = conn.backend.target().clone();
+        conn.backend = Arc::new(ratelockr::Backend::external(target));
+    }
+}

@@ -1,0 +1,46 @@
+//! The desktop app's behaviour without Tauri: connection, rules, stats, simulator, replay,
+//! run history, settings, export and metrics over the engine. The Tauri crate's commands are
+//! one-line calls into [`AppCore`]; everything here is built, tested (and usable) without a
+//! window or WebKitGTK.
+//!
+//! - [`app`]         [`AppCore`], the state the commands act on, one file per command group
+//! - [`error`]       the `{code, message, field}` error the UI receives
+//! - [`connection`]  the Redis in use: open, status, test
+//! - [`transport`]   single node or cluster, plain TCP or TLS: the TLS form and its errors
+//! - [`topology`]    a cluster's nodes, roles, slots and round trips
+//! - [`rules`]       rule drafts validated by the engine, the rule book
+//! - [`settings`]    what is persisted, and how a damaged file is set aside
+//! - [`store`]       the settings in one JSON file, written whole and atomically
+//! - [`sim`]         the simulator form, a run's progress and status, where its events go
+//! - [`relay`]       a running simulation's observer: events, fail-open counts, columns
+//! - [`summary`]     how a run ended and its summary table (shared by runs and replays)
+//! - [`replay`]      the Replay panel's request, status and events; a log's preview
+//! - [`kept_run`]    a simulation as the history keeps it and lists it
+//! - [`kept_replay`] a replay as the history keeps it: the log identified, rules, report
+//! - [`history`]     the kept runs on disk: bounded, restored after a restart
+//! - [`records`]     a run's records in columns, for charting
+//! - [`export_path`] chart exports go exactly where the user confirmed
+//! - [`coalesce`]    at most one `refetch-stats` per frame
+//! - [`bindings`]    the TypeScript types in `ui/src/bindings/`, generated from Rust
+
+pub mod app;
+pub mod bindings;
+pub mod coalesce;
+pub mod connection;
+pub mod error;
+pub mod export_path;
+pub mod history;
+pub mod kept_replay;
+pub mod kept_run;
+pub mod records;
+pub mod relay;
+pub mod replay;
+pub mod rules;
+pub mod settings;
+pub mod sim;
+pub mod store;
+pub mod summary;
+pub mod topology;
+pub mod transport;
+
+pub use app::AppCore;

@@ -1,0 +1,181 @@
+//! The simulator panel's side: a request from the form, turned into the engine's `SimSpec`
+//! through the engine's own workload description (`ratelockr::sim::WorkloadSpec`, the one the
+//! CLI uses too: the same defaults and refusals); the run's progress and result as the UI
+//! shows them, and where its events go. The run itself is [`crate::app`]'s, observed by
+//! [`crate::relay`].
+
+use crate::error::{AppError, ErrorCode};
+use crate::summary::RunSummary;
+use ratelockr::sim::{Pattern, Retry, SimSpec, Workload, WorkloadSpec};
+use ratelockr::Rule;
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+/// Rule names of "compare all five" start with this.
+pub const COMPARE_PREFIX: &str = "compare-";
+
+/// What to run against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SimTarget {
+    /// One of the user's rules.
+    Rule { name: String },
+    /// The five algorithms side by side with equal nominal limits: `limit` per `window_ms`.
+    Compare {
+        #[ts(type = "number")]
+        limit: u64,
+        #[ts(type = "number")]
+        window_ms: u64,
+    },
+}
+
+/// The simulator form: every parameter of the CLI's `simulate`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SimRequest {
+    pub target: SimTarget,
+    /// The arrival pattern with its own parameters. Burst sends `size` requests every
+    /// `every_ms` and does not use `rps`; the others use `rps` as their base rate.
+    pub pattern: Pattern,
+    /// Offered requests per second; 0 = as fast as possible (constant pattern only).
+    pub rps: f64,
+    /// How many requests to send. Give at most one of `requests` and `duration_ms` (neither:
+    /// 1000 requests, the CLI's default).
+    #[ts(optional, type = "number")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+    /// How long to send instead, in milliseconds.
+    #[ts(optional, type = "number")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    pub servers: u32,
+    pub keys: u32,
+    /// Zipf-skewed keys (one hot client, `client-0`) instead of uniform.
+    pub zipf: bool,
+    /// The Zipf exponent when `zipf` is on (default 1.2; more is more skewed).
+    #[ts(optional)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zipf_exponent: Option<f64>,
+    /// What each request costs (default 1).
+    #[ts(optional, type = "number")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<u64>,
+    /// Seeds Poisson gaps and key choices (default: a run's from the clock, kept in the
+    /// history; the preview's 1). The same seed and form give the same schedule and keys.
+    #[ts(optional, type = "number")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Run the naive GET/SET limiter beside, to show the race the scripts remove.
+    pub naive: bool,
+    /// Decide on the rules' shared keys, continuing from whatever state earlier runs left.
+    /// Default (false): the run gets its own key namespace and every limiter starts full.
+    #[ts(optional, as = "Option<bool>")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub continue_state: bool,
+    /// A retry storm: denied clients retry after `retry_after_ms`, up to `max_attempts`
+    /// times per request (1 to 10).
+    #[ts(optional)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<Retry>,
+    /// The run's name in the history (default: made from the workload).
+    #[ts(optional)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl SimRequest {
+    /// The engine's workload, validated, with the field named on refusal.
+    pub fn to_workload(&self) -> Result<Workload, AppError> {
+        let described = WorkloadSpec {
+            rps: Some(self.rps),
+            requests: self.requests,
+            duration_ms: self.duration_ms,
+            servers: Some(self.servers),
+            keys: Some(self.keys),
+            zipf: self.zipf,
+            zipf_exponent: self.zipf_exponent,
+            cost: self.cost,
+            seed: self.seed,
+            retry_attempts: self.retry.map(|r| r.max_attempts),
+            ..WorkloadSpec::default()
+        }
+        .with_pattern(&self.pattern);
+        Ok(described.workload()?)
+    }
+
+    /// The engine's spec; `lookup` finds a user's rule by name. The key namespace (fresh or
+    /// shared) is the caller's to set, since a fresh one is named after the run.
+    pub fn to_spec(&self, lookup: impl Fn(&str) -> Option<Rule>) -> Result<SimSpec, AppError> {
+        let workload = self.to_workload()?;
+        let spec = match &self.target {
+            SimTarget::Rule { name } => {
+                let rule = lookup(name).ok_or_else(|| {
+                    AppError::new(ErrorCode::RuleNotFound, format!("no rule named {name:?}"))
+                        .with_field("rule")
+                })?;
+                SimSpec::single(rule, workload, self.naive)?
+            }
+            SimTarget::Compare { limit, window_ms } => {
+                SimSpec::compare(COMPARE_PREFIX, *limit, *window_ms, workload, self.naive)?
+            }
+        };
+        spec.validate()?;
+        Ok(spec)
+    }
+}
+
+/// How far the current run is.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, TS)]
+pub struct SimProgress {
+    #[ts(type = "number")]
+    pub sent: u64,
+    #[ts(type = "number")]
+    pub completed: u64,
+    #[ts(optional, type = "number")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planned: Option<u64>,
+    #[ts(type = "number")]
+    pub elapsed_ms: u64,
+    /// Decisions of this run made without Redis.
+    #[ts(type = "number")]
+    pub fail_open: u64,
+}
+
+/// The simulator's state as the panel shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct SimStatus {
+    pub running: bool,
+    /// The rules of the current (or last) run.
+    pub rules: Vec<String>,
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub progress: Option<SimProgress>,
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last: Option<RunSummary>,
+    /// Why the last run failed, if it did.
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<AppError>,
+}
+
+/// The end of a run, as the `sim-finished` event carries it.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct SimFinished {
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<RunSummary>,
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<AppError>,
+    /// What keeping the run cost: older runs dropped from the history to stay in bounds.
+    pub warnings: Vec<String>,
+}
+
+/// Where a run's events go. The app emits them to the window; tests record them.
+pub trait SimEvents: Send + Sync + 'static {
+    /// The live chart's cue (design.md, "The live chart's refetch"): at once for the first
+    /// decision, then at most once per `EVENT_GAP`, and always once after the last decision.
+    fn refetch_stats(&self);
+    fn progress(&self, progress: &SimProgress);
+    fn finished(&self, finished: &SimFinished);
+}

@@ -1,0 +1,110 @@
+//! How a run ended and what it came to: the status the run history keeps for simulations and
+//! replays alike, and a simulation's summary table. Below both the simulator's and the
+//! history's modules, which share it.
+
+use ratelockr::sim;
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+/// One row of the summary table.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct SummaryRow {
+    pub rule: String,
+    pub algorithm: String,
+    pub naive: bool,
+    #[ts(type = "number")]
+    pub requests: u64,
+    #[ts(type = "number")]
+    pub allowed: u64,
+    #[ts(type = "number")]
+    pub denied: u64,
+    #[ts(type = "number")]
+    pub fail_open: u64,
+    /// Of `requests`, the retries of denied requests (a retry storm's extra load).
+    #[ts(type = "number")]
+    pub retries: u64,
+    /// Admissions beyond what the rule could ever allow: 0 for a correct limiter.
+    #[ts(type = "number")]
+    pub over_admitted: u64,
+    /// The median round trip of one decision as the simulated client saw it: sending to
+    /// reply, including queueing in the client and on the connection (and, for the first
+    /// decisions, connecting and loading the script). Not Redis's own time: see
+    /// `RunSummary.redis_cost`.
+    #[ts(type = "number")]
+    pub latency_p50_us: u64,
+    /// The 99th percentile of the same client-observed round trip.
+    #[ts(type = "number")]
+    pub latency_p99_us: u64,
+}
+
+/// A finished (or cancelled) run.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct RunSummary {
+    /// The run's id in the history.
+    pub id: String,
+    /// The run's name in the history.
+    pub name: String,
+    pub status: RunStatus,
+    pub workload: String,
+    #[ts(type = "number")]
+    pub duration_ms: u64,
+    pub cancelled: bool,
+    #[ts(type = "number")]
+    pub requests_sent: u64,
+    pub achieved_rps: f64,
+    pub rows: Vec<SummaryRow>,
+    /// The rules the run decided with, for the live chart.
+    pub rules: Vec<String>,
+    /// Redis's own time in EVALSHA over the run (INFO commandstats before and after; counts
+    /// every client of that Redis). Absent when Redis could not be read.
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redis_cost: Option<ratelockr::commandstats::RedisCost>,
+}
+
+impl RunSummary {
+    pub fn new(id: &str, name: &str, status: RunStatus, report: &sim::Report) -> Self {
+        RunSummary {
+            id: id.to_string(),
+            name: name.to_string(),
+            status,
+            workload: report.workload.clone(),
+            duration_ms: report.duration_ms,
+            cancelled: report.cancelled,
+            requests_sent: report.requests_sent,
+            achieved_rps: report.achieved_rps,
+            rows: report
+                .targets
+                .iter()
+                .map(|t| SummaryRow {
+                    rule: t.rule.clone(),
+                    algorithm: t.algorithm.clone(),
+                    naive: t.naive,
+                    requests: t.requests,
+                    allowed: t.allowed,
+                    denied: t.denied,
+                    fail_open: t.fail_open,
+                    retries: t.retries,
+                    over_admitted: t.over_admitted,
+                    latency_p50_us: t.latency_p50_us,
+                    latency_p99_us: t.latency_p99_us,
+                })
+                .collect(),
+            rules: report.targets.iter().map(|t| t.rule.clone()).collect(),
+            redis_cost: report.redis_cost,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Still going (or the app stopped during it: see `Failed`).
+    Running,
+    Finished,
+    /// Cancelled by the user: the records cover the requests sent until then.
+    Cancelled,
+    /// Stopped by an error (or by the app ending mid-run); the records so far are kept.
+    Failed,
+}
