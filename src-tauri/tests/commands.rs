@@ -1200,6 +1200,9 @@ fn a_replay_is_kept_in_the_history_renamed_reopened_after_a_restart_exported_and
 fn a_cancelled_replay_is_kept_as_cancelled_and_a_dead_one_as_failed() {
     let server = redis();
     let dir = tempfile::tempdir().expect("tempdir");
+    // The export below is refused (the replay is running), but the command asks for a path
+    // first: without this, run alone, it would open a real save dialog and wait forever.
+    std::env::set_var(ratelockr_app::save_dialog::EXPORT_DIR_ENV, dir.path());
     let log = dir.path().join("long.log");
     // 400,000 requests: far more than are decided before the cancel lands.
     write_log(&log, 500, 800);
