@@ -14,7 +14,10 @@ fn product_files(dir: &Path, out: &mut Vec<PathBuf>) {
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
         if path.is_dir() {
-            if !matches!(name.as_str(), "tests" | "node_modules" | "e2e" | "dist" | "target") {
+            if !matches!(
+                name.as_str(),
+                "tests" | "node_modules" | "e2e" | "dist" | "target"
+            ) {
                 product_files(&path, out);
             }
         } else if (name.ends_with(".rs") || name.ends_with(".ts") || name.ends_with(".lua"))
@@ -38,7 +41,11 @@ fn no_product_file_is_over_650_lines() {
             product_files(&krate.path().join("src"), &mut files);
         }
     }
-    assert!(files.len() > 100, "the walk found the tree: {}", files.len());
+    assert!(
+        files.len() > 100,
+        "the walk found the tree: {}",
+        files.len()
+    );
     let mut long: Vec<String> = files
         .iter()
         .filter_map(|f| {

@@ -74,6 +74,23 @@ pub fn check_extension(dest: &Path, format: ChartFormat) -> Result<(), AppError>
     .with_field("path"))
 }
 
+/// Copies a kept CSV (a run's or a replay's decisions) to `dest`, whole or not at all: the kept
+/// copy stays, and a failed export leaves an existing `dest` as it was, so nothing is lost and
+/// it can be retried. The save dialog asked before replacing a file.
+pub fn copy_export(kept: &Path, dest: &Path) -> Result<Exported, AppError> {
+    ratelockr::atomic_file::copy(kept, dest, ratelockr::atomic_file::Replace::Allow).map_err(
+        |e| {
+            AppError::new(
+                ErrorCode::Export,
+                format!("cannot write {}: {e}", dest.display()),
+            )
+        },
+    )?;
+    Ok(Exported {
+        path: dest.display().to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

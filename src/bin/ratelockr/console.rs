@@ -3,6 +3,7 @@
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
+use ratelockr::export::{self, CsvSink, Replace};
 use std::io::IsTerminal;
 use tokio_util::sync::CancellationToken;
 
@@ -49,4 +50,26 @@ pub fn cancel_on_ctrl_c() -> CancellationToken {
         }
     });
     cancel
+}
+
+/// Opens a run's CSV and checks its charts' paths before the run, so an unwritable or existing
+/// file (without `--force`) fails now, not after it; nothing is created or replaced yet.
+pub fn prepare_exports(
+    csv: Option<&std::path::Path>,
+    charts: &[Option<&std::path::Path>],
+    force: bool,
+) -> anyhow::Result<Option<CsvSink>> {
+    let replace = if force {
+        Replace::Allow
+    } else {
+        Replace::Never
+    };
+    let csv = csv
+        .map(|path| CsvSink::create_with(path, replace))
+        .transpose()?;
+    for chart in charts.iter().flatten() {
+        export::ChartFormat::from_path(chart)?;
+        export::ensure_writable(chart, replace)?;
+    }
+    Ok(csv)
 }

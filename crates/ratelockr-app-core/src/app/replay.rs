@@ -7,12 +7,11 @@
 use super::{lock, AppCore};
 use crate::coalesce::{Coalesce, EVENT_GAP};
 use crate::error::{AppError, ErrorCode};
-use crate::export_path::Exported;
+use crate::export_path::{copy_export, Exported};
 use crate::history::MAX_NAME_CHARS;
 use crate::kept_replay::{LogIdentity, ReplayRunInfo, StoredReplay};
 use crate::replay::{log_file, ReplayEvents, ReplayRequest, ReplayStatus};
 use crate::summary::RunStatus;
-use ratelockr::atomic_file::Replace;
 use ratelockr::export::{self, CsvSink};
 use ratelockr::replay::{
     self, LogSource, ReplayObserver, ReplayProgress, ReplayReport, ReplaySpec,
@@ -231,15 +230,7 @@ impl AppCore {
     /// newest.
     pub fn replay_export_csv(&self, dest: &Path, id: Option<&str>) -> Result<Exported, AppError> {
         let (_, csv) = self.kept_replay(id)?;
-        ratelockr::atomic_file::copy(&csv, dest, Replace::Allow).map_err(|e| {
-            AppError::new(
-                ErrorCode::Export,
-                format!("cannot write {}: {e}", dest.display()),
-            )
-        })?;
-        Ok(Exported {
-            path: dest.display().to_string(),
-        })
+        copy_export(&csv, dest)
     }
 
     /// A kept replay's decisions over log time (`heatmap` false) or its sweep's heatmaps,

@@ -3,12 +3,11 @@
 
 use super::{lock, AppCore};
 use crate::error::{AppError, ErrorCode};
-use crate::export_path::{check_extension, ChartFormat, Exported};
+use crate::export_path::{check_extension, copy_export, ChartFormat, Exported};
 use crate::history::{HistorySettings, RunHistory};
 use crate::kept_run::{RunInfo, StoredRun};
 use crate::records::RunRecords;
 use crate::summary::RunStatus;
-use ratelockr::atomic_file::Replace;
 use ratelockr::export::ChartView;
 use std::path::{Path, PathBuf};
 
@@ -78,20 +77,10 @@ impl AppCore {
         RunRecords::read(&run, &csv)
     }
 
-    /// Copies a kept run's CSV to `dest`, whole or not at all (the run's own copy stays, and
-    /// a failed export leaves an existing `dest` as it was, so nothing is lost and it can be
-    /// retried). The save dialog asked before replacing a file.
+    /// Copies a kept run's CSV to `dest`, whole or not at all ([`copy_export`]).
     pub fn export_csv(&self, dest: &Path, id: Option<&str>) -> Result<Exported, AppError> {
         let (_, csv) = self.kept_run(id)?;
-        ratelockr::atomic_file::copy(&csv, dest, Replace::Allow).map_err(|e| {
-            AppError::new(
-                ErrorCode::Export,
-                format!("cannot write {}: {e}", dest.display()),
-            )
-        })?;
-        Ok(Exported {
-            path: dest.display().to_string(),
-        })
+        copy_export(&csv, dest)
     }
 
     /// Draws a kept run's chart to exactly `dest`, which must end in `format`'s extension:

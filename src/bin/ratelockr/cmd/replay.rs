@@ -1,12 +1,12 @@
 //! `ratelockr replay`: a log decided on its own clock through one rule, several (`--rules`) or
 //! a sweep's grid, with CSV, chart and heatmap exports and a per-key report.
 
-use crate::console::print_json;
+use crate::console::{self, print_json};
 use crate::opts::{AlgorithmArg, Global, RuleArgs};
 use anyhow::{anyhow, Context};
 use clap::{Args, ValueEnum};
 use indicatif::ProgressBar;
-use ratelockr::export::{self, CsvSink, Replace};
+use ratelockr::export;
 use ratelockr::replay::{
     self, FieldNames, LogFormat, LogSource, ParseSpec, ReplayObserver, ReplayProgress,
     ReplayReport, ReplaySpec, SweepAxis,
@@ -213,20 +213,11 @@ pub async fn run(global: &Global, args: &ReplayArgs) -> anyhow::Result<ExitCode>
     }
     let spec = args.spec()?;
     spec.parse.compile().map_err(spec_error)?;
-    let replace = if args.force {
-        Replace::Allow
-    } else {
-        Replace::Never
-    };
-    let mut csv = args
-        .csv
-        .as_deref()
-        .map(|path| CsvSink::create_with(path, replace))
-        .transpose()?;
-    for chart in [&args.chart, &args.sweep_chart].into_iter().flatten() {
-        export::ChartFormat::from_path(chart)?;
-        export::ensure_writable(chart, replace)?;
-    }
+    let mut csv = console::prepare_exports(
+        args.csv.as_deref(),
+        &[args.chart.as_deref(), args.sweep_chart.as_deref()],
+        args.force,
+    )?;
     let backend = global.backend()?;
     let limiter = global.limiter(&backend)?;
     let bar = crate::console::progress_bar(

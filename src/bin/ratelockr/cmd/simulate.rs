@@ -1,14 +1,14 @@
 //! `ratelockr simulate`: a workload against one rule or all five algorithms, with CSV and
 //! chart export, a progress bar and a summary table.
 
-use crate::console::print_json;
+use crate::console::{self, print_json};
 use crate::opts::{flag_error, AlgorithmArg, Global, RuleArgs};
 use anyhow::{anyhow, Context};
 use clap::{Args, ValueEnum};
 use indicatif::ProgressBar;
 use ratelockr::export::timeline::TimelineObserver;
 use ratelockr::export::view::Shown;
-use ratelockr::export::{self, CsvSink, Replace, TimelineBuilder};
+use ratelockr::export::{self, TimelineBuilder};
 use ratelockr::sim::workload_spec::{DEFAULT_COST, DEFAULT_KEYS, DEFAULT_SEED, DEFAULT_SERVERS};
 use ratelockr::sim::{
     self, PatternKind, Progress, Report, SimClock, SimObserver, SimSpec, WorkloadSpec,
@@ -323,20 +323,8 @@ pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCod
         return Ok(ExitCode::SUCCESS);
     }
     // Unwritable export paths fail now, not after the run.
-    let replace = if args.force {
-        Replace::Allow
-    } else {
-        Replace::Never
-    };
-    let mut csv = args
-        .csv
-        .as_deref()
-        .map(|path| CsvSink::create_with(path, replace))
-        .transpose()?;
-    if let Some(chart) = &args.chart {
-        export::ChartFormat::from_path(chart)?;
-        export::ensure_writable(chart, replace)?;
-    }
+    let mut csv =
+        console::prepare_exports(args.csv.as_deref(), &[args.chart.as_deref()], args.force)?;
     let backend = global.backend()?;
     let limiter = global.limiter(&backend)?;
     crate::console::warn_unless_redis_answers(&limiter, "simulate").await;
