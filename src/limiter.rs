@@ -368,6 +368,7 @@ impl Limiter {
         at: At,
     ) -> Result<Decided, RuleError> {
         validate_client_key(client_key)?;
+        let at = at.check()?;
         let peek = cost == 0;
         let inner = &*self.inner;
         let keys = &inner.options.keys;

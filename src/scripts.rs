@@ -5,7 +5,7 @@ use crate::acl;
 use crate::conn::Conn;
 use crate::decision::Decision;
 use crate::error::{FailureKind, RedisFailure};
-use crate::rule::{Algorithm, AlgorithmKind};
+use crate::rule::{Algorithm, AlgorithmKind, RuleError};
 use redis::Script;
 use std::sync::LazyLock;
 
@@ -69,7 +69,26 @@ pub enum At {
     Virtual(u64),
 }
 
+/// The latest explicit time a script takes (2^53 ms): beyond it Lua's doubles no longer hold
+/// every millisecond, and the scripts refuse it.
+pub const MAX_NOW_MS: u64 = 1 << 53;
+
 impl At {
+    /// Refuses an explicit time the scripts would refuse, before Redis is asked: the caller's
+    /// own bad input is an error naming `now_ms`, never a Redis failure turned into a fail-open
+    /// admission.
+    pub fn check(self) -> Result<Self, RuleError> {
+        match self.millis() {
+            Some(ms) if ms > MAX_NOW_MS => Err(RuleError::InvalidParameter {
+                parameter: "now_ms",
+                reason: format!(
+                    "{ms} is past the latest time a script takes ({MAX_NOW_MS} ms since the epoch)"
+                ),
+            }),
+            _ => Ok(self),
+        }
+    }
+
     /// The explicit time, if any.
     pub fn millis(self) -> Option<u64> {
         match self {

@@ -379,3 +379,38 @@ async fn corrupt_gcra_and_counter_state_is_a_misconfiguration_named_with_its_key
         other => panic!("expected a misconfiguration, got {other:?}"),
     }
 }
+
+/// The caller's own bad input is an error naming it, never a Redis failure that fails open:
+/// a time past 2^53 ms once reached the scripts, which refused it, and the refusal was counted
+/// as a misconfiguration and admitted (issue 21).
+#[tokio::test]
+async fn a_time_the_scripts_refuse_is_an_error_not_an_admission() {
+    let server = common::redis();
+    let limiter = limiter(&server, "bad-now");
+    let too_late = (1u64 << 53) + 1;
+    for rule in rules() {
+        for at in [At::Millis(too_late), At::Virtual(u64::MAX)] {
+            let err = limiter
+                .check_at(&rule, "c", 1, at)
+                .await
+                .expect_err("refused before Redis");
+            assert!(err.to_string().contains("now_ms"), "{}: {err}", rule.name());
+        }
+        // The latest time the scripts take is still decided.
+        let d = limiter
+            .check_at(&rule, "c", 1, At::Millis(1u64 << 53))
+            .await
+            .expect("a valid time");
+        assert!(d.allowed && !d.fail_open(), "{}: {d:?}", rule.name());
+    }
+    assert_eq!(
+        limiter.ledger().failures_total(),
+        0,
+        "Redis was never blamed"
+    );
+    assert_eq!(
+        limiter.ledger().fail_open_total(),
+        0,
+        "nothing was let through"
+    );
+}

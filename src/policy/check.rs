@@ -103,6 +103,7 @@ impl Limiter {
         at: At,
     ) -> Result<Result<PolicyDecision, (PolicyDecision, RedisFailure)>, PolicyCheckError> {
         validate_client_key(client_key)?;
+        let at = at.check()?;
         let (tier, limits) = policy.limits_for(client_key);
         if cost > 0 {
             check_cost(limits, cost)?;
