@@ -885,6 +885,16 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     assert.match(await text("#conn-url"), /#insecure$/);
     await until(async () => (await text("#conn-state")) === "Connected", 15_000, "connected without verification");
 
+    // The URL field shows the host and port but never the password; Test sends it all the same
+    // (this Redis has none, so it says so), and nothing on screen ever shows it.
+    await fill("#conn-tls-insecure", false);
+    await fill("#conn-input", `redis://app:hunter2@127.0.0.1:${redisPort}`);
+    assert.equal(await browser.execute(() => document.querySelector("#conn-input").value), `redis://app:•••@127.0.0.1:${redisPort}`);
+    await click("#conn-test");
+    await until(async () => /did not answer|answered/.test(await text("#conn-note")), 15_000, "the test answered");
+    assert.match(await text("#conn-note"), new RegExp(`127\\.0\\.0\\.1:${redisPort}`));
+    assert.doesNotMatch(await browser.execute(() => document.body.innerText), /hunter2/);
+
     // Back on the plain Redis the other tests use.
     await fill("#conn-input", `redis://127.0.0.1:${redisPort}`);
     await fill("#conn-tls-insecure", false);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fmtSlots, formFromTls, markers, tlsFromForm, topologyRows, topologySummary, wantsTls } from "./connection";
+import { fmtSlots, formFromTls, hidePassword, markers, tlsFromForm, topologyRows, topologySummary, wantsTls, withPassword } from "./connection";
 import type { Topology } from "../bindings/Topology";
 import type { Transport } from "../bindings/Transport";
 
@@ -86,5 +86,29 @@ describe("the topology table", () => {
     ]);
     expect(topologySummary(spread)).toBe("1 master, 1 replica");
     expect(fmtSlots([])).toBe("");
+  });
+});
+
+describe("the URL field hides only the password", () => {
+  it("shows the host, port and user, and masks the password", () => {
+    expect(hidePassword("redis://app:s3cret@10.0.0.5:6380/2")).toEqual({ shown: "redis://app:•••@10.0.0.5:6380/2", password: "s3cret" });
+    expect(hidePassword("rediss://:pw@h:6379#insecure")).toEqual({ shown: "rediss://:•••@h:6379#insecure", password: "pw" });
+    expect(hidePassword("redis+cluster://u:p%40ss@a:7000,b:7001")).toEqual({ shown: "redis+cluster://u:•••@a:7000,b:7001", password: "p%40ss" });
+  });
+
+  it("leaves a URL without a password, or already masked, as it is", () => {
+    for (const url of ["redis://127.0.0.1:6379", "redis://user@h:1", "redis://:@h:1", "", "not a url", "redis://app:•••@h:1"]) {
+      expect(hidePassword(url)).toEqual({ shown: url, password: null });
+    }
+  });
+
+  it("puts the password back exactly where the mask stands, and nowhere else", () => {
+    const { shown, password } = hidePassword("redis://app:s3cret@h:6379/0");
+    expect(withPassword(shown, password)).toBe("redis://app:s3cret@h:6379/0");
+    // The user edited the host around the mask: the password follows.
+    expect(withPassword("redis://app:•••@other:6390/0", password)).toBe("redis://app:s3cret@other:6390/0");
+    // The mask was deleted: the password is not smuggled back in.
+    expect(withPassword("redis://app@h:6379", password)).toBe("redis://app@h:6379");
+    expect(withPassword("redis://h:6379", null)).toBe("redis://h:6379");
   });
 });

@@ -143,3 +143,30 @@ export function topologySummary(t: Topology): string {
   const host = sharedHost(t);
   return `${plural(masters, "master")}, ${plural(replicas, "replica")}${host ? ` on ${host}` : ""}${bad ? ` (${bad} not answering)` : ""}`;
 }
+
+/** What the URL field shows in place of a password. */
+export const PASSWORD_MASK = "•••";
+
+/**
+ * A URL's password taken out, so the field can show the host, the port and the user but never
+ * the password: `redis://app:s3cret@h:6379/0` shows as `redis://app:•••@h:6379/0`. A URL without
+ * a password (or already masked) comes back as it is, with `password` null.
+ */
+export function hidePassword(url: string): { shown: string; password: string | null } {
+  const m = /^(\s*[a-z][a-z0-9+.-]*:\/\/)([^@/?#]*)@(.*)$/is.exec(url);
+  if (!m) return { shown: url, password: null };
+  const [, scheme, userinfo, rest] = m;
+  const colon = userinfo.indexOf(":");
+  if (colon < 0) return { shown: url, password: null };
+  const password = userinfo.slice(colon + 1);
+  if (password === "" || password === PASSWORD_MASK) return { shown: url, password: null };
+  return { shown: `${scheme}${userinfo.slice(0, colon)}:${PASSWORD_MASK}@${rest}`, password };
+}
+
+/** The URL to send: the field's text with the hidden password put back where the mask is. */
+export function withPassword(shown: string, password: string | null): string {
+  if (password === null) return shown;
+  const at = shown.indexOf(`:${PASSWORD_MASK}@`);
+  if (at < 0) return shown;
+  return `${shown.slice(0, at)}:${password}${shown.slice(at + PASSWORD_MASK.length + 1)}`;
+}

@@ -6,7 +6,7 @@ import type { ConnectionStatus } from "../bindings/ConnectionStatus";
 import type { Topology } from "../bindings/Topology";
 import type { Transport } from "../bindings/Transport";
 import { $, h, showFieldErrors } from "../dom";
-import { formFromTls, markers, TLS_FIELDS, tlsFromForm, topologyRows, topologySummary, wantsTls, type TlsForm } from "../logic/connection";
+import { formFromTls, hidePassword, markers, PASSWORD_MASK, TLS_FIELDS, tlsFromForm, topologyRows, topologySummary, wantsTls, withPassword, type TlsForm } from "../logic/connection";
 import { fmtRtt } from "../logic/format";
 import { painter, setData, setText } from "../paint";
 import { emit, state } from "../store";
@@ -154,9 +154,20 @@ async function poll() {
 
 export async function initConnection() {
   const input = $<HTMLInputElement>("conn-input");
+  // The field shows the URL (host, port, user) but never its password: a typed or pasted
+  // password is kept here and the field shows a mask in its place.
+  let password: string | null = null;
+  const url = () => withPassword(input.value, password);
   // The TLS fields stay folded away (the card must leave room at 1024 × 640) until the URL
   // asks for TLS.
   input.addEventListener("input", () => {
+    const hidden = hidePassword(input.value);
+    if (hidden.password !== null) {
+      password = hidden.password;
+      input.value = hidden.shown;
+    } else if (!input.value.includes(`:${PASSWORD_MASK}@`)) {
+      password = null;
+    }
     if (wantsTls(input.value)) $<HTMLDetailsElement>("conn-tls").open = true;
   });
   $("conn-topology-refresh").addEventListener("click", () => void loadTopology());
@@ -179,7 +190,7 @@ export async function initConnection() {
     showError(null);
     $("conn-note").textContent = "Testing…";
     try {
-      const t = await api.connectionTest(input.value, tlsFor(input.value));
+      const t = await api.connectionTest(url(), tlsFor(input.value));
       const kind = markers(t.transport)
         .map((m) => m.text)
         .join(", ");
@@ -198,11 +209,12 @@ export async function initConnection() {
     $("conn-note").textContent = "Switching…";
     try {
       generation++;
-      const s = await api.connectionSwitch(input.value.trim() === "" ? null : input.value, tlsFor(input.value));
+      const s = await api.connectionSwitch(input.value.trim() === "" ? null : url(), tlsFor(input.value));
       generation++;
       tlsFilled = false;
       render(s);
       input.value = "";
+      password = null;
       // The backend warns when the saved URL does not answer (it is saved all the same).
       const warning = s.warning;
       $("conn-note").textContent = warning ? `⚠ ${warning}` : "Switched. The password, if any, is kept but never shown.";
