@@ -16,6 +16,16 @@ pub(crate) const MAX_WINDOW_MS: u64 = 30 * 24 * 3600 * 1000;
 /// The largest `burst x window_ms` (GCRA) or `limit x window_ms` (sliding window counter): the
 /// scripts count in integer units of 1/limit or 1/window_ms and stay exact below 2^53.
 pub(crate) const MAX_EXACT_SPAN: u64 = 1 << 52;
+/// Every rule parameter's accepted range, `(name, least, most)`, as the checks below apply
+/// it: the app's rule form reads the same table (a generated binding), so its messages and the
+/// engine's never disagree about a bound.
+pub const PARAMETER_RANGES: [(&str, f64, f64); 5] = [
+    ("capacity", 1.0, MAX_LIMIT as f64),
+    ("refill_per_sec", MIN_REFILL_PER_SEC, MAX_REFILL_PER_SEC),
+    ("limit", 1.0, MAX_LIMIT as f64),
+    ("window_ms", 1.0, MAX_WINDOW_MS as f64),
+    ("burst", 1.0, MAX_LIMIT as f64),
+];
 /// Rule names appear inside Redis keys and metric labels, so they are kept short and plain.
 pub(crate) const MAX_RULE_NAME_LEN: usize = 64;
 /// Client keys appear inside Redis keys.

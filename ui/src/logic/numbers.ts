@@ -20,6 +20,9 @@ export interface NumberSpec {
   max?: number;
   /** Empty text is allowed (the field is then left out). */
   optional?: boolean;
+  /** `min` and `max` are the engine's own range (a generated binding): every value outside it
+   * is named with that range, as the engine would. */
+  engineRange?: boolean;
 }
 
 export type Parsed = { ok: true; value: number | undefined } | { ok: false; field: string; message: string };
@@ -41,6 +44,9 @@ export function parseField(text: string, spec: NumberSpec): Parsed {
     return fail(`must be ${spec.whole ? "a whole number" : "a number"}, got ${quoted(t)}`);
   }
   const value = Number(t);
+  // Where the engine's range is known, every value outside it gets that range, in its words.
+  const range = () => fail(`must be ${spec.whole ? "a whole number" : "a number"} from ${fmtBound(spec.min)} to ${fmtBound(spec.max ?? 0)}, got ${quoted(t)}`);
+  if (spec.engineRange && spec.max !== undefined && (!Number.isFinite(value) || value < spec.min || value > spec.max)) return range();
   if (!Number.isFinite(value)) return fail(`is too large, got ${quoted(t)}`);
   if (spec.whole) {
     if (!Number.isInteger(value)) return fail(`must be a whole number, got ${quoted(t)}`);
@@ -53,6 +59,11 @@ export function parseField(text: string, spec: NumberSpec): Parsed {
     return fail(`must be at most ${spec.max.toLocaleString("en-US")}, got ${quoted(t)}`);
   }
   return { ok: true, value };
+}
+
+/** A bound as the engine's messages write it: 1,000,000,000; 0.001. */
+function fmtBound(n: number): string {
+  return Number.isInteger(n) ? n.toLocaleString("en-US") : String(n);
 }
 
 /** Parses several fields; the first failure wins (the form shows one message per field anyway). */

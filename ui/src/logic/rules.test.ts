@@ -17,6 +17,23 @@ describe("rule form", () => {
     expect(e).toEqual({ ok: true, draft: { name: "a", algorithm: "sliding_window_log", window_ms: 5 } });
   });
 
+  it("names the engine's own range for every value outside it, never a contradictory one (issue 20)", () => {
+    const range = "must be a whole number from 1 to 1,000,000,000";
+    const cases: [string, string][] = [
+      ["-1", `capacity ${range}, got “-1”`], // was “0 or more”, though 0 is refused
+      ["0", `capacity ${range}, got “0”`],
+      ["1e20", `capacity ${range}, got “1e20”`], // was “at most 9,007,199,254,740,991”
+      ["1000000001", `capacity ${range}, got “1000000001”`],
+      ["9".repeat(301), `capacity ${range}, got “${"9".repeat(21)}…”`], // never printed whole
+    ];
+    for (const [text, message] of cases) {
+      expect(draftFromForm({ name: "a", algorithm: "token_bucket", capacity: text, refill_per_sec: "1" })).toEqual({ ok: false, errors: [{ field: "capacity", message }] });
+    }
+    const refill = draftFromForm({ name: "a", algorithm: "token_bucket", capacity: "5", refill_per_sec: "0.0001" });
+    expect(refill).toEqual({ ok: false, errors: [{ field: "refill_per_sec", message: "refill rate must be a number from 0.001 to 1,000,000,000, got “0.0001”" }] });
+    expect(draftFromForm({ name: "a", algorithm: "token_bucket", capacity: "1000000000", refill_per_sec: "0.001" }).ok).toBe(true);
+  });
+
   it("round-trips a rule through the form and describes it", () => {
     const rule: Rule = { name: "login", algorithm: "token_bucket", capacity: 20, refill_per_sec: 0.5 };
     expect(draftFromForm(formFromRule(rule))).toEqual({ ok: true, draft: rule });

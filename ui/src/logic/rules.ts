@@ -4,23 +4,25 @@ import type { RuleDraft } from "../bindings/RuleDraft";
 import { algorithmInfo } from "./algorithms";
 import { fmtDuration, fmtInt, fmtRate } from "./format";
 import { parseField, type NumberSpec } from "./numbers";
+import { PARAMETER_RANGES } from "../bindings/ruleRanges";
 import type { FieldError } from "./workload";
 
 /** Every rule parameter's input: its label and what text it takes. */
 export const PARAM_SPECS: Record<string, NumberSpec & { input: string; unit?: string }> = {
-  capacity: { field: "capacity", label: "capacity", whole: true, min: 0, input: "Capacity" },
-  refill_per_sec: { field: "refill_per_sec", label: "refill rate", whole: false, min: 0, input: "Refill / s" },
-  limit: { field: "limit", label: "limit", whole: true, min: 0, input: "Limit" },
-  window_ms: { field: "window_ms", label: "window", whole: true, min: 0, input: "Window (ms)" },
-  burst: { field: "burst", label: "burst", whole: true, min: 0, input: "Burst" },
+  capacity: { field: "capacity", label: "capacity", whole: true, ...PARAMETER_RANGES.capacity, engineRange: true, input: "Capacity" },
+  refill_per_sec: { field: "refill_per_sec", label: "refill rate", whole: false, ...PARAMETER_RANGES.refill_per_sec, engineRange: true, input: "Refill / s" },
+  limit: { field: "limit", label: "limit", whole: true, ...PARAMETER_RANGES.limit, engineRange: true, input: "Limit" },
+  window_ms: { field: "window_ms", label: "window", whole: true, ...PARAMETER_RANGES.window_ms, engineRange: true, input: "Window (ms)" },
+  burst: { field: "burst", label: "burst", whole: true, ...PARAMETER_RANGES.burst, engineRange: true, input: "Burst" },
 };
 
 export type RuleForm = { name: string; algorithm: string } & Record<string, string>;
 
 /**
  * The editor's fields to a draft for the engine, or the fields whose text is not a number at
- * all (named here, with the text as typed). Only the chosen algorithm's parameters are sent;
- * ranges (capacity ≥ 1 …) are the engine's to check and name.
+ * all, or outside the engine's range (named here, with the text as typed, and the range the
+ * engine's own table gives). Only the chosen algorithm's parameters are sent; the engine checks
+ * them again, and what only it can judge (GCRA's burst × window…).
  */
 export function draftFromForm(form: RuleForm): { ok: true; draft: RuleDraft } | { ok: false; errors: FieldError[] } {
   const draft: Record<string, unknown> = { name: form.name.trim(), algorithm: form.algorithm };
