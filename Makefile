@@ -6,8 +6,11 @@ CARGO ?= cargo
 .PHONY: run-cli app ui ui-deps test-ui test-app test-e2e screenshots bundle deps-app deps-e2e
 
 # The desktop app (src-tauri + ui). The CLI's side-by-side run: `make run-cli`.
+# Built as `make test` builds it (--all-targets: tauri with the same features), so a `make run`
+# after `make test`, or after another `make run`, starts the window without compiling anything.
 run: deps-engine deps-app ui
-	$(CARGO) run -p ratelockr-app
+	$(CARGO) build -p ratelockr-app --all-targets
+	./target/debug/ratelockr-app
 
 run-cli: deps-engine
 	$(CARGO) run --quiet --bin ratelockr -- --embedded simulate --compare --requests 2000 --rps 400 --servers 4
@@ -54,9 +57,13 @@ ui/node_modules/.package-lock.json: ui/package-lock.json
 	cd ui && npm ci --no-audit --no-fund
 	@touch $@
 
-# The built UI (ui/dist), which the app embeds at compile time.
-ui: ui-deps
+# The built UI (ui/dist), which the app embeds at compile time: rebuilt only when a source
+# changed, since a new ui/dist makes cargo relink the app.
+UI_SOURCES := $(shell find ui/src ui/public -type f 2>/dev/null) ui/index.html ui/vite.config.ts ui/tsconfig.json ui/package.json
+ui: ui/dist/index.html
+ui/dist/index.html: ui/node_modules/.package-lock.json $(UI_SOURCES)
 	cd ui && npm run --silent build
+	@touch $@
 
 app: deps-app ui
 	$(CARGO) build -p ratelockr-app
