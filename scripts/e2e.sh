@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the end-to-end test of the desktop app: Xvfb, tauri-driver (with WebKitWebDriver) and
-# the webdriverio test in ui/e2e/. Expects the app built (target/debug/ratelockr-app) and
+# the webdriverio test in ui/e2e/, then scripts/stop-signals.sh (Ctrl-C and SIGTERM close it). Expects the app built (target/debug/ratelockr-app) and
 # `npm ci` done in ui/. Cleans up everything it started. E2E_ONLY=<regex> runs the matching
 # tests alone (while working on one).
 set -euo pipefail
@@ -39,6 +39,10 @@ run_inside_x() {
     tail -n 50 "$log" >&2
   fi
   rm -f "$log"
+  # Ctrl-C and SIGTERM close the window and its embedded Redis (the whole run only).
+  if [[ $status -eq 0 && -z "${E2E_ONLY:-}" ]]; then
+    scripts/stop-signals.sh || status=$?
+  fi
   return "$status"
 }
 if [[ "${1:-}" == "--inside-x" ]]; then

@@ -121,6 +121,23 @@ pub fn context<R: Runtime>() -> tauri::Context<R> {
     tauri::generate_context!("../tauri.conf.json")
 }
 
+/// Waits for SIGINT or SIGTERM and names it; None if the signals cannot be listened to.
+async fn stop_signal() -> Option<&'static str> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate()).ok()?;
+        tokio::select! {
+            ok = tokio::signal::ctrl_c() => ok.ok().map(|()| "SIGINT"),
+            _ = term.recv() => Some("SIGTERM"),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await.ok().map(|()| "Ctrl-C")
+    }
+}
+
 /// Runs the desktop app.
 pub fn run() {
     let _ = tracing_subscriber::fmt()
@@ -142,6 +159,15 @@ pub fn run() {
             std::process::exit(1);
         }
     };
+    // Ctrl-C in the terminal (SIGINT to the whole process group) or a SIGTERM: leave as the
+    // window's close button does, so the embedded Redis is stopped and no frozen window stays.
+    let handle = app.handle().clone();
+    tauri::async_runtime::spawn(async move {
+        if let Some(name) = stop_signal().await {
+            tracing::info!("{name}: closing the app");
+            handle.exit(0);
+        }
+    });
     app.run(|handle, event| {
         if let tauri::RunEvent::Exit = event {
             if let Some(core) = handle.try_state::<Arc<AppCore>>() {
