@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the end-to-end test of the desktop app: Xvfb, tauri-driver (with WebKitWebDriver) and
-# the webdriverio test in ui/e2e/, then scripts/stop-signals.sh (Ctrl-C and SIGTERM close it). Expects the app built (target/debug/ratelockr-app) and
-# `npm ci` done in ui/. Cleans up everything it started. E2E_ONLY=<regex> runs the matching
+# the webdriverio test in ui/e2e/, then scripts/stop-signals.sh (Ctrl-C and SIGTERM close it).
+# Expects the app built (target/debug/ratelockr-app) and `npm ci` done in ui/. Cleans up everything it started. E2E_ONLY=<regex> runs the matching
 # tests alone (while working on one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
