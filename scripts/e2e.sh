@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the end-to-end test of the desktop app: Xvfb, tauri-driver (with WebKitWebDriver) and
 # the webdriverio test in ui/e2e/, then scripts/stop-signals.sh (Ctrl-C and SIGTERM close it).
-# Expects the app built (target/debug/ratelockr-app) and `npm ci` done in ui/. Cleans up everything it started. E2E_ONLY=<regex> runs the matching
-# tests alone (while working on one).
+# Expects the app built (target/debug/ratelockr-app) and `npm ci` done in ui/. Cleans up
+# everything it started. E2E_ONLY=<regex> runs the matching tests alone (while working on one).
+# The screenshots land in target/e2e-shots/ (docs/ with `make screenshots`), for a look.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +23,9 @@ run_inside_x() {
   RATELOCKR_OPEN_LOG=$PWD/samples/access.log.gz
   # The save dialog answers with the path the test writes in this file, while it exists.
   RATELOCKR_E2E_SAVE_ANSWER=$RATELOCKR_EXPORT_DIR/save-answer.txt
-  export RATELOCKR_DATA_DIR RATELOCKR_EXPORT_DIR RATELOCKR_OPEN_LOG RATELOCKR_E2E_SAVE_ANSWER
+  RATELOCKR_SCREENSHOT_DIR=${RATELOCKR_SCREENSHOT_DIR:-$PWD/target/e2e-shots}
+  mkdir -p "$RATELOCKR_SCREENSHOT_DIR"
+  export RATELOCKR_DATA_DIR RATELOCKR_EXPORT_DIR RATELOCKR_OPEN_LOG RATELOCKR_E2E_SAVE_ANSWER RATELOCKR_SCREENSHOT_DIR
   # Free loopback ports for tauri-driver and the WebKitWebDriver behind it (4444/4445 by
   # default, which another test on the machine may hold).
   read -r port native < <(node -e '
