@@ -7,6 +7,7 @@
 //! (nothing is known: `remaining: -1` must never reach a client) and is never a 429.
 
 use crate::decision::{DecidedBy, Decision};
+use crate::policy::{Limit, Policy, PolicyDecision};
 use crate::rule::{Algorithm, Rule};
 use serde::Serialize;
 
@@ -110,6 +111,73 @@ pub fn http_answer(rule: &Rule, decision: &Decision) -> HttpAnswer {
         ("X-RateLimit-Reset".to_string(), reset.to_string()),
     ]);
     HttpAnswer { status, headers }
+}
+
+/// The HTTP answer for a policy's `decision` under `policy` (design.md, "Policies"):
+/// `RateLimit-Policy` lists every limit of the key's tier as `"<policy>.<limit>";q=..;w=..`,
+/// `RateLimit` and the `X-RateLimit-*` fields speak for the binding limit, and a denial is a
+/// 429 with `Retry-After` (the combined wait: the same request then passes every limit).
+///
+/// A policy made from a rule (one limit named as the policy) names its item `"<policy>"`
+/// alone, so a rule answers the same headers whether it is checked as a rule or a policy.
+/// Shadow mode changes no response: a would-be denial answers as an admission does. Fail-open
+/// carries no fields and is never a 429; fail-closed is a bare 429.
+pub fn policy_answer(policy: &Policy, decision: &PolicyDecision) -> HttpAnswer {
+    let limits = tier_limits(policy, decision.tier.as_deref());
+    let binding = decision.binding_limit();
+    let Some(binding) = binding.filter(|_| !decision.fail_open && !limits.is_empty()) else {
+        return HttpAnswer {
+            status: if decision.allowed { 200 } else { 429 },
+            headers: Vec::new(),
+        };
+    };
+    let item = |limit: &str| -> String {
+        if limits.len() == 1 && limit == policy.name() {
+            format!("\"{limit}\"")
+        } else {
+            format!("\"{}.{limit}\"", policy.name())
+        }
+    };
+    let items: Vec<String> = limits
+        .iter()
+        .map(|l| {
+            let (q, w) = self::policy(l.algorithm());
+            format!("{};q={q};w={w}", item(l.name()))
+        })
+        .collect();
+    let quota = limits
+        .iter()
+        .find(|l| l.name() == binding.name)
+        .map_or(0, |l| self::policy(l.algorithm()).0);
+    let remaining = binding.remaining.max(0);
+    let reset = secs_up(binding.reset_after_ms);
+    let (status, t) = if decision.allowed {
+        (200, reset)
+    } else {
+        (429, secs_up(decision.retry_after_ms).max(1))
+    };
+    let mut headers = vec![
+        ("RateLimit-Policy".to_string(), items.join(", ")),
+        (
+            "RateLimit".to_string(),
+            format!("{};r={remaining};t={t}", item(&binding.name)),
+        ),
+    ];
+    if !decision.allowed {
+        headers.push(("Retry-After".to_string(), t.to_string()));
+    }
+    headers.extend([
+        ("X-RateLimit-Limit".to_string(), quota.to_string()),
+        ("X-RateLimit-Remaining".to_string(), remaining.to_string()),
+        ("X-RateLimit-Reset".to_string(), reset.to_string()),
+    ]);
+    HttpAnswer { status, headers }
+}
+
+/// The limits the decision was made under: the tier's, or the policy's own.
+fn tier_limits<'a>(policy: &'a Policy, tier: Option<&str>) -> &'a [Limit] {
+    tier.and_then(|t| policy.overrides().iter().find(|o| o.tier() == t))
+        .map_or(policy.limits(), |o| o.limits())
 }
 
 #[cfg(test)]
@@ -217,5 +285,213 @@ mod tests {
         assert_eq!(policy(slow.algorithm()), (10, 10_000));
         let odd = Rule::token_bucket("odd", 10, 3.0).expect("valid");
         assert_eq!(policy(odd.algorithm()), (10, 4), "3.33 s rounds up to 4");
+    }
+
+    mod policies {
+        use super::super::*;
+        use crate::policy::{LimitResult, Mode, Override};
+
+        fn api() -> Policy {
+            let per_second = Limit::new(
+                "per-second",
+                Algorithm::TokenBucket {
+                    capacity: 10,
+                    refill_per_sec: 10.0,
+                },
+            )
+            .expect("valid");
+            let daily = Limit::new(
+                "daily",
+                Algorithm::FixedWindow {
+                    limit: 2000,
+                    window_ms: 86_400_000,
+                },
+            )
+            .expect("valid");
+            let premium = Override::new(
+                "premium",
+                vec!["premium_*".into()],
+                vec![Limit::new(
+                    "per-second",
+                    Algorithm::TokenBucket {
+                        capacity: 100,
+                        refill_per_sec: 100.0,
+                    },
+                )
+                .expect("valid")],
+            )
+            .expect("valid");
+            Policy::new("api", vec![per_second, daily])
+                .expect("valid")
+                .with_overrides(vec![premium])
+                .expect("valid")
+        }
+
+        fn limit(name: &str, allowed: bool, remaining: i64, retry: u64, reset: u64) -> LimitResult {
+            LimitResult {
+                name: name.into(),
+                algorithm: crate::rule::AlgorithmKind::FixedWindow,
+                allowed,
+                remaining,
+                retry_after_ms: retry,
+                reset_after_ms: reset,
+            }
+        }
+
+        fn decision(
+            allowed: bool,
+            would_deny: bool,
+            binding: &str,
+            limits: Vec<LimitResult>,
+        ) -> PolicyDecision {
+            PolicyDecision {
+                allowed,
+                remaining: limits.iter().map(|l| l.remaining).min().unwrap_or(-1),
+                retry_after_ms: limits
+                    .iter()
+                    .filter(|l| !l.allowed)
+                    .map(|l| l.retry_after_ms)
+                    .max()
+                    .unwrap_or(0),
+                reset_after_ms: limits.iter().map(|l| l.reset_after_ms).max().unwrap_or(0),
+                fail_open: false,
+                policy: "api".into(),
+                shadow: false,
+                would_deny,
+                binding: Some(binding.into()),
+                tier: None,
+                limits,
+            }
+        }
+
+        #[test]
+        fn every_limit_is_listed_and_the_binding_one_answers() {
+            let d = decision(
+                true,
+                false,
+                "per-second",
+                vec![
+                    limit("per-second", true, 3, 0, 700),
+                    limit("daily", true, 1500, 0, 3_600_000),
+                ],
+            );
+            let answer = policy_answer(&api(), &d);
+            assert_eq!(answer.status, 200);
+            assert_eq!(
+                answer.headers,
+                [
+                    (
+                        "RateLimit-Policy",
+                        "\"api.per-second\";q=10;w=1, \"api.daily\";q=2000;w=86400"
+                    ),
+                    ("RateLimit", "\"api.per-second\";r=3;t=1"),
+                    ("X-RateLimit-Limit", "10"),
+                    ("X-RateLimit-Remaining", "3"),
+                    ("X-RateLimit-Reset", "1"),
+                ]
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+            );
+        }
+
+        #[test]
+        fn a_denial_names_the_denying_limit_and_waits_for_all() {
+            let d = decision(
+                false,
+                true,
+                "daily",
+                vec![
+                    limit("per-second", true, 9, 0, 100),
+                    limit("daily", false, 0, 3_599_001, 3_599_001),
+                ],
+            );
+            let answer = policy_answer(&api(), &d);
+            assert_eq!(answer.status, 429);
+            assert_eq!(answer.header("RateLimit"), Some("\"api.daily\";r=0;t=3600"));
+            assert_eq!(answer.header("Retry-After"), Some("3600"));
+            assert_eq!(answer.header("X-RateLimit-Limit"), Some("2000"));
+        }
+
+        #[test]
+        fn shadow_answers_a_would_be_denial_as_an_admission() {
+            let policy = api().with_mode(Mode::Shadow);
+            let d = PolicyDecision {
+                shadow: true,
+                ..decision(
+                    true,
+                    true,
+                    "daily",
+                    vec![
+                        limit("per-second", true, 9, 0, 100),
+                        limit("daily", false, 0, 5_000, 5_000),
+                    ],
+                )
+            };
+            let answer = policy_answer(&policy, &d);
+            assert_eq!(answer.status, 200);
+            assert_eq!(answer.header("Retry-After"), None);
+            assert_eq!(
+                answer.header("RateLimit"),
+                Some("\"api.daily\";r=0;t=5"),
+                "t is the reset, as an admission's"
+            );
+        }
+
+        #[test]
+        fn a_tier_lists_its_own_limits() {
+            let d = PolicyDecision {
+                tier: Some("premium".into()),
+                ..decision(
+                    true,
+                    false,
+                    "per-second",
+                    vec![limit("per-second", true, 99, 0, 10)],
+                )
+            };
+            let answer = policy_answer(&api(), &d);
+            assert_eq!(
+                answer.header("RateLimit-Policy"),
+                Some("\"api.per-second\";q=100;w=1")
+            );
+        }
+
+        #[test]
+        fn a_rule_as_a_policy_answers_as_the_rule_does() {
+            let rule = Rule::fixed_window("login", 5, 60_000).expect("valid");
+            let policy = Policy::from_rule(&rule);
+            let d = PolicyDecision {
+                policy: "login".into(),
+                ..decision(
+                    false,
+                    true,
+                    "login",
+                    vec![limit("login", false, 0, 1_001, 59_000)],
+                )
+            };
+            let as_policy = policy_answer(&policy, &d);
+            let as_rule = http_answer(&rule, &Decision::by_redis(false, 0, 1_001, 59_000));
+            assert_eq!(as_policy, as_rule);
+        }
+
+        #[test]
+        fn fail_open_carries_nothing_and_fail_closed_is_a_bare_429() {
+            let open = PolicyDecision::unknown("api", false, None, false);
+            assert_eq!(
+                policy_answer(&api(), &open),
+                HttpAnswer {
+                    status: 200,
+                    headers: vec![]
+                }
+            );
+            let shadow_open = PolicyDecision::unknown("api", true, None, false);
+            assert_eq!(policy_answer(&api(), &shadow_open).status, 200);
+            let closed = PolicyDecision::unknown("api", false, None, true);
+            assert_eq!(
+                policy_answer(&api(), &closed),
+                HttpAnswer {
+                    status: 429,
+                    headers: vec![]
+                }
+            );
+        }
     }
 }

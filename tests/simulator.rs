@@ -416,6 +416,10 @@ fn the_cli_prints_a_json_summary_per_algorithm_and_writes_both_exports() {
         for field in ["allowed", "denied", "fail_open", "over_admitted"] {
             assert!(a[field].is_u64(), "{field} in {a}");
         }
+        // Every target admitted something: each names its busiest window.
+        for field in ["admitted", "limit", "window_ms", "start_ms"] {
+            assert!(a["peak_window"][field].is_u64(), "peak_window.{field} in {a}");
+        }
     }
     assert_eq!(read_records(&csv).expect("parses").len(), 720);
     // The run chart: each rule's admissions under its envelope.

@@ -10,6 +10,8 @@
 //! - [`check`]    [`crate::Limiter::check_policy`]: deadline, fail-open, telemetry, metrics
 //! - [`stats`]    the per-second allowed, denied and shadow_denied counters of many policies,
 //!   read in one pipeline
+//! - [`watch`]    a policies file in force, reloaded live when it changes (atomic swap; a bad
+//!   file keeps the policies in force)
 //!
 //! **Keys.** Every key of a policy carries its name as the hash tag, so a stack is one Redis
 //! Cluster slot. A limit's state lives at `<prefix>:<tag>:{<policy>}.<limit>:<client key>`,
@@ -30,11 +32,13 @@ pub mod file;
 mod glob;
 pub mod script;
 pub mod stats;
+pub mod watch;
 
 pub use check::PolicyCheckError;
 pub use decision::{LimitResult, PolicyDecision};
 pub use file::{load_policies_file, parse_policies, Format, PolicyFileError};
 pub use stats::PolicyStatsPoint;
+pub use watch::{LoadedPolicies, PolicyWatch, Reload};
 
 use crate::rule::{validate_client_key, Algorithm, AlgorithmKind, Rule, RuleError};
 use serde::{Deserialize, Serialize};

@@ -11,6 +11,7 @@
 //! - `error`      why a simulation could not run or finish, naming the parameter
 //! - [`naive`]    the deliberately broken limiter of the race demo
 //! - `exact`      the sliding window counter's decisions judged by the exact log
+//! - [`peak`]     the most admitted in any window of the rule's length, and where
 //! - [`preview`]  a workload's offered traffic per bin, before it runs
 //!
 //! Records stream out as they complete (to a [`RecordSink`] such as the CSV writer, and to a
@@ -19,6 +20,7 @@
 mod error;
 mod exact;
 pub mod naive;
+pub mod peak;
 pub mod preview;
 pub mod report;
 mod run;
@@ -29,6 +31,7 @@ pub mod workload_spec;
 /// Defined beside [`crate::export::ExportError`], below the simulator, replay and export.
 pub use crate::record::{Record, RecordSink};
 pub use error::SimError;
+pub use peak::PeakWindow;
 pub use preview::Preview;
 pub use report::{Report, Series, SeriesPoint, TargetSummary};
 pub use run::{run, NoObserver, Progress, SimObserver};

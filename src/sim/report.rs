@@ -1,6 +1,7 @@
 //! What a run found: a summary per target and a per-second series for charts.
 
 use super::exact::ExactLogJudge;
+use super::peak::{rule_window, PeakTracker, PeakWindow};
 use crate::record::Record;
 use crate::rule::Algorithm;
 use hdrhistogram::Histogram;
@@ -33,6 +34,10 @@ pub struct TargetSummary {
     /// counter's own admitted traffic.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exact_log_wrongly_denied: Option<u64>,
+    /// The most admitted for one client key in any window of the rule's length, and where:
+    /// the boundary burst as a number. None when nothing was admitted (or in older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_window: Option<PeakWindow>,
     /// Latency percentiles of the client-observed round trip of one decision: from sending to
     /// the reply, including waiting in the client's queue and on the connection (and, for the
     /// first decisions, connecting and loading the script). Redis's own time per script call
@@ -108,6 +113,10 @@ pub(crate) struct TargetAccumulator {
     points: Vec<SeriesPoint>,
     /// The exact log's verdict on each decision of a sliding window counter.
     judge: Option<ExactLogJudge>,
+    /// Every admission per key, for the busiest window.
+    peak: PeakTracker,
+    /// The cost of each request (one per workload), as the peak counts it.
+    cost: u64,
 }
 
 impl TargetAccumulator {
@@ -117,7 +126,15 @@ impl TargetAccumulator {
         algorithm: Algorithm,
         naive: bool,
     ) -> Self {
+        let (window_ms, limit) = if naive {
+            let (limit, window_ms) = super::naive::naive_window(&algorithm);
+            (window_ms, limit)
+        } else {
+            rule_window(&algorithm)
+        };
         TargetAccumulator {
+            peak: PeakTracker::new(window_ms, limit),
+            cost: 1,
             rule,
             algorithm_label,
             algorithm,
@@ -185,6 +202,11 @@ impl TargetAccumulator {
         span.last_ms = span.last_ms.max(record.sent_at_ms);
         if record.allowed && !record.fail_open {
             span.admitted += cost;
+            self.cost = cost;
+            self.peak.admit(
+                &record.key,
+                record.sent_at_ms.saturating_sub(started_at_ms),
+            );
         }
     }
 
@@ -225,6 +247,7 @@ impl TargetAccumulator {
             over_admitted,
             exact_log_wrongly_allowed: self.judge.as_ref().map(|j| j.wrongly_allowed),
             exact_log_wrongly_denied: self.judge.as_ref().map(|j| j.wrongly_denied),
+            peak_window: self.peak.finish(self.cost),
             latency_p50_us: q(0.5),
             latency_p95_us: q(0.95),
             latency_p99_us: q(0.99),

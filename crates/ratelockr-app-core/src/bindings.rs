@@ -32,7 +32,7 @@ use ratelockr::replay::{
     ReplayProgress, ReplayReport, ReplaySeries, RuleReport, Suggestion, SweepAxis, SweepPoint,
     TopKey,
 };
-use ratelockr::sim::{Pattern, Retry};
+use ratelockr::sim::{Pattern, PeakWindow, Retry};
 use ratelockr::topology::{Topology, TopologyNode};
 use ratelockr::{Algorithm, AlgorithmKind, BackendKind, Decision, Rule, StatsPoint, TlsOptions};
 use ts_rs::{Config, TS};
@@ -81,6 +81,7 @@ pub fn render() -> Vec<(String, String)> {
     one::<Retry>(&cfg, &mut out);
     one::<RunStatus>(&cfg, &mut out);
     one::<RedisCost>(&cfg, &mut out);
+    one::<PeakWindow>(&cfg, &mut out);
     one::<HistorySettings>(&cfg, &mut out);
     one::<RunHistory>(&cfg, &mut out);
     one::<RunInfo>(&cfg, &mut out);

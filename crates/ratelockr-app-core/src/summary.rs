@@ -26,6 +26,11 @@ pub struct SummaryRow {
     /// Admissions beyond what the rule could ever allow: 0 for a correct limiter.
     #[ts(type = "number")]
     pub over_admitted: u64,
+    /// The most admitted for one client key in any window of the rule's length, against the
+    /// rule's limit, and where: a boundary burst as a number. Absent when nothing passed.
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_window: Option<sim::PeakWindow>,
     /// The median round trip of one decision as the simulated client saw it: sending to
     /// reply, including queueing in the client and on the connection (and, for the first
     /// decisions, connecting and loading the script). Not Redis's own time: see
@@ -86,6 +91,7 @@ impl RunSummary {
                     fail_open: t.fail_open,
                     retries: t.retries,
                     over_admitted: t.over_admitted,
+                    peak_window: t.peak_window.clone(),
                     latency_p50_us: t.latency_p50_us,
                     latency_p99_us: t.latency_p99_us,
                 })

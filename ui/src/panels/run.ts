@@ -1,12 +1,14 @@
 //! The run card: the selected run's chart (with overlays), its summary with latency labelled
 //! for what it measures, and its exports.
 import { api, toAppError } from "../api";
+import type { PeakWindow } from "../bindings/PeakWindow";
 import type { RunInfo } from "../bindings/RunInfo";
 import type { RunRecords } from "../bindings/RunRecords";
 import { RunChart, type Pick } from "../charts/run";
 import { $, h } from "../dom";
 import { algorithmLabel } from "../logic/algorithms";
 import { fmtInt, fmtMicros, fmtPercent } from "../logic/format";
+import { peakExceeds, peakText, spanText } from "../logic/peak";
 import { recordIndices, OUTCOME } from "../logic/records";
 import { runStatusText } from "../logic/runs";
 import { buildRunView, type Layout, type Measure, type RunData } from "../logic/runview";
@@ -79,6 +81,23 @@ function renderHead(run: RunInfo | undefined) {
   for (const b of document.querySelectorAll<HTMLElement>("[data-layout]")) b.classList.toggle("active", b.dataset.layout === view.layout);
 }
 
+const ROUND_TRIP = "Client-observed time per decision, send to reply: includes queueing in the simulated servers and the connection, not only Redis.";
+
+/** "60 / 40 in 2 s", red when the window held more than the limit; where it is on hover. */
+function peakCell(p: PeakWindow | undefined) {
+  if (!p) return h("td", { className: "num", text: "–" });
+  return h(
+    "td",
+    {
+      className: "num peak" + (peakExceeds(p) ? " bad" : ""),
+      title: `${peakText(p)}: from ${(p.start_ms / 1000).toFixed(3)} s, key ${p.key}`,
+      data: { testid: "peak-window" },
+    },
+    `${fmtInt(p.admitted)} / ${fmtInt(p.limit)} `,
+    h("small", { text: `in ${spanText(p.window_ms)}` }),
+  );
+}
+
 function renderSummary(run: RunInfo | undefined) {
   const el = $("summary");
   const s = run?.summary;
@@ -88,7 +107,12 @@ function renderSummary(run: RunInfo | undefined) {
   }
   // Retries (a retry storm's) only when there were any: the columns stay where the E2E reads them.
   const retries = s.rows.some((r) => r.retries > 0);
-  const head = ["Rule", "Algorithm", "Requests", "Allowed", "Denied", "Fail-open", "Over-admitted", "p50", "p99", ...(retries ? ["Retries"] : [])];
+  const head = ["Rule", "Algorithm", "Requests", "Allowed", "Denied", "Fail-open", "Over-admitted", "Peak in a window", "p50", "p99", ...(retries ? ["Retries"] : [])];
+  const titles: Record<string, string> = {
+    "Peak in a window": "The most admitted for one client key in any window of the rule's length, against the rule's limit.",
+    p50: ROUND_TRIP,
+    p99: ROUND_TRIP,
+  };
   const thead = h(
     "thead",
     {},
@@ -98,8 +122,8 @@ function renderSummary(run: RunInfo | undefined) {
       ...head.map((t, i) =>
         h("th", {
           className: i >= 2 ? "num" : "",
-          text: i === 7 || i === 8 ? `${t} round trip` : t,
-          title: i === 7 || i === 8 ? "Client-observed time per decision, send to reply: includes queueing in the simulated servers and the connection, not only Redis." : "",
+          text: t === "p50" || t === "p99" ? `${t} round trip` : t,
+          title: titles[t] ?? "",
         }),
       ),
     ),
@@ -119,6 +143,7 @@ function renderSummary(run: RunInfo | undefined) {
         h("td", { className: "num" }, fmtInt(r.denied), " ", pct(r.denied)),
         h("td", { className: "num" + (r.fail_open > 0 ? " warn" : ""), text: fmtInt(r.fail_open) }),
         h("td", { className: "num" + (r.over_admitted > 0 ? " bad" : ""), text: fmtInt(r.over_admitted) }),
+        peakCell(r.peak_window),
         h("td", { className: "num", text: fmtMicros(r.latency_p50_us) }),
         h("td", { className: "num", text: fmtMicros(r.latency_p99_us) }),
         ...(retries ? [h("td", { className: "num", text: fmtInt(r.retries) })] : []),

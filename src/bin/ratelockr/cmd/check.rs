@@ -1,15 +1,29 @@
-//! `ratelockr check`: one decision.
+//! `ratelockr check`: one decision, of a rule given as flags or of a policy from a file
+//! ([`super::check_policy`]).
 
 use crate::console::print_json;
 use crate::opts::{flag_error, AlgorithmArg, Global, RuleArgs};
 use clap::Args;
 use ratelockr::{At, CheckError};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    #[arg(long, value_enum)]
-    pub algorithm: AlgorithmArg,
+    /// The algorithm of a rule given as flags (not with --policies).
+    #[arg(
+        long,
+        value_enum,
+        required_unless_present = "policies",
+        conflicts_with = "policies"
+    )]
+    pub algorithm: Option<AlgorithmArg>,
+    /// A policies file (TOML or JSON, or a rules file): decide --policy from it instead.
+    #[arg(long, value_name = "FILE", requires = "policy")]
+    pub policies: Option<PathBuf>,
+    /// The policy of --policies to decide: every limit of the key's tier, all or nothing.
+    #[arg(long, value_name = "NAME", requires = "policies")]
+    pub policy: Option<String>,
     /// The client being limited (a user id, an IP, an API key).
     #[arg(long)]
     pub key: String,
@@ -32,7 +46,22 @@ pub struct CheckArgs {
 }
 
 pub async fn run(global: &Global, args: &CheckArgs) -> anyhow::Result<ExitCode> {
-    let rule = args.rule.rule(args.algorithm.into(), None)?;
+    let Some(algorithm) = args.algorithm else {
+        let (Some(path), Some(name)) = (&args.policies, &args.policy) else {
+            anyhow::bail!("give --algorithm, or --policies FILE with --policy NAME");
+        };
+        let policy = super::check_policy::PolicyCheck {
+            path,
+            name,
+            key: &args.key,
+            cost: args.cost,
+            peek: args.peek,
+            now_ms: args.now_ms,
+            headers: args.headers,
+        };
+        return super::check_policy::run(global, policy).await;
+    };
+    let rule = args.rule.rule(algorithm.into(), None)?;
     if !args.peek {
         rule.check_cost(args.cost).map_err(flag_error)?;
     }

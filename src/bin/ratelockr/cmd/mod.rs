@@ -5,6 +5,7 @@ pub mod bench;
 pub mod bench_api;
 pub mod bench_replay;
 pub mod check;
+pub mod check_policy;
 pub mod replay;
 pub mod reset;
 pub mod serve;

@@ -437,6 +437,29 @@ impl<'a> From<&'a Report> for JsonSummary<'a> {
     }
 }
 
+/// Each target's busiest window, in words: the boundary burst as a number.
+fn print_peaks(report: &Report) {
+    let peaks: Vec<_> = report
+        .targets
+        .iter()
+        .filter_map(|t| t.peak_window.as_ref().map(|p| (t, p)))
+        .collect();
+    if peaks.is_empty() {
+        return;
+    }
+    println!("\nthe most admitted for one key in any window of the rule's length:");
+    for (t, p) in peaks {
+        println!(
+            "  {:<28} {}, from {:.3} s (key {}){}",
+            t.rule,
+            p.describe(),
+            p.start_ms as f64 / 1000.0,
+            p.key,
+            if p.exceeds() { ": over the limit" } else { "" }
+        );
+    }
+}
+
 fn print_table(report: &Report, args: &SimulateArgs) {
     println!("{}", report.workload);
     let requested = if report.requested_rps == 0.0 {
@@ -451,32 +474,38 @@ fn print_table(report: &Report, args: &SimulateArgs) {
         report.achieved_rps
     );
     println!(
-        "{:<28} {:<20} {:>8} {:>8} {:>9} {:>13} {:>8} {:>8} {:>8}",
+        "{:<28} {:<20} {:>8} {:>8} {:>9} {:>13} {:>12} {:>8} {:>8} {:>8}",
         "rule",
         "algorithm",
         "allowed",
         "denied",
         "fail-open",
         "over-admitted",
+        "peak/limit",
         "p50 ms",
         "p95 ms",
         "p99 ms"
     );
     for t in &report.targets {
         let ms = |us: u64| format!("{:.2}", us as f64 / 1000.0);
+        let peak = t.peak_window.as_ref().map_or("-".to_string(), |p| {
+            format!("{}/{}", p.admitted, p.limit)
+        });
         println!(
-            "{:<28} {:<20} {:>8} {:>8} {:>9} {:>13} {:>8} {:>8} {:>8}",
+            "{:<28} {:<20} {:>8} {:>8} {:>9} {:>13} {:>12} {:>8} {:>8} {:>8}",
             t.rule,
             t.algorithm,
             t.allowed,
             t.denied,
             t.fail_open,
             t.over_admitted,
+            peak,
             ms(t.latency_p50_us),
             ms(t.latency_p95_us),
             ms(t.latency_p99_us)
         );
     }
+    print_peaks(report);
     for t in &report.targets {
         if let (Some(allowed), Some(denied)) =
             (t.exact_log_wrongly_allowed, t.exact_log_wrongly_denied)

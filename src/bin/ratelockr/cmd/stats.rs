@@ -1,17 +1,33 @@
-//! `ratelockr stats`: the last 30 seconds of a rule.
+//! `ratelockr stats`: the last 30 seconds of a rule, or of a policy (with its shadow
+//! denials).
 
 use crate::console::print_json;
 use crate::opts::Global;
 use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct StatsArgs {
     /// The rule's name, as given to `check --rule` (default names: token-bucket, ...).
-    #[arg(long)]
-    pub rule: String,
+    #[arg(long, required_unless_present = "policy", conflicts_with = "policy")]
+    pub rule: Option<String>,
+    /// A policy's name: its allowed, denied and shadow-denied requests.
+    #[arg(long, value_name = "NAME")]
+    pub policy: Option<String>,
+    /// The policies file that holds --policy (checked to hold it; optional).
+    #[arg(long, value_name = "FILE", requires = "policy")]
+    pub policies: Option<PathBuf>,
+}
+
+#[derive(Serialize)]
+struct PolicyRow {
+    second: u64,
+    allowed: u64,
+    denied: u64,
+    shadow_denied: u64,
 }
 
 #[derive(Serialize)]
@@ -22,10 +38,13 @@ struct Row {
 }
 
 pub async fn run(global: &Global, args: &StatsArgs) -> anyhow::Result<ExitCode> {
+    let Some(rule) = &args.rule else {
+        return run_policy(global, args).await;
+    };
     let backend = global.backend()?;
     let limiter = global.limiter(&backend)?;
     let points = limiter
-        .stats(&args.rule)
+        .stats(rule)
         .await
         .with_context(|| format!("reading stats from Redis at {}", limiter.target()))?;
     if global.json {
@@ -46,10 +65,7 @@ pub async fn run(global: &Global, args: &StatsArgs) -> anyhow::Result<ExitCode> 
         .max()
         .unwrap_or(0)
         .max(1);
-    println!(
-        "rule {}: the last 30 seconds (# allowed, . denied)",
-        args.rule
-    );
+    println!("rule {}: the last 30 seconds (# allowed, . denied)", rule);
     println!("{:>12} {:>8} {:>8}", "second", "allowed", "denied");
     for p in &points {
         let width = 40;
@@ -68,5 +84,59 @@ pub async fn run(global: &Global, args: &StatsArgs) -> anyhow::Result<ExitCode> 
         .iter()
         .fold((0, 0), |(a, d), p| (a + p.allowed, d + p.denied));
     println!("{:>12} {:>8} {:>8}", "total", allowed, denied);
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn run_policy(global: &Global, args: &StatsArgs) -> anyhow::Result<ExitCode> {
+    let Some(name) = &args.policy else {
+        anyhow::bail!("give --rule NAME or --policy NAME");
+    };
+    if let Some(path) = &args.policies {
+        super::check_policy::load_policy(path, name)?;
+    } else {
+        ratelockr::Rule::fixed_window(name.as_str(), 1, 1000).map_err(|_| {
+            anyhow::anyhow!(
+                "invalid --policy {name:?}: use 1 to 64 ASCII letters, digits, '_', '-' or '.'"
+            )
+        })?;
+    }
+    let backend = global.backend()?;
+    let limiter = global.limiter(&backend)?;
+    let series = limiter
+        .policy_stats(&[name.as_str()])
+        .await
+        .with_context(|| format!("reading stats from Redis at {}", limiter.target()))?;
+    let points = series.into_iter().next().unwrap_or_default();
+    let rows: Vec<PolicyRow> = points
+        .iter()
+        .map(|p| PolicyRow {
+            second: p.second,
+            allowed: p.allowed,
+            denied: p.denied,
+            shadow_denied: p.shadow_denied,
+        })
+        .collect();
+    if global.json {
+        print_json(&rows)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("policy {name}: the last 30 seconds");
+    println!(
+        "{:>12} {:>8} {:>8} {:>14}",
+        "second", "allowed", "denied", "shadow_denied"
+    );
+    for r in &rows {
+        println!(
+            "{:>12} {:>8} {:>8} {:>14}",
+            r.second, r.allowed, r.denied, r.shadow_denied
+        );
+    }
+    let total = rows.iter().fold((0, 0, 0), |(a, d, s), r| {
+        (a + r.allowed, d + r.denied, s + r.shadow_denied)
+    });
+    println!(
+        "{:>12} {:>8} {:>8} {:>14}",
+        "total", total.0, total.1, total.2
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,138 @@
+//! `ratelockr check --policies FILE --policy NAME`: one stacked decision of a policy, and the
+//! policy loading that `stats` and `serve` share.
+
+use crate::console::print_json;
+use crate::opts::Global;
+use anyhow::anyhow;
+use ratelockr::policy::{load_policies_file, PolicyCheckError};
+use ratelockr::{At, Policy, PolicyDecision};
+use std::path::Path;
+use std::process::ExitCode;
+
+/// The policy `name` of the file at `path`; errors name the file (line, field) or the flag.
+pub fn load_policy(path: &Path, name: &str) -> anyhow::Result<Policy> {
+    let policies = load_policies_file(path).map_err(|err| anyhow!("--policies: {err}"))?;
+    let names: Vec<&str> = policies.iter().map(Policy::name).collect();
+    let known = names.join(", ");
+    policies
+        .iter()
+        .find(|p| p.name() == name)
+        .cloned()
+        .ok_or_else(|| {
+            anyhow!(
+                "invalid --policy {name:?}: {} holds no such policy (it holds: {known})",
+                path.display()
+            )
+        })
+}
+
+/// What `check` was asked of a policy: its flags, read by [`super::check`].
+pub struct PolicyCheck<'a> {
+    pub path: &'a Path,
+    pub name: &'a str,
+    pub key: &'a str,
+    pub cost: u64,
+    pub peek: bool,
+    pub now_ms: Option<u64>,
+    pub headers: bool,
+}
+
+pub async fn run(global: &Global, args: PolicyCheck<'_>) -> anyhow::Result<ExitCode> {
+    let policy = load_policy(args.path, args.name)?;
+    let backend = global.backend()?;
+    let limiter = global.limiter(&backend)?;
+    let at = args.now_ms.map_or(At::ServerClock, At::Millis);
+    let decided = match args.peek {
+        true => limiter.peek_policy_at(&policy, args.key, at).await,
+        false => {
+            limiter
+                .try_check_policy_at(&policy, args.key, args.cost, at)
+                .await
+        }
+    };
+    let decision = match decided {
+        Ok(decision) => decision,
+        Err(PolicyCheckError::Redis(failure)) => {
+            let failure = limiter.diagnose(failure).await;
+            eprintln!(
+                "ratelockr: fail-open: Redis at {} could not decide ({failure}); the request is allowed without a limit",
+                limiter.target()
+            );
+            let tier = policy.limits_for(args.key).0;
+            PolicyDecision::unknown(policy.name(), shadow(&policy), tier, false)
+        }
+        Err(PolicyCheckError::InvalidCost { cost, max, limit, what }) => {
+            return Err(anyhow!(
+                "invalid --cost {cost}: must be from 1 to {max} (limit {limit:?}'s {what}); a larger request could never pass"
+            ))
+        }
+        Err(PolicyCheckError::Key(err)) => return Err(crate::opts::flag_error(err)),
+    };
+    if decision.fail_open && args.peek {
+        eprintln!(
+            "ratelockr: Redis at {} could not be asked; nothing is known",
+            limiter.target()
+        );
+    }
+    if args.headers {
+        let answer = ratelockr::headers::policy_answer(&policy, &decision);
+        if global.json {
+            print_json(&answer)?;
+        } else {
+            println!("HTTP {}", answer.status);
+            for (name, value) in &answer.headers {
+                println!("{name}: {value}");
+            }
+        }
+    } else if global.json {
+        print_json(&decision)?;
+    } else {
+        print_human(&decision, args.key, args.peek);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn shadow(policy: &Policy) -> bool {
+    policy.mode() == ratelockr::Mode::Shadow
+}
+
+/// The verdict, the binding limit and tier on one line, then one line per limit.
+fn print_human(d: &PolicyDecision, key: &str, peek: bool) {
+    let verdict = match (peek, d.allowed, d.would_deny) {
+        (true, ..) => "peek",
+        (false, true, true) => "shadow-denied (admitted: the policy is in shadow mode)",
+        (false, true, false) => "allowed",
+        (false, false, _) => "denied",
+    };
+    let tier = d
+        .tier
+        .as_deref()
+        .unwrap_or("(none: the policy's own limits)");
+    let binding = d.binding.as_deref().unwrap_or("(unknown: fail-open)");
+    println!(
+        "{verdict}  policy {}  key {key}  tier {tier}  binding {binding}",
+        d.policy
+    );
+    if d.allowed || peek {
+        println!(
+            "  remaining {}  full again in {} ms",
+            d.remaining, d.reset_after_ms
+        );
+    } else {
+        println!(
+            "  remaining {}  retry after {} ms",
+            d.remaining, d.retry_after_ms
+        );
+    }
+    for l in &d.limits {
+        let result = if l.allowed { "admits" } else { "denies" };
+        println!(
+            "  limit {:<16} {:<24} {result}  remaining {}  retry after {} ms  reset after {} ms",
+            l.name,
+            l.algorithm.to_string(),
+            l.remaining,
+            l.retry_after_ms,
+            l.reset_after_ms
+        );
+    }
+}
