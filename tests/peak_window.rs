@@ -45,8 +45,14 @@ async fn a_boundary_burst_shows_in_the_fixed_windows_peak_and_never_in_the_logs(
     let fixed = peak("fixed_window");
     assert_eq!((log.limit, log.window_ms), (10, 1000));
     assert_eq!((fixed.limit, fixed.window_ms), (10, 1000));
-    assert!(log.admitted <= 10, "the log never passes its limit: {log:?}");
-    assert_eq!(log.admitted, 10, "the spike fills the log's window: {log:?}");
+    assert!(
+        log.admitted <= 10,
+        "the log never passes its limit: {log:?}"
+    );
+    assert_eq!(
+        log.admitted, 10,
+        "the spike fills the log's window: {log:?}"
+    );
     assert!(
         fixed.admitted > 10,
         "the fixed window's boundary burst passes the limit: {fixed:?}"

@@ -418,7 +418,10 @@ fn the_cli_prints_a_json_summary_per_algorithm_and_writes_both_exports() {
         }
         // Every target admitted something: each names its busiest window.
         for field in ["admitted", "limit", "window_ms", "start_ms"] {
-            assert!(a["peak_window"][field].is_u64(), "peak_window.{field} in {a}");
+            assert!(
+                a["peak_window"][field].is_u64(),
+                "peak_window.{field} in {a}"
+            );
         }
     }
     assert_eq!(read_records(&csv).expect("parses").len(), 720);

@@ -203,10 +203,8 @@ impl TargetAccumulator {
         if record.allowed && !record.fail_open {
             span.admitted += cost;
             self.cost = cost;
-            self.peak.admit(
-                &record.key,
-                record.sent_at_ms.saturating_sub(started_at_ms),
-            );
+            self.peak
+                .admit(&record.key, record.sent_at_ms.saturating_sub(started_at_ms));
         }
     }
 

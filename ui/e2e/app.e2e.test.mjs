@@ -438,6 +438,8 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     ];
     const rows = await summaryRows();
     assert.deepEqual(rows.map((r) => r.rule), five);
+    // Each algorithm's busiest window for one key, against the limit of 50 a second.
+    for (const r of rows) assert.match(r.cells[7], /^[\d,]+ \/ 50 in 1 s$/, `${r.rule}: ${r.cells}`);
     // The run chart draws the five side by side, one panel each.
     await click('[data-layout="panels"]');
     await until(async () => {

@@ -488,9 +488,10 @@ fn print_table(report: &Report, args: &SimulateArgs) {
     );
     for t in &report.targets {
         let ms = |us: u64| format!("{:.2}", us as f64 / 1000.0);
-        let peak = t.peak_window.as_ref().map_or("-".to_string(), |p| {
-            format!("{}/{}", p.admitted, p.limit)
-        });
+        let peak = t
+            .peak_window
+            .as_ref()
+            .map_or("-".to_string(), |p| format!("{}/{}", p.admitted, p.limit));
         println!(
             "{:<28} {:<20} {:>8} {:>8} {:>9} {:>13} {:>12} {:>8} {:>8} {:>8}",
             t.rule,
