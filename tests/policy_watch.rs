@@ -69,13 +69,20 @@ fn a_changed_file_swaps_in_and_a_broken_one_keeps_the_policies_in_force() {
     assert!(watch.policy("search").is_none());
 
     assert!(matches!(watch.poll(), Reload::Unchanged));
-    assert_eq!(metrics.policy_reloads(true), 0, "an unchanged file is not read");
+    assert_eq!(
+        metrics.policy_reloads(true),
+        0,
+        "an unchanged file is not read"
+    );
 
     let before = watch.current();
     replace(&path, TWO, 1_700_000_100);
     assert!(matches!(watch.poll(), Reload::Reloaded));
     assert!(limit_of(&watch, "api").expect("api").contains("limit: 20"));
-    assert!(watch.policy("search").is_some(), "the new policy is in force");
+    assert!(
+        watch.policy("search").is_some(),
+        "the new policy is in force"
+    );
     assert!(
         before.get("search").is_none(),
         "a decision holding the old set keeps it whole"
@@ -109,7 +116,10 @@ fn a_changed_file_swaps_in_and_a_broken_one_keeps_the_policies_in_force() {
 
     replace(&path, ONE, 1_700_000_300);
     assert!(matches!(watch.poll(), Reload::Reloaded));
-    assert!(watch.policy("search").is_none(), "the file's set is the whole set");
+    assert!(
+        watch.policy("search").is_none(),
+        "the file's set is the whole set"
+    );
 }
 
 #[test]

@@ -38,7 +38,7 @@ pub use check::PolicyCheckError;
 pub use decision::{LimitResult, PolicyDecision};
 pub use file::{load_policies_file, parse_policies, Format, PolicyFileError};
 pub use stats::PolicyStatsPoint;
-pub use watch::{LoadedPolicies, PolicyWatch, Reload};
+pub use watch::{LoadedPolicies, PolicyWatch, Reload, POLL_EVERY};
 
 use crate::rule::{validate_client_key, Algorithm, AlgorithmKind, Rule, RuleError};
 use serde::{Deserialize, Serialize};

@@ -1,10 +1,12 @@
-//! `ratelockr serve`: the decision endpoint (`POST /api/check`, `GET /api/rules`) and the
-//! metrics endpoint, optionally fed by a demo workload.
+//! `ratelockr serve`: the decision endpoint (`POST /api/check`, `GET /api/rules`,
+//! `GET /api/policies`) and the metrics endpoint, optionally fed by a demo workload. A policies
+//! file is reloaded when it changes.
 
 use crate::opts::{AlgorithmArg, Global};
 use clap::Args;
 use ratelockr::api::DecisionApi;
 use ratelockr::metrics::MetricsServer;
+use ratelockr::policy::{PolicyWatch, POLL_EVERY};
 use ratelockr::{AlgorithmKind, DenyCacheOptions, FailureMode, Limiter, Metrics, Rule};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -30,6 +32,11 @@ pub struct ServeArgs {
     /// parameters}). Without it, requests give their rule inline.
     #[arg(long)]
     pub rules: Option<PathBuf>,
+    /// The policies `POST /api/check {"policy": ...}` decides: a TOML or JSON policies file
+    /// (or a rules file, one limit a rule). Reloaded when it changes; a broken file keeps the
+    /// policies in force, is logged and counted in ratelockr_policy_reloads_total.
+    #[arg(long, value_name = "FILE")]
+    pub policies: Option<PathBuf>,
     /// Deny in process what Redis has just denied, until the time Redis named.
     #[arg(long)]
     pub deny_cache: bool,
@@ -65,6 +72,13 @@ pub async fn run(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode> 
         None => Vec::new(),
     };
     let metrics = Metrics::new();
+    let watch = match &args.policies {
+        Some(path) => Some(
+            PolicyWatch::load_with(path, Some(metrics.clone()), None)
+                .map_err(|err| anyhow::anyhow!("--policies: {err}"))?,
+        ),
+        None => None,
+    };
     let server = MetricsServer::bind(metrics.clone(), args.addr).await?;
     let addr = server.local_addr()?;
     // Keeps an embedded Redis alive while serving.
@@ -83,7 +97,22 @@ pub async fn run(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode> 
     let limiter = Limiter::new(backend.target(), options).with_observer(Arc::new(metrics.clone()));
     crate::console::warn_unless_redis_answers(&limiter, "serve").await;
     metrics.set_active_rules(rules.len());
-    let api = DecisionApi::new(limiter.clone(), rules.clone());
+    let mut api = DecisionApi::new(limiter.clone(), rules.clone());
+    if let Some(watch) = &watch {
+        for policy in &watch.current().policies {
+            metrics.register_policy(policy.name());
+        }
+        // Ends with the process: the endpoint holds a clone of the watch.
+        watch.spawn(POLL_EVERY);
+        api = api.with_policies(watch.clone());
+        eprintln!(
+            "ratelockr serve: {} polic(ies) from {} at POST http://{addr}{} {{\"policy\": ...}} (GET {} lists them; the file is reloaded when it changes)",
+            watch.current().policies.len(),
+            watch.path().display(),
+            ratelockr::api::CHECK_PATH,
+            ratelockr::api::POLICIES_PATH,
+        );
+    }
     if args.demo_rps > 0 {
         let kinds: Vec<AlgorithmKind> = if args.algorithm.is_empty() {
             AlgorithmKind::ALL.to_vec()

@@ -1,0 +1,105 @@
+//! A rule's decision at `POST /api/check`: a loaded rule by name or a rule given inline, its
+//! errors naming the field inside it (`rule.capacity`, ...).
+
+use super::{ApiError, DecisionApi, Request, RULES_PATH};
+use crate::decision::Decision;
+use crate::headers::http_answer;
+use crate::rule::{Algorithm, Rule, RuleError};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// A rule's decision and the HTTP answer it implies.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct RuleReply {
+    pub rule: String,
+    #[serde(flatten)]
+    pub decision: Decision,
+    /// 200 or 429: what the asking service should answer its own client.
+    pub status: u16,
+    pub headers: BTreeMap<String, String>,
+}
+
+impl DecisionApi {
+    pub(super) async fn check_rule(
+        &self,
+        value: &Value,
+        request: Request<'_>,
+    ) -> Result<RuleReply, ApiError> {
+        let rule = self.rule(value)?;
+        let decision = self
+            .limiter
+            .check_cost(&rule, request.key, request.cost)
+            .await
+            .map_err(|e| match e {
+                RuleError::InvalidCost { .. } => {
+                    ApiError::bad("invalid_cost", "cost", e.to_string())
+                }
+                RuleError::InvalidKey(_) => ApiError::bad("invalid_key", "key", e.to_string()),
+                other => ApiError::bad("invalid_rule", "rule", other.to_string()),
+            })?;
+        let answer = http_answer(&rule, &decision);
+        Ok(RuleReply {
+            rule: rule.name().to_string(),
+            decision,
+            status: answer.status,
+            headers: answer.headers.into_iter().collect(),
+        })
+    }
+
+    fn rule(&self, value: &Value) -> Result<Rule, ApiError> {
+        match value {
+            Value::String(name) => self.rules.get(name).cloned().ok_or_else(|| ApiError {
+                status: 404,
+                code: "unknown_rule",
+                message: format!(
+                    "no rule named {name:?} is loaded (GET {RULES_PATH} lists them; or give the rule as JSON)"
+                ),
+                field: Some("rule".into()),
+            }),
+            Value::Object(object) => inline_rule(object),
+            _ => Err(ApiError::bad(
+                "invalid_rule",
+                "rule",
+                "rule must be a loaded rule's name or a rule as JSON",
+            )),
+        }
+    }
+}
+
+/// A rule given inline, its errors naming the field inside it (`rule.capacity`, ...).
+fn inline_rule(object: &serde_json::Map<String, Value>) -> Result<Rule, ApiError> {
+    let name = match object.get("name") {
+        Some(Value::String(name)) => name.clone(),
+        _ => {
+            return Err(ApiError::bad(
+                "invalid_rule",
+                "rule.name",
+                "an inline rule needs a \"name\" (telemetry counts under it)",
+            ))
+        }
+    };
+    let algorithm: Algorithm =
+        serde_json::from_value(Value::Object(object.clone())).map_err(|e| {
+            let text = e.to_string();
+            // serde names the missing or mistyped field in backquotes: point at it.
+            let field = text
+                .split('`')
+                .nth(1)
+                .filter(|f| object.contains_key(*f) || text.starts_with("missing field"))
+                .map_or("rule.algorithm".to_string(), |f| format!("rule.{f}"));
+            ApiError::bad(
+                "invalid_rule",
+                &field,
+                format!("invalid inline rule: {text}"),
+            )
+        })?;
+    Rule::new(name, algorithm).map_err(|e| {
+        let field = match &e {
+            RuleError::InvalidParameter { parameter, .. } => format!("rule.{parameter}"),
+            RuleError::InvalidName(_) => "rule.name".into(),
+            _ => "rule".into(),
+        };
+        ApiError::bad("invalid_rule", &field, e.to_string())
+    })
+}
