@@ -721,3 +721,21 @@ fn simulate_chart_shows_the_measure_asked_for_and_a_keys_state() {
         text(&out.stderr)
     );
 }
+
+/// `ratelockr … | head`: the reader is gone before the output is written. The command ends
+/// quietly (as a Unix tool ended by SIGPIPE: 141), without a panic on stderr.
+#[test]
+fn a_closed_pipe_ends_the_command_quietly() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ratelockr"))
+        .args(["--embedded", "stats", "--rule", "piped"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run ratelockr");
+    // Closed before anything is printed: starting the embedded Redis comes first.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("it ends");
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+}
