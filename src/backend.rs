@@ -140,8 +140,8 @@ pub async fn probe(
             crate::FailureKind::Reply,
             format!("PING answered {other:?}"),
         )),
-        Ok(Err(err)) => Err(crate::tls::diagnose(target, err).await),
-        Err(_) => Err(crate::tls::diagnose(
+        Ok(Err(err)) => Err(crate::diagnose::diagnose(target, err).await),
+        Err(_) => Err(crate::diagnose::diagnose(
             target,
             crate::RedisFailure::new(
                 crate::FailureKind::Timeout,

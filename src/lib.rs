@@ -12,7 +12,7 @@
 //! - [`commandstats`] Redis's own time per script call (`INFO commandstats`), around a run
 //! - [`cluster`]   the topology a Redis Cluster reports (`CLUSTER NODES`)
 //! - [`topology`]  which Redis a connection is on, as a person reads it: nodes, roles, slots, RTTs
-//! - [`tls`]       a failed `rediss://` connection diagnosed: a plain-TCP Redis behind it named
+//! - [`diagnose`]  a failed connection diagnosed: refused, not a Redis, TLS on the wrong side
 //! - [`embedded`]  a managed private redis-server on a free loopback port
 //! - [`embedded_cluster`] a private Redis Cluster (masters and replicas) for tests and measurements
 //! - [`backend`]   choosing the configured Redis or the embedded one
@@ -57,6 +57,7 @@ pub mod commandstats;
 pub(crate) mod conn;
 pub(crate) mod decision;
 pub mod deny_cache;
+pub mod diagnose;
 pub mod embedded;
 pub mod embedded_cluster;
 pub(crate) mod error;
@@ -77,7 +78,6 @@ pub mod scripts;
 pub mod sim;
 pub(crate) mod target;
 pub mod telemetry;
-pub mod tls;
 pub mod topology;
 
 pub use backend::{Backend, BackendError, BackendKind};

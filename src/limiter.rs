@@ -514,12 +514,15 @@ impl Limiter {
             return;
         }
         let failed_total = inner.ledger.failures_total();
-        // A `rediss://` Redis that does not answer may be a plain-TCP one: diagnosed off the
-        // decision's path (a probe of up to a second), then logged as any failure.
-        let diagnosable = inner.target.is_tls()
+        // What listens at the port (nothing, another server, TLS on the other side) is named
+        // off the decision's path (a probe of up to a second), then logged as any failure.
+        let diagnosable = !inner.target.is_cluster()
             && matches!(
                 failure.kind,
-                FailureKind::Timeout | FailureKind::Unavailable | FailureKind::Other
+                FailureKind::Timeout
+                    | FailureKind::Unavailable
+                    | FailureKind::Other
+                    | FailureKind::Reply
             );
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) if diagnosable => {
@@ -550,12 +553,12 @@ impl Limiter {
         }
     }
 
-    /// A failure as a user should read it: for a `rediss://` Redis that did not answer in
-    /// TLS, whether a plain-TCP Redis answers there instead ([`crate::tls::diagnose`]). The
+    /// A failure as a user should read it, after a look at the port itself: nothing listening,
+    /// another kind of server, TLS on the other side ([`crate::diagnose::diagnose`]). The
     /// one path every front reports through: the failures it logs, [`Limiter::ping`], and
     /// the CLI's `check`.
     pub async fn diagnose(&self, failure: RedisFailure) -> RedisFailure {
-        crate::tls::diagnose(&self.inner.target, failure).await
+        crate::diagnose::diagnose(&self.inner.target, failure).await
     }
 
     /// The last 30 seconds of `rule`, oldest first, the current second last, with this

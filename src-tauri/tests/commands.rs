@@ -133,6 +133,27 @@ fn connection_status_test_and_switch_never_show_the_password() {
     for reply in [tested, switched, ui.ok("connection_status", json!({}))] {
         assert!(!reply.to_string().contains(secret), "{reply}");
     }
+
+    // A port where a web server listens is named for what it is, not for the parser's error.
+    let web = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = web.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in web.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.read(&mut [0u8; 256]);
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
+        }
+    });
+    let tested = ui.ok(
+        "connection_test",
+        json!({ "url": format!("redis://127.0.0.1:{port}") }),
+    );
+    let why = tested["error"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("not a Redis server") && !why.contains("Parse error"),
+        "{tested}"
+    );
     let settings = std::fs::read_to_string(dir.path().join("settings.json")).expect("saved");
     assert!(
         settings.contains("127.0.0.1:1"),

@@ -240,6 +240,17 @@ impl RedisTarget {
         }
     }
 
+    /// Host and port of a plain-TCP single-node target (`redis://`).
+    pub(crate) fn tcp_endpoint(&self) -> Option<(String, u16)> {
+        if self.is_cluster() || self.tls.is_some() {
+            return None;
+        }
+        match self.client().get_connection_info().addr() {
+            redis::ConnectionAddr::Tcp(host, port) => Some((host.clone(), *port)),
+            _ => None,
+        }
+    }
+
     /// The certificates for redis-rs builders other than [`RedisTarget::client`] (a cluster
     /// client, say), for `rediss://` URLs.
     pub fn tls_certificates(&self) -> Option<redis::TlsCertificates> {

@@ -129,9 +129,9 @@ impl Connection {
     pub async fn status(&self) -> ConnectionStatus {
         let target = self.backend.target();
         let ping = match self.limiter.ping().await {
-            // A plain-TCP server behind rediss:// never answers the handshake: ask it in plain
-            // TCP to tell (only while failing, and at most once per status poll).
-            Err(failure) if target.is_tls() => Err(ratelockr::tls::diagnose(target, failure).await),
+            // Ask the port itself what is there (nothing, another server, TLS on the other
+            // side): only while failing, and at most once per status poll.
+            Err(failure) => Err(ratelockr::diagnose::diagnose(target, failure).await),
             other => other,
         };
         let error = ping

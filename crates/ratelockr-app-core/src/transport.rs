@@ -3,7 +3,7 @@
 //! TLS failure put on the form field it concerns.
 //!
 //! The checks themselves are the engine's (`RedisTarget::with_tls` reads and checks the files,
-//! `tls::explain`/`tls::diagnose` word a failed handshake); this module only translates them
+//! `diagnose::explain`/`diagnose::diagnose` word a failed handshake); this module only translates them
 //! into the app's terms: `tls_ca` instead of `--tls-ca`.
 
 use super::error::{AppError, ErrorCode};
@@ -124,8 +124,8 @@ pub fn in_form_words(message: &str) -> String {
         .replace("--tls-ca", "the CA file")
 }
 
-/// The form field a failed connection is about, from the engine's diagnosis (`tls::explain`,
-/// `tls::diagnose`): an unknown CA is the CA file's; a host name the certificate does not list
+/// The form field a failed connection is about, from the engine's diagnosis (`diagnose::explain`,
+/// `diagnose::diagnose`): an unknown CA is the CA file's; a host name the certificate does not list
 /// or a plain-TCP server behind `rediss://` is the URL's; a client certificate the server
 /// wants or refuses is the certificate's. None: not the form's fault (refused, timed out...).
 pub fn failure_field(message: &str) -> Option<&'static str> {
@@ -238,7 +238,7 @@ mod tests {
     #[test]
     fn each_diagnosis_lands_on_its_field() {
         // The engine's own wording, so a change there fails here.
-        let explained = |raw: &str| ratelockr::tls::explain(raw).expect("a TLS failure");
+        let explained = |raw: &str| ratelockr::diagnose::explain(raw).expect("a TLS failure");
         let cases = [
             ("invalid peer certificate: UnknownIssuer", Some("tls_ca")),
             (

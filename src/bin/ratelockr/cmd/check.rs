@@ -96,6 +96,23 @@ pub async fn run(global: &Global, args: &CheckArgs) -> anyhow::Result<ExitCode> 
         }
     } else if global.json {
         print_json(&decision)?;
+    } else if decision.is_fallback() {
+        // Redis did not decide: nothing is known of the rule's state (`remaining: -1`).
+        let verdict = if decision.allowed {
+            "allowed"
+        } else {
+            "denied"
+        };
+        println!(
+            "{verdict:<9} rule {}  key {}  remaining unknown: Redis did not decide ({})",
+            rule.name(),
+            args.key,
+            if decision.allowed {
+                "fail-open"
+            } else {
+                "fail-closed"
+            }
+        );
     } else if args.peek {
         println!(
             "peek      rule {}  key {}  remaining {}  full again in {} ms  (nothing consumed)",
