@@ -5,7 +5,7 @@
 // and compares the run chart's peaks, lays two kept runs over each other, opens a key in the
 // per-key view, draws a key's state under the run chart and peeks it, resets a rule; connects to
 // a 3-master cluster and a TLS redis-server through the connection form; and saves
-// screenshot.png, screenshot-cluster.png, run-chart.png, per-key.png, replay.png and
+// screenshot.png, screenshot-cluster.png, run-chart.png, per-key.png, replay.png, compare.png and
 // screenshot-key-state.png (to docs/ with `make screenshots`, else to a temporary folder).
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -738,9 +738,33 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await until(async () => (await browser.execute(() => document.getElementById("run-charts").dataset.runs)) === "3", 20_000, "three runs on one chart");
     const legend = await text("#run-legend");
     for (const c of [10, 20, 30]) assert.match(legend, new RegExp(`capacity ${c}`));
-    for (const id of ids.slice(0, 2)) {
-      await browser.execute((i) => document.querySelector(`#run-list [data-run="${i}"] [data-testid="run-overlay"]`).click(), id);
+    // One table for every run on the chart, the selected run first, read without a click.
+    const compared = () =>
+      browser.execute(() => [...document.querySelectorAll("#compare tbody tr")].map((tr) => [...tr.children].map((td) => td.textContent.trim())));
+    await until(async () => (await compared()).length === 3, 20_000, "the three runs compared in one table");
+    const table = await compared();
+    assert.deepEqual(table.map((r) => r[0]), ["capacity 30", "capacity 10", "capacity 20"], JSON.stringify(table));
+    for (const r of table) {
+      assert.match(r[2], /^\d+\.\d %$/, `allowed share: ${r}`);
+      assert.match(r[4], /^\d+ of 1$/, `keys denied: ${r}`);
+      assert.match(r[6], /^[\d,]+ \/ [\d,]+ in /, `peak: ${r}`);
     }
+    await photograph(join(SHOTS, "compare.png"), ["sim-card"]);
+    // Reading one run of the view keeps the view: it moves first, the three stay on the chart.
+    await click(`#run-list [data-run="${ids[0]}"]`);
+    await until(async () => (await compared())[0]?.[0] === "capacity 10", 20_000, "capacity 10 read first in the table");
+    assert.equal(await browser.execute(() => document.getElementById("run-charts").dataset.runs), "3");
+    // A run outside the view starts a view of its own: no ticks carried over.
+    const other = await browser.execute(
+      (kept) => [...document.querySelectorAll("#run-list .run-item")].map((li) => li.dataset.run).find((id) => !kept.includes(id)),
+      ids,
+    );
+    assert.ok(other, "an earlier run is in the history");
+    await click(`#run-list [data-run="${other}"]`);
+    await until(async () => (await browser.execute(() => document.getElementById("run-charts").dataset.runs)) === "1", 20_000, "the unrelated run alone");
+    assert.equal((await compared()).length, 0, "no comparison for a run on its own");
+    const ticked = await browser.execute(() => [...document.querySelectorAll('#run-list [data-testid="run-overlay"]')].filter((b) => b.checked).length);
+    assert.equal(ticked, 0, "no overlay ticks left over");
     await click('[data-layout="panels"]');
     await fill("#sim-pattern", "constant");
     await click('#rule-list [data-rule="api"]');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fmtBytes, keptOverlays, nextSelection, runStatusText } from "./runs";
+import { fmtBytes, nextSelection, runStatusText } from "./runs";
 import { algorithmFromName, algorithmInfo, algorithmLabel, ALGORITHMS } from "./algorithms";
 import { fmtAxis, fmtDuration, fmtMicros, fmtOffset, fmtPercent, fmtRtt } from "./format";
 
@@ -17,7 +17,6 @@ describe("runs", () => {
     expect(nextSelection(["c", "b", "a"], "a")).toBe("a");
     expect(nextSelection(["c", "b"], "a")).toBe("c");
     expect(nextSelection([], "a")).toBeNull();
-    expect(keptOverlays(["c", "b"], ["a", "b", "c"], "c")).toEqual(["b"]);
   });
 
   it("formats sizes", () => {

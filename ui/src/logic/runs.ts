@@ -25,11 +25,6 @@ export function nextSelection(ids: string[], selected: string | null, finished?:
   return ids[0] ?? null;
 }
 
-/** Overlays still kept, without the selected run itself. */
-export function keptOverlays(ids: string[], overlays: string[], selected: string | null): string[] {
-  return overlays.filter((id) => id !== selected && ids.includes(id));
-}
-
 /** "3.2 MB": the history's size. */
 export function fmtBytes(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;

@@ -8,7 +8,8 @@ import { $, h } from "../dom";
 import { algorithmLabel } from "../logic/algorithms";
 import { fmtClock, fmtInt } from "../logic/format";
 import { describeRule } from "../logic/rules";
-import { fmtBytes, keptOverlays, nextSelection, runStatusText } from "../logic/runs";
+import { overlaysOnSelect } from "../logic/compare";
+import { fmtBytes, nextSelection, runStatusText } from "../logic/runs";
 import { emit, on, state } from "../store";
 import { renderSim } from "./workload";
 import { warn } from "./banners";
@@ -25,8 +26,9 @@ export function runInfo(id: string): RunInfo | undefined {
 
 function select(id: string) {
   if (state.selectedRun === id) return;
+  const previous = state.selectedRun;
   state.selectedRun = id;
-  state.overlays = keptOverlays(history?.runs.map((r) => r.id) ?? [], state.overlays, id);
+  state.overlays = overlaysOnSelect(history?.runs.map((r) => r.id) ?? [], state.overlays, previous, id);
   state.selectedTarget = 0;
   state.selectedKey = null;
   render();
@@ -120,7 +122,7 @@ function afterHistory(finished?: string) {
   const ids = history?.runs.map((r) => r.id) ?? [];
   const before = state.selectedRun;
   state.selectedRun = nextSelection(ids, state.selectedRun, finished);
-  state.overlays = keptOverlays(ids, state.overlays, state.selectedRun);
+  state.overlays = overlaysOnSelect(ids, state.overlays, before, state.selectedRun);
   if (before !== state.selectedRun) {
     state.selectedTarget = 0;
     state.selectedKey = null;

@@ -7,7 +7,8 @@ import type { RunRecords } from "../bindings/RunRecords";
 import { RunChart, type Pick } from "../charts/run";
 import { $, h } from "../dom";
 import { algorithmLabel } from "../logic/algorithms";
-import { fmtInt, fmtMicros, fmtPercent } from "../logic/format";
+import { compareRows, type CompareRow } from "../logic/compare";
+import { fmtInt, fmtMicros, fmtOffset, fmtPercent } from "../logic/format";
 import { peakExceeds, peakText, spanText } from "../logic/peak";
 import { recordIndices, OUTCOME } from "../logic/records";
 import { runStatusText } from "../logic/runs";
@@ -45,6 +46,7 @@ async function draw() {
   drawn = undefined;
   renderHead(run);
   renderSummary(run);
+  if (state.overlays.length === 0) $("compare").replaceChildren();
   if (!run) {
     chart.clear("Run a simulation: its own timeline appears here and stays.");
     drawKeyState(chart, undefined, undefined, 0);
@@ -60,6 +62,7 @@ async function draw() {
       drawKeyState(chart, undefined, undefined, 0);
       return;
     }
+    renderCompare(data);
     const v = buildRunView(data, { ...view, envelope: true });
     $("run-bin").textContent = `bins of ${v.binMs} ms`;
     chart.show(v, view.measure);
@@ -83,13 +86,13 @@ function renderHead(run: RunInfo | undefined) {
 
 const ROUND_TRIP = "Client-observed time per decision, send to reply: includes queueing in the simulated servers and the connection, not only Redis.";
 
-/** "60 / 40 in 2 s", red when the window held more than the limit; where it is on hover. */
+/** "60 / 40 in 2 s", marked when the window held more than the limit; where it is on hover. */
 function peakCell(p: PeakWindow | undefined) {
   if (!p) return h("td", { className: "num", text: "–" });
   return h(
     "td",
     {
-      className: "num peak" + (peakExceeds(p) ? " bad" : ""),
+      className: "num peak" + (peakExceeds(p) ? " warn" : ""),
       title: `${peakText(p)}: from ${(p.start_ms / 1000).toFixed(3)} s, key ${p.key}`,
       data: { testid: "peak-window" },
     },
@@ -168,6 +171,50 @@ function renderSummary(run: RunInfo | undefined) {
     data: { testid: "latency-note" },
   });
   el.replaceChildren(caption, h("table", { className: "summary" }, thead, body), latency);
+}
+
+/** Every run on the chart in one table, the selected run first: what tuning is judged by. */
+function renderCompare(data: RunData[]) {
+  const el = $("compare");
+  const runs = data.flatMap((d) => {
+    const rows = runInfo(d.id)?.summary?.rows;
+    return rows ? [{ id: d.id, name: d.name, rows, records: d.records }] : [];
+  });
+  if (data.length < 2 || runs.length < 2) {
+    el.replaceChildren();
+    return;
+  }
+  const rows = compareRows(runs);
+  const head = ["Run", "Rule", "Allowed", "Denied", "Keys denied", "Fail-open", "Peak in a window", "Worst wait"];
+  const titles: Record<string, string> = {
+    "Keys denied": "Client keys denied at least once, of the keys that sent to the rule.",
+    "Peak in a window": "The most admitted for one client key in any window of the rule's length, against the rule's limit.",
+    "Worst wait": "The longest Retry-After a denial carried.",
+  };
+  const cell = (r: CompareRow) => {
+    const pct = (n: number) => fmtPercent(n, r.requests);
+    return h(
+      "tr",
+      { data: { run: r.run, rule: r.rule } },
+      h("td", { text: r.runName, title: r.runName }),
+      h("td", { text: r.rule, title: algorithmLabel(r.algorithm) }),
+      h("td", { className: "num", text: pct(r.allowed) }),
+      h("td", { className: "num", text: pct(r.denied) }),
+      h("td", { className: "num", text: `${fmtInt(r.keysDenied)} of ${fmtInt(r.keys)}` }),
+      h("td", { className: "num" + (r.failOpen > 0 ? " warn" : ""), text: fmtInt(r.failOpen) }),
+      peakCell(r.peak),
+      h("td", { className: "num", text: r.worstWaitMs > 0 ? fmtOffset(r.worstWaitMs) : "–" }),
+    );
+  };
+  el.replaceChildren(
+    h("div", { className: "summary-caption", text: `${runs.length} runs on the chart, compared` }),
+    h(
+      "table",
+      { className: "summary compare-table", data: { testid: "compare-table" } },
+      h("thead", {}, h("tr", {}, ...head.map((t, i) => h("th", { className: i >= 2 ? "num" : "", text: t, title: titles[t] ?? "" })))),
+      h("tbody", {}, ...rows.map(cell)),
+    ),
+  );
 }
 
 /**
