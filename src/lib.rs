@@ -18,6 +18,8 @@
 //! - [`backend`]   choosing the configured Redis or the embedded one
 //! - [`sim`]       the traffic simulator: workloads, compare mode (all five), the naive race
 //!   demo, the sliding window counter judged by the exact log
+//! - [`sweep`]     grids of one or two of a rule's parameters, for replays and simulations,
+//!   and the smallest configuration within a bound, said as a sentence
 //! - [`atomic_file`] files written whole or not at all: a temporary file, renamed when complete
 //! - [`export`]    simulation records as CSV, per-second charts as PNG or SVG
 //! - [`metrics`]   Prometheus metrics of decisions, served at `GET /api/metrics`
@@ -76,6 +78,7 @@ pub mod rule;
 pub mod rules_file;
 pub mod scripts;
 pub mod sim;
+pub mod sweep;
 pub(crate) mod target;
 pub mod telemetry;
 pub mod topology;

@@ -625,6 +625,12 @@ async fn a_sweep_decides_every_configuration_in_one_pass() {
         (s.parameter.as_str(), s.value, s.method.as_str()),
         ("limit", 10, "sweep")
     );
+    assert!(
+        s.sentence
+            .starts_with("limit 10 is the smallest that denies at most "),
+        "{}",
+        s.sentence
+    );
 }
 
 /// The suggestion says: at this value at most X % of keys are ever denied, and it is the
@@ -661,6 +667,17 @@ async fn the_suggestion_is_exact_for_the_token_bucket_and_the_fixed_window() {
             (parameter, "exact")
         );
         assert!(s.value > 1, "{s:?}");
+        assert_eq!(
+            s.sentence,
+            format!(
+                "{parameter} {} is the smallest that denies at most 10 % of keys ({} %)",
+                s.value,
+                // Two decimals at most, as the sentence writes it.
+                format!("{:.2}", s.keys_denied_pct)
+                    .trim_end_matches('0')
+                    .trim_end_matches('.')
+            )
+        );
         let (at, _) = replay(&limiter, &log, &with(make(s.value)))
             .await
             .expect("replays");

@@ -4,6 +4,7 @@
 use super::canvas::{ChartFormat, DrawResult, Picture};
 use super::ExportError;
 use crate::replay::ReplayReport;
+use crate::sweep::SweepPoint;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -11,10 +12,22 @@ use std::path::Path;
 
 const SIZE: (u32, u32) = (1200, 620);
 
-/// Draws the sweep of `report` to `path` (PNG or SVG).
+/// Draws the sweep of a replay's `report` to `path` (PNG or SVG).
 pub fn render(report: &ReplayReport, path: &Path) -> Result<(), ExportError> {
+    let title = format!(
+        "Sweep of {} on {} ({} requests, {} keys)",
+        report.rules.first().map_or("", |r| r.rule.as_str()),
+        report.source,
+        report.requests,
+        report.keys
+    );
+    render_points(&report.sweep, &title, path)
+}
+
+/// Draws any sweep's `points` (a replay's or a simulation's) under `title` to `path`.
+pub fn render_points(points: &[SweepPoint], title: &str, path: &Path) -> Result<(), ExportError> {
     ChartFormat::from_path(path)?;
-    let grid = Grid::of(report).ok_or(ExportError::Empty)?;
+    let grid = Grid::of(points, title).ok_or(ExportError::Empty)?;
     super::canvas::render(&grid, SIZE, path)
 }
 
@@ -37,14 +50,14 @@ struct Grid {
 }
 
 impl Grid {
-    fn of(report: &ReplayReport) -> Option<Grid> {
-        let first = report.sweep.first()?;
+    fn of(sweep: &[SweepPoint], title: &str) -> Option<Grid> {
+        let first = sweep.first()?;
         let mut names = first.params.keys();
         let x_name = names.next()?.clone();
         let y_name = names.next().cloned();
         let mut xs: Vec<f64> = Vec::new();
         let mut ys: Vec<f64> = Vec::new();
-        for p in &report.sweep {
+        for p in sweep {
             let x = *p.params.get(&x_name)?;
             if !xs.contains(&x) {
                 xs.push(x);
@@ -58,8 +71,7 @@ impl Grid {
         }
         xs.sort_by(f64::total_cmp);
         ys.sort_by(f64::total_cmp);
-        let cells = report
-            .sweep
+        let cells = sweep
             .iter()
             .filter_map(|p| {
                 let x = *p.params.get(&x_name)?;
@@ -80,13 +92,7 @@ impl Grid {
             xs,
             ys,
             cells,
-            title: format!(
-                "Sweep of {} on {} ({} requests, {} keys)",
-                report.rules.first().map_or("", |r| r.rule.as_str()),
-                report.source,
-                report.requests,
-                report.keys
-            ),
+            title: title.to_string(),
         })
     }
 }

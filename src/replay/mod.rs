@@ -16,7 +16,6 @@
 //! - [`read`]     from a log to requests in order, on a thread of its own
 //! - [`decide`]   pipelined decisions in lanes, each key's in log order
 //! - [`stats`], [`keytable`], [`series`], [`distinct`]  bounded-memory figures
-//! - [`sweep`]    grids of one or two parameters
 //! - `spec`       what to replay: how to read the log, the rules, the sweep, the sizes
 //! - `run`        the run loop: the reader thread, batches through the lanes, the accounting
 //! - [`report`]   the serializable report
@@ -43,9 +42,9 @@ mod run;
 pub mod series;
 mod spec;
 pub mod stats;
-pub mod sweep;
 pub mod time;
 
+pub use crate::sweep::SweepAxis;
 pub use error::ReplayError;
 pub use format::{FieldNames, LogFormat};
 pub use input::LogSource;
@@ -57,4 +56,3 @@ pub use report::{
 };
 pub use run::{run, NoReplayObserver, ReplayObserver, ReplayProgress};
 pub use spec::{Compiled, ParseSpec, ReplaySpec};
-pub use sweep::SweepAxis;

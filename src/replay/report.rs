@@ -4,7 +4,6 @@
 use super::format::LogFormat;
 use crate::rule::Rule;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// A line that was not decided, and why.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -82,6 +81,34 @@ pub struct Suggestion {
     /// How it was found: `exact` (from each key's requirement, computed in one pass) or
     /// `sweep` (the smallest such value on the sweep's grid).
     pub method: String,
+    /// The suggestion in words, as the CLI prints it and the app shows it: "capacity 9 is the
+    /// smallest that denies at most 1 % of keys (0.33 %)". Empty in reports kept before it.
+    #[serde(default)]
+    pub sentence: String,
+}
+
+impl Suggestion {
+    pub(crate) fn new(
+        parameter: &str,
+        value: u64,
+        max_keys_denied_pct: f64,
+        keys_denied_pct: f64,
+        method: &str,
+    ) -> Self {
+        let sentence = format!(
+            "{parameter} {value} is the smallest that denies at most {} % of keys ({} %)",
+            crate::sweep::fmt_pct(max_keys_denied_pct),
+            crate::sweep::fmt_pct(keys_denied_pct)
+        );
+        Suggestion {
+            parameter: parameter.to_string(),
+            value,
+            max_keys_denied_pct,
+            keys_denied_pct,
+            method: method.to_string(),
+            sentence,
+        }
+    }
 }
 
 /// Everything one rule did to the log.
@@ -113,19 +140,8 @@ pub struct RuleReport {
     pub suggestion: Option<Suggestion>,
 }
 
-/// One configuration of a sweep.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SweepPoint {
-    pub params: BTreeMap<String, f64>,
-    pub rule: String,
-    pub requests: u64,
-    pub denied: u64,
-    pub denied_pct: f64,
-    pub keys_denied: u64,
-    pub keys_denied_pct: f64,
-    pub fail_open: u64,
-}
+/// One configuration of a sweep: shared with the simulator's sweeps.
+pub use crate::sweep::SweepPoint;
 
 /// A whole replay.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]

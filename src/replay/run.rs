@@ -10,13 +10,14 @@ use super::read::{self, ReadStats, Req};
 use super::report::{pct, ReplayReport, RuleReport, Suggestion, SweepPoint};
 use super::spec::ReplaySpec;
 use super::stats::RuleTally;
-use super::{decide, pace, sweep};
+use super::{decide, pace};
 use crate::decision::Decision;
 use crate::keys::KeySpace;
 use crate::limiter::Limiter;
 use crate::record::{ExportError, Record, RecordSink};
 use crate::rule::Rule;
 use crate::scripts::{At, Call};
+use crate::sweep;
 use crate::telemetry::COUNTER_TTL_SECS;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -449,13 +450,13 @@ fn sweep_suggestion(rules: &mut [RuleReport], sweep: &[SweepPoint], spec: &Repla
         .filter_map(|p| Some((p.params.get(&axis.param).copied()?, p.keys_denied_pct)))
         .min_by(|a, b| a.0.total_cmp(&b.0));
     if let Some((value, keys_denied_pct)) = best {
-        first.suggestion = Some(Suggestion {
-            parameter: axis.param.clone(),
-            value: value as u64,
-            max_keys_denied_pct: spec.suggest_max_keys_pct,
+        first.suggestion = Some(Suggestion::new(
+            &axis.param,
+            value as u64,
+            spec.suggest_max_keys_pct,
             keys_denied_pct,
-            method: "sweep".into(),
-        });
+            "sweep",
+        ));
     }
 }
 

@@ -4,9 +4,9 @@
 use super::error::ReplayError;
 use super::format::{FieldNames, LogFormat};
 use super::key;
-use super::sweep::SweepAxis;
 use super::{keytable, order};
 use crate::rule::Rule;
+use crate::sweep::SweepAxis;
 use serde::{Deserialize, Serialize};
 
 /// How a log is read: its format, fields, client key and filters.

@@ -146,12 +146,12 @@ impl RuleTally {
         let may_deny = ((max_keys_denied_pct / 100.0) * n as f64).floor() as usize;
         let value = needs.get(may_deny).copied().unwrap_or(1).max(1);
         let denied = needs.iter().filter(|&&v| v > value).count() as u64;
-        Some(Suggestion {
-            parameter: parameter.into(),
+        Some(Suggestion::new(
+            parameter,
             value,
             max_keys_denied_pct,
-            keys_denied_pct: pct(denied, n as u64),
-            method: "exact".into(),
-        })
+            pct(denied, n as u64),
+            "exact",
+        ))
     }
 }

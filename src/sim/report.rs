@@ -2,8 +2,10 @@
 
 use super::exact::ExactLogJudge;
 use super::peak::{rule_window, PeakTracker, PeakWindow};
+use super::spec::Target;
 use crate::record::Record;
 use crate::rule::Algorithm;
+use crate::sweep::SweepPoint;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -25,6 +27,15 @@ pub struct TargetSummary {
     /// key's requests (token bucket: capacity + rate x span; windows: limit x (floor(span /
     /// window) + 1)), summed over keys. Zero for a correct limiter; the naive one shows its race.
     pub over_admitted: u64,
+    /// Client keys that sent to this target.
+    #[serde(default)]
+    pub keys: u64,
+    /// Client keys denied at least once.
+    #[serde(default)]
+    pub keys_denied: u64,
+    /// The longest wait a denial carried (`retry_after_ms`); 0 when nothing was denied.
+    #[serde(default)]
+    pub worst_wait_ms: u64,
     /// The sliding window counter only: admissions that put more than `limit` in the sliding
     /// window ending at them, counting the counter's own earlier admissions (what the exact
     /// log would have denied).
@@ -87,6 +98,35 @@ pub struct Report {
     /// when Redis could not be read. Includes other clients of the same server.
     #[serde(default)]
     pub redis_cost: Option<crate::commandstats::RedisCost>,
+    /// A sweep's configurations (the targets, in grid order) with what each denied; empty
+    /// outside a sweep. [`crate::sweep::SweepChoice::choose`] picks from them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweep: Vec<SweepPoint>,
+}
+
+/// Each configuration of a sweep rated: `targets` and `summaries` in the same order.
+pub(crate) fn sweep_points(targets: &[Target], summaries: &[TargetSummary]) -> Vec<SweepPoint> {
+    let pct = |n: u64, of: u64| {
+        if of == 0 {
+            0.0
+        } else {
+            n as f64 * 100.0 / of as f64
+        }
+    };
+    targets
+        .iter()
+        .zip(summaries)
+        .map(|(t, s)| SweepPoint {
+            params: t.params.clone(),
+            rule: s.rule.clone(),
+            requests: s.requests,
+            denied: s.denied,
+            denied_pct: pct(s.denied, s.requests),
+            keys_denied: s.keys_denied,
+            keys_denied_pct: pct(s.keys_denied, s.keys),
+            fail_open: s.fail_open,
+        })
+        .collect()
 }
 
 /// Per-key bookkeeping for the over-admission bound.
@@ -95,6 +135,7 @@ struct KeySpan {
     first_ms: u64,
     last_ms: u64,
     admitted: u64,
+    denied: bool,
 }
 
 /// Accumulates one target's records. Memory: one entry per client key and per second.
@@ -117,6 +158,7 @@ pub(crate) struct TargetAccumulator {
     peak: PeakTracker,
     /// The cost of each request (one per workload), as the peak counts it.
     cost: u64,
+    worst_wait_ms: u64,
 }
 
 impl TargetAccumulator {
@@ -135,6 +177,7 @@ impl TargetAccumulator {
         TargetAccumulator {
             peak: PeakTracker::new(window_ms, limit),
             cost: 1,
+            worst_wait_ms: 0,
             rule,
             algorithm_label,
             algorithm,
@@ -180,6 +223,7 @@ impl TargetAccumulator {
         } else {
             self.denied += 1;
             point.denied += 1;
+            self.worst_wait_ms = self.worst_wait_ms.max(record.retry_after_ms);
         }
         let _ = self.latency.record(record.latency_us.max(1));
         if let (Some(judge), false) = (&mut self.judge, record.fail_open) {
@@ -192,6 +236,7 @@ impl TargetAccumulator {
                 first_ms: record.sent_at_ms,
                 last_ms: record.sent_at_ms,
                 admitted: 0,
+                denied: false,
             };
             self.keys.insert(record.key.clone(), first);
         }
@@ -200,6 +245,7 @@ impl TargetAccumulator {
         };
         span.first_ms = span.first_ms.min(record.sent_at_ms);
         span.last_ms = span.last_ms.max(record.sent_at_ms);
+        span.denied |= !record.allowed;
         if record.allowed && !record.fail_open {
             span.admitted += cost;
             self.cost = cost;
@@ -243,6 +289,9 @@ impl TargetAccumulator {
             fail_open: self.fail_open,
             retries: self.retries,
             over_admitted,
+            keys: self.keys.len() as u64,
+            keys_denied: self.keys.values().filter(|k| k.denied).count() as u64,
+            worst_wait_ms: self.worst_wait_ms,
             exact_log_wrongly_allowed: self.judge.as_ref().map(|j| j.wrongly_allowed),
             exact_log_wrongly_denied: self.judge.as_ref().map(|j| j.wrongly_denied),
             peak_window: self.peak.finish(self.cost),

@@ -5,7 +5,7 @@
 
 use super::error::SimError;
 use super::naive;
-use super::report::{Report, TargetAccumulator};
+use super::report::{Report, Series, TargetAccumulator, TargetSummary};
 use super::spec::{SimClock, SimSpec, Target};
 use super::workload::{self, Length, Workload};
 use crate::decision::Decision;
@@ -162,7 +162,7 @@ pub async fn run(
         (Some(before), Some(after)) => before.cost_until(&after),
         _ => None,
     };
-    let (summaries, series) = accumulators
+    let (summaries, series): (Vec<TargetSummary>, Vec<Series>) = accumulators
         .into_iter()
         .map(TargetAccumulator::finish)
         .unzip();
@@ -178,6 +178,11 @@ pub async fn run(
             0.0
         } else {
             requests_sent as f64 * 1000.0 / duration_ms as f64
+        },
+        sweep: if spec.sweep.is_empty() {
+            Vec::new()
+        } else {
+            super::report::sweep_points(&spec.targets, &summaries)
         },
         targets: summaries,
         series,

@@ -1,12 +1,15 @@
 //! A simulation's specification: the workload, the limiters it is offered to ([`Target`]),
-//! whose clock decides, and the run's key namespace. Built for one rule or for all five
-//! algorithms side by side, and checked before a run.
+//! whose clock decides, and the run's key namespace. Built for one rule, for all five
+//! algorithms side by side, or for a sweep of one rule's parameters (every configuration on
+//! the same traffic), and checked before a run.
 
 use super::error::SimError;
 use super::naive;
 use super::workload::Workload;
 use crate::rule::{Algorithm, AlgorithmKind, Rule, RuleError};
+use crate::sweep::{self, SweepAxis};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// One limiter under test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -14,6 +17,9 @@ pub struct Target {
     pub rule: Rule,
     /// Decide with the naive GET/SET limiter instead of the rule's script.
     pub naive: bool,
+    /// A sweep's configuration: the swept parameters' values (empty outside a sweep).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, f64>,
 }
 
 impl Target {
@@ -52,6 +58,10 @@ pub struct SimSpec {
     /// whatever state they hold (what `check` and `serve` decide on).
     #[serde(default)]
     pub scope: Option<String>,
+    /// The axes of a sweep (empty otherwise): the targets are its configurations, in grid
+    /// order, and the report rates each ([`super::Report::sweep`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweep: Vec<SweepAxis>,
 }
 
 impl SimSpec {
@@ -61,12 +71,14 @@ impl SimSpec {
         let mut targets = vec![Target {
             rule: rule.clone(),
             naive: false,
+            params: BTreeMap::new(),
         }];
         if naive {
             let naive_rule = Rule::new(format!("{}-naive", rule.name()), *rule.algorithm())?;
             targets.push(Target {
                 rule: naive_rule,
                 naive: true,
+                params: BTreeMap::new(),
             });
         }
         Ok(SimSpec {
@@ -74,6 +86,7 @@ impl SimSpec {
             targets,
             clock: SimClock::default(),
             scope: None,
+            sweep: Vec::new(),
         })
     }
 
@@ -114,12 +127,14 @@ impl SimSpec {
             targets.push(Target {
                 rule: Rule::new(name(kind.cli_name()), algorithm)?,
                 naive: false,
+                params: BTreeMap::new(),
             });
         }
         if naive {
             targets.push(Target {
                 rule: Rule::fixed_window(name("naive"), limit, window_ms)?,
                 naive: true,
+                params: BTreeMap::new(),
             });
         }
         Ok(SimSpec {
@@ -127,6 +142,31 @@ impl SimSpec {
             targets,
             clock: SimClock::default(),
             scope: None,
+            sweep: Vec::new(),
+        })
+    }
+
+    /// Every configuration of `axes` (one or two of `base`'s parameters, at most
+    /// [`sweep::MAX_POINTS`]) on the same traffic: one target each, named
+    /// `<rule>.<param>-<value>…`.
+    pub fn sweep(base: &Rule, axes: Vec<SweepAxis>, workload: Workload) -> Result<Self, SimError> {
+        let grid = sweep::grid(base, &axes).map_err(|reason| SimError::InvalidWorkload {
+            parameter: "sweep",
+            reason,
+        })?;
+        Ok(SimSpec {
+            workload,
+            targets: grid
+                .into_iter()
+                .map(|point| Target {
+                    rule: point.rule,
+                    naive: false,
+                    params: point.params,
+                })
+                .collect(),
+            clock: SimClock::default(),
+            scope: None,
+            sweep: axes,
         })
     }
 
@@ -169,6 +209,16 @@ impl SimSpec {
 
     /// The title of charts and summaries.
     pub fn describe(&self) -> String {
+        if !self.sweep.is_empty() {
+            let params: Vec<&str> = self.sweep.iter().map(|a| a.param.as_str()).collect();
+            return format!(
+                "{} swept over {} ({} configurations): {}",
+                self.targets.first().map_or("", Target::label),
+                params.join(" × "),
+                self.targets.len(),
+                self.workload.describe()
+            );
+        }
         let what = match self.targets.iter().filter(|t| !t.naive).count() {
             1 => format!(
                 "{} ({})",

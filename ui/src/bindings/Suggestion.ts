@@ -17,4 +17,9 @@ keys_denied_pct: number,
  * How it was found: `exact` (from each key's requirement, computed in one pass) or
  * `sweep` (the smallest such value on the sweep's grid).
  */
-method: string, };
+method: string, 
+/**
+ * The suggestion in words, as the CLI prints it and the app shows it: "capacity 9 is the
+ * smallest that denies at most 1 % of keys (0.33 %)". Empty in reports kept before it.
+ */
+sentence: string, };

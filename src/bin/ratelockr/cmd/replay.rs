@@ -374,10 +374,7 @@ fn print_report(r: &ReplayReport, args: &ReplayArgs) {
             );
         }
         if let Some(s) = &rule.suggestion {
-            println!(
-                "  suggestion: {} {} denies {}% of keys at least once (target at most {}%, {})",
-                s.parameter, s.value, s.keys_denied_pct, s.max_keys_denied_pct, s.method
-            );
+            println!("  suggestion: {} ({})", s.sentence, s.method);
         }
     }
     if !r.sweep.is_empty() {

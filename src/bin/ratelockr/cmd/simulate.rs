@@ -1,5 +1,6 @@
-//! `ratelockr simulate`: a workload against one rule or all five algorithms, with CSV and
-//! chart export, a progress bar and a summary table.
+//! `ratelockr simulate`: a workload against one rule, all five algorithms, or a sweep of one
+//! rule's parameters ([`super::simulate_sweep`]), with CSV and chart export, a progress bar
+//! and a summary table.
 
 use crate::console::{self, print_json};
 use crate::opts::{flag_error, AlgorithmArg, Global, RuleArgs};
@@ -13,6 +14,7 @@ use ratelockr::sim::workload_spec::{DEFAULT_COST, DEFAULT_KEYS, DEFAULT_SEED, DE
 use ratelockr::sim::{
     self, PatternKind, Progress, Report, SimClock, SimObserver, SimSpec, WorkloadSpec,
 };
+use ratelockr::sweep::{SweepAxis, SweepChoice};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -119,6 +121,17 @@ pub struct SimulateArgs {
     /// Also run the naive GET-then-SET limiter (the broken approach) on the same traffic.
     #[arg(long)]
     pub naive: bool,
+    /// Every configuration of a grid around the rule on the same traffic and seed:
+    /// PARAM=V1,V2,... (repeat for a second parameter; at most 100 configurations).
+    #[arg(long, value_name = "PARAM=V1,V2,...", conflicts_with_all = ["compare", "naive"])]
+    pub sweep: Vec<String>,
+    /// The sweep's suggestion: the smallest configuration that denies at most this
+    /// percentage of requests.
+    #[arg(long, default_value_t = 1.0, requires = "sweep")]
+    pub suggest_max_denied_pct: f64,
+    /// Draw the sweep's heatmaps (% requests denied, % keys denied) to this PNG or SVG file.
+    #[arg(long, requires = "sweep")]
+    pub sweep_chart: Option<PathBuf>,
     /// Decide on the Redis server's clock instead of each request's send time.
     #[arg(long)]
     pub server_clock: bool,
@@ -129,7 +142,7 @@ pub struct SimulateArgs {
     /// and admissions under each rule's envelope, as the app draws it.
     #[arg(long)]
     pub chart: Option<PathBuf>,
-    /// Replace --csv and --chart files that exist already (without it an existing file is refused
+    /// Replace --csv, --chart and --sweep-chart files that exist already (without it an existing file is refused
     /// before the run, and kept). Every file is written whole or not at all either way.
     #[arg(long)]
     pub force: bool,
@@ -220,6 +233,13 @@ impl SimulateArgs {
         })
     }
 
+    fn sweep_axes(&self) -> anyhow::Result<Vec<SweepAxis>> {
+        self.sweep
+            .iter()
+            .map(|s| s.parse::<SweepAxis>().map_err(|e| anyhow!(e)))
+            .collect()
+    }
+
     fn spec(&self) -> anyhow::Result<SimSpec> {
         let described = self.workload_spec()?;
         // The rule's flags are checked before the workload's, under their own names.
@@ -250,10 +270,18 @@ impl SimulateArgs {
                     workload,
                     self.naive,
                 )
+                .map_err(flag_error)?
             }
-            Some(rule) => SimSpec::single(rule, workload, self.naive),
-        }
-        .map_err(flag_error)?;
+            Some(rule) if !self.sweep.is_empty() => {
+                anyhow::ensure!(
+                    (0.0..=100.0).contains(&self.suggest_max_denied_pct),
+                    "invalid --suggest-max-denied-pct: must be from 0 to 100"
+                );
+                let axes = self.sweep_axes()?;
+                SimSpec::sweep(&rule, axes, workload).map_err(sim_error)?
+            }
+            Some(rule) => SimSpec::single(rule, workload, self.naive).map_err(flag_error)?,
+        };
         if self.server_clock {
             spec.clock = SimClock::Server;
         }
@@ -323,8 +351,11 @@ pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCod
         return Ok(ExitCode::SUCCESS);
     }
     // Unwritable export paths fail now, not after the run.
-    let mut csv =
-        console::prepare_exports(args.csv.as_deref(), &[args.chart.as_deref()], args.force)?;
+    let mut csv = console::prepare_exports(
+        args.csv.as_deref(),
+        &[args.chart.as_deref(), args.sweep_chart.as_deref()],
+        args.force,
+    )?;
     let backend = global.backend()?;
     let limiter = global.limiter(&backend)?;
     crate::console::warn_unless_redis_answers(&limiter, "simulate").await;
@@ -376,10 +407,26 @@ pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCod
             export::ChartView::of_timeline_showing(&timeline, &report.workload, &subtitle, shown);
         export::render_view(&view, path).with_context(|| format!("drawing {}", path.display()))?;
     }
+    let choice = super::simulate_sweep::choice(&report, &spec.sweep, args.suggest_max_denied_pct);
+    if let Some(path) = &args.sweep_chart {
+        let params: Vec<&str> = spec.sweep.iter().map(|a| a.param.as_str()).collect();
+        let title = format!(
+            "Simulated sweep of {} ({} configurations, {} requests each)",
+            params.join(" × "),
+            report.sweep.len(),
+            report.requests_sent
+        );
+        export::heatmap::render_points(&report.sweep, &title, path)
+            .with_context(|| format!("drawing {}", path.display()))?;
+    }
     if global.json {
-        print_json(&JsonSummary::from(&report))?;
+        print_json(&JsonSummary {
+            suggestion: choice,
+            ..JsonSummary::from(&report)
+        })?;
     } else {
         print_table(&report, args);
+        super::simulate_sweep::print(&report, &spec.sweep, choice.as_ref());
     }
     if report.cancelled {
         eprintln!("ratelockr: cancelled; the summary and exports cover the requests sent so far");
@@ -420,6 +467,11 @@ struct JsonSummary<'a> {
     /// Redis's own time in EVALSHA over the run (INFO commandstats), beside the client-side
     /// latency percentiles in `algorithms`.
     redis_cost: Option<ratelockr::commandstats::RedisCost>,
+    /// A sweep's configurations, and the smallest within --suggest-max-denied-pct.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    sweep: &'a [ratelockr::sweep::SweepPoint],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    suggestion: Option<SweepChoice>,
 }
 
 impl<'a> From<&'a Report> for JsonSummary<'a> {
@@ -433,6 +485,8 @@ impl<'a> From<&'a Report> for JsonSummary<'a> {
             cancelled: r.cancelled,
             algorithms: &r.targets,
             redis_cost: r.redis_cost,
+            sweep: &r.sweep,
+            suggestion: None,
         }
     }
 }
