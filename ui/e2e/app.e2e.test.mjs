@@ -5,7 +5,8 @@
 // and compares the run chart's peaks, lays two kept runs over each other, opens a key in the
 // per-key view, draws a key's state under the run chart and peeks it, resets a rule; connects to
 // a 3-master cluster and a TLS redis-server through the connection form; and saves
-// screenshot.png, screenshot-cluster.png, run-chart.png, per-key.png, replay.png, compare.png and
+// screenshot.png, screenshot-cluster.png, run-chart.png, per-key.png, replay.png, compare.png,
+// sweep.png and
 // screenshot-key-state.png (to docs/ with `make screenshots`, else to a temporary folder).
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -446,6 +447,11 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
       const panels = await browser.execute(() => [...document.querySelectorAll("#run-charts .run-panel")].map((el) => el.dataset.rule));
       return five.every((r) => panels.includes(r));
     }, 20_000, "five panels on the run chart");
+    // Every panel's title is whole on screen: the two sliding windows never read alike.
+    const clipped = await browser.execute(() =>
+      [...document.querySelectorAll("#run-charts .rule-name")].filter((el) => el.scrollWidth > el.clientWidth + 1).map((el) => el.textContent),
+    );
+    assert.deepEqual(clipped, [], "no panel title is cut off");
     await until(async () => {
       const t = await chartTotals();
       // Every decision is on the chart. On a loaded machine some miss their deadline and fail
@@ -766,6 +772,40 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     const ticked = await browser.execute(() => [...document.querySelectorAll('#run-list [data-testid="run-overlay"]')].filter((b) => b.checked).length);
     assert.equal(ticked, 0, "no overlay ticks left over");
     await click('[data-layout="panels"]');
+
+    // A cost above the bucket's capacity is refused, and the message stays (a preview that
+    // lands after the refusal used to wipe it within 200 ms).
+    await fill("#sim-target", "api");
+    await fill("#sim-cost", "1000");
+    // At once, as a newcomer clicks: the preview of the edit is still on its way.
+    await click("#sim-run");
+    const simErrors = () => browser.execute(() => [...document.querySelectorAll("#sim-form .field-error")].map((e) => e.textContent).join(" "));
+    await until(async () => /cost/.test(await simErrors()), 10_000, "the cost is refused");
+    await new Promise((r) => setTimeout(r, 1_500));
+    assert.match(await simErrors(), /cost/, "the refusal is still on screen");
+    await fill("#sim-cost", "1");
+    await until(async () => !/cost/.test(await simErrors()), 10_000, "an edit clears it");
+
+    // One sweep instead of three runs: capacity × refill on the same bursts, the winner said.
+    await fill("#sim-target", "api");
+    await fill("#sim-sweep-x", "capacity");
+    await fill("#sim-sweep-xs", "10, 20, 30");
+    await fill("#sim-sweep-y", "refill_per_sec");
+    await fill("#sim-sweep-ys", "20, 40");
+    await fill("#sim-name", "capacity sweep");
+    await runSimulation({ target: "api", rps: 1, requests: 150, servers: 2 });
+    await until(finished, 60_000, "the sweep ends");
+    const swept = await summaryRows();
+    assert.equal(swept.length, 6, JSON.stringify(swept));
+    assert.ok(swept.some((r) => r.rule === "api.capacity-30.refill_per_sec-40"), JSON.stringify(swept.map((r) => r.rule)));
+    const choice = await text('[data-testid="sweep-choice"]');
+    assert.match(choice, /^Capacity 30, refill_per_sec 40 is the smallest that denies at most 1 % of requests \(0 %\)\.$/, choice);
+    const chosen = await browser.execute(() => document.querySelector("#summary tr.chosen")?.dataset.rule);
+    assert.equal(chosen, "api.capacity-30.refill_per_sec-40");
+    const heat = await browser.execute(() => [...document.querySelectorAll('#summary [data-testid="heatmap-denied_pct"] td')].length);
+    assert.equal(heat, 6, "a heatmap cell per configuration");
+    await photograph(join(SHOTS, "sweep.png"), ["sim-card", "run-charts", "key-state"]);
+    for (const f of ["#sim-sweep-xs", "#sim-sweep-ys", "#sim-name"]) await fill(f, "");
     await fill("#sim-pattern", "constant");
     await click('#rule-list [data-rule="api"]');
     await click("#rule-delete");

@@ -33,6 +33,7 @@ use ratelockr::replay::{
     TopKey,
 };
 use ratelockr::sim::{Pattern, PeakWindow, Retry};
+use ratelockr::sweep::{Bound, SweepChoice};
 use ratelockr::topology::{Topology, TopologyNode};
 use ratelockr::{Algorithm, AlgorithmKind, BackendKind, Decision, Rule, StatsPoint, TlsOptions};
 use ts_rs::{Config, TS};
@@ -82,6 +83,8 @@ pub fn render() -> Vec<(String, String)> {
     one::<RunStatus>(&cfg, &mut out);
     one::<RedisCost>(&cfg, &mut out);
     one::<PeakWindow>(&cfg, &mut out);
+    one::<SweepChoice>(&cfg, &mut out);
+    one::<Bound>(&cfg, &mut out);
     one::<HistorySettings>(&cfg, &mut out);
     one::<RunHistory>(&cfg, &mut out);
     one::<RunInfo>(&cfg, &mut out);

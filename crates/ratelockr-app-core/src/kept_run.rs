@@ -61,7 +61,7 @@ impl StoredRun {
     pub fn summary(&self) -> Option<RunSummary> {
         self.report
             .as_ref()
-            .map(|r| RunSummary::new(&self.id, &self.name, self.status, r))
+            .map(|r| RunSummary::new(&self.id, &self.name, self.status, r, &self.spec.sweep))
     }
 
     /// The run as the history list shows it; `bytes` on disk, records included.

@@ -7,6 +7,7 @@
 use crate::error::{AppError, ErrorCode};
 use crate::summary::RunSummary;
 use ratelockr::sim::{Pattern, Retry, SimSpec, Workload, WorkloadSpec};
+use ratelockr::sweep::SweepAxis;
 use ratelockr::Rule;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
@@ -76,6 +77,12 @@ pub struct SimRequest {
     #[ts(optional)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<Retry>,
+    /// Every configuration of a grid around the rule (one or two of its parameters) on the
+    /// same traffic, in one run: `[{param: "capacity", values: [10, 20, 50]}]`. A rule's run
+    /// only, without the naive limiter.
+    #[ts(optional, as = "Option<Vec<SweepAxis>>")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweep: Vec<SweepAxis>,
     /// The run's name in the history (default: made from the workload).
     #[ts(optional)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -112,7 +119,24 @@ impl SimRequest {
                     AppError::new(ErrorCode::RuleNotFound, format!("no rule named {name:?}"))
                         .with_field("rule")
                 })?;
-                SimSpec::single(rule, workload, self.naive)?
+                if self.sweep.is_empty() {
+                    SimSpec::single(rule, workload, self.naive)?
+                } else if self.naive {
+                    return Err(AppError::new(
+                        ErrorCode::InvalidWorkload,
+                        "a sweep compares the rule's configurations; run the naive limiter without one",
+                    )
+                    .with_field("sweep"));
+                } else {
+                    SimSpec::sweep(&rule, self.sweep.clone(), workload)?
+                }
+            }
+            SimTarget::Compare { .. } if !self.sweep.is_empty() => {
+                return Err(AppError::new(
+                    ErrorCode::InvalidWorkload,
+                    "a sweep varies one rule: pick a rule, not the five algorithms",
+                )
+                .with_field("sweep"));
             }
             SimTarget::Compare { limit, window_ms } => {
                 SimSpec::compare(COMPARE_PREFIX, *limit, *window_ms, workload, self.naive)?

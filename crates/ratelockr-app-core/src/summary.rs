@@ -3,6 +3,7 @@
 //! history's modules, which share it.
 
 use ratelockr::sim;
+use ratelockr::sweep::{Bound, SweepAxis, SweepChoice, SweepPoint};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
@@ -65,11 +66,39 @@ pub struct RunSummary {
     #[ts(optional)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redis_cost: Option<ratelockr::commandstats::RedisCost>,
+    /// A sweep's configurations (one per row, in grid order) with what each denied; absent
+    /// outside a sweep.
+    #[ts(optional, as = "Option<Vec<SweepPoint>>")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sweep: Vec<SweepPoint>,
+    /// The smallest configuration that denies at most [`SWEEP_MAX_DENIED_PCT`] of requests
+    /// (or the one that denies the fewest), with the sentence the run card shows.
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep_choice: Option<SweepChoice>,
 }
 
+/// The bound of a sweep's suggestion in the app: at most 1 % of requests denied, as the CLI's
+/// default.
+pub const SWEEP_MAX_DENIED_PCT: f64 = 1.0;
+
 impl RunSummary {
-    pub fn new(id: &str, name: &str, status: RunStatus, report: &sim::Report) -> Self {
+    /// `axes`: the run's sweep (empty outside one), whose order ranks configurations.
+    pub fn new(
+        id: &str,
+        name: &str,
+        status: RunStatus,
+        report: &sim::Report,
+        axes: &[SweepAxis],
+    ) -> Self {
         RunSummary {
+            sweep: report.sweep.clone(),
+            sweep_choice: SweepChoice::choose(
+                &report.sweep,
+                axes,
+                Bound::Requests,
+                SWEEP_MAX_DENIED_PCT,
+            ),
             id: id.to_string(),
             name: name.to_string(),
             status,

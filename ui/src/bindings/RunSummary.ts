@@ -2,6 +2,8 @@
 import type { RedisCost } from "./RedisCost";
 import type { RunStatus } from "./RunStatus";
 import type { SummaryRow } from "./SummaryRow";
+import type { SweepChoice } from "./SweepChoice";
+import type { SweepPoint } from "./SweepPoint";
 
 /**
  * A finished (or cancelled) run.
@@ -23,4 +25,14 @@ rules: Array<string>,
  * Redis's own time in EVALSHA over the run (INFO commandstats before and after; counts
  * every client of that Redis). Absent when Redis could not be read.
  */
-redis_cost?: RedisCost, };
+redis_cost?: RedisCost, 
+/**
+ * A sweep's configurations (one per row, in grid order) with what each denied; absent
+ * outside a sweep.
+ */
+sweep?: Array<SweepPoint>, 
+/**
+ * The smallest configuration that denies at most [`SWEEP_MAX_DENIED_PCT`] of requests
+ * (or the one that denies the fewest), with the sentence the run card shows.
+ */
+sweep_choice?: SweepChoice, };

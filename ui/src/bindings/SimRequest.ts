@@ -2,6 +2,7 @@
 import type { Pattern } from "./Pattern";
 import type { Retry } from "./Retry";
 import type { SimTarget } from "./SimTarget";
+import type { SweepAxis } from "./SweepAxis";
 
 /**
  * The simulator form: every parameter of the CLI's `simulate`.
@@ -56,6 +57,12 @@ continue_state?: boolean,
  * times per request (1 to 10).
  */
 retry?: Retry, 
+/**
+ * Every configuration of a grid around the rule (one or two of its parameters) on the
+ * same traffic, in one run: `[{param: "capacity", values: [10, 20, 50]}]`. A rule's run
+ * only, without the naive limiter.
+ */
+sweep?: Array<SweepAxis>, 
 /**
  * The run's name in the history (default: made from the workload).
  */

@@ -55,6 +55,22 @@ describe("run view", () => {
     expect(allowed).toHaveLength(2);
     expect(allowed[0].dash).not.toEqual(allowed[1].dash);
     expect(allowed[0].color).not.toEqual(allowed[1].color);
+    // Denials are drawn too, each in its rule's colour; no fail-open line when none failed open.
+    const denied = v.plots[0].lines.filter((l) => l.kind === "denied");
+    expect(denied.map((l) => l.color)).toEqual(allowed.map((l) => l.color));
+    expect(v.plots[0].lines.some((l) => l.kind === "fail_open")).toBe(false);
+  });
+
+  it("shows fail-open in one chart: a run without Redis does not look like no traffic", () => {
+    const r = boundary();
+    // Every decision of the first half failed open.
+    const half = Math.floor(r.outcome.length / 2);
+    const failed = { ...r, outcome: r.outcome.map((o, i) => (i < half ? 2 : o)) };
+    const v = buildRunView([{ id: "a", name: "A", records: failed }], { measure: "bin", layout: "overlay", envelope: false });
+    const fo = v.plots[0].lines.filter((l) => l.kind === "fail_open");
+    expect(fo).toHaveLength(1);
+    const total = fo[0].values.reduce<number>((s, x) => s + (x ?? 0), 0);
+    expect(total).toBe(half);
   });
 
   it("lays other runs over the selected one, each in its own colour, on the coarsest bins", () => {

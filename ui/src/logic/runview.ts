@@ -132,16 +132,26 @@ export function buildRunView(runs: RunData[], opts: ViewOptions): RunView {
     const [offered] = opts.measure === "bin" ? outcomeLines(runs[0], 0, ["offered"]) : [];
     if (offered) lines.push({ ...offered, label: many ? `offered · ${runs[0].name}` : "offered" });
     runs.forEach((run, r) => {
+      const of = many ? ` · ${run.name}` : "";
+      let failOpen: number[] | undefined;
       run.records.targets.forEach((_target, t) => {
         const info = algorithmInfo(run.records.targets[t].naive ? "naive_get_set" : run.records.targets[t].rule.algorithm);
-        const [allowed, env] = outcomeLines(run, t, ["allowed", "envelope"]);
+        const [allowed, denied, fo, env] = outcomeLines(run, t, ["allowed", "denied", "fail_open", "envelope"]);
         // One run: colour by algorithm. Several: colour by run, dash by algorithm, so three
         // token-bucket runs are three colours and two algorithms of one run two dashes.
         const color = many ? RUN_COLORS[r % RUN_COLORS.length] : info.color;
-        const label = `${targetLabel(run.records, t)} allowed${many ? ` · ${run.name}` : ""}`;
-        lines.push({ ...allowed, label, color, dash: [...info.dash], width: 2 });
-        if (env) lines.push({ ...env, label: `envelope · ${targetLabel(run.records, t)}${many ? ` · ${run.name}` : ""}`, color, dash: [...OUTCOME_STYLE.envelope.dash], width: 1 });
+        lines.push({ ...allowed, label: `${targetLabel(run.records, t)} allowed${of}`, color, dash: [...info.dash], width: 2 });
+        // Denials too (per bin; cumulative, they would dwarf the admissions): thin, in the
+        // rule's colour, so a quiet stretch reads as denied, not as no traffic.
+        if (opts.measure === "bin") lines.push({ ...denied, label: `${targetLabel(run.records, t)} denied${of}`, color, dash: [...info.dash], width: 1 });
+        failOpen = fo.values.map((v, i) => (v ?? 0) + (failOpen?.[i] ?? 0));
+        if (env) lines.push({ ...env, label: `envelope · ${targetLabel(run.records, t)}${of}`, color, dash: [...OUTCOME_STYLE.envelope.dash], width: 1 });
       });
+      // Decisions Redis did not make, every rule's together, whenever there were any: a run
+      // that failed open must not look like traffic that stopped.
+      if (failOpen?.some((v) => v > 0)) {
+        lines.push({ ...OUTCOME_STYLE.fail_open, dash: [...OUTCOME_STYLE.fail_open.dash], kind: "fail_open", label: `fail-open, every rule${of}`, width: 2, values: failOpen, run: run.id, target: -1 });
+      }
     });
     plots = [{ title: many ? "Runs overlaid" : "Algorithms overlaid", target: -1, lines }];
   }

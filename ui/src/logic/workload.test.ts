@@ -4,6 +4,23 @@ import { applyPreset, COMPARE, DEFAULT_FORM, formSlot, PRESETS, requestFromForm,
 const form = (over: Partial<WorkloadForm>): WorkloadForm => ({ ...DEFAULT_FORM, ...over });
 
 describe("workload form", () => {
+  it("sends a sweep of the rule's parameters, and names its field when it cannot", () => {
+    const swept = requestFromForm(form({ target: "api", sweep_x: "capacity", sweep_xs: "10, 20 50", sweep_y: "refill_per_sec", sweep_ys: "5,10" }));
+    expect(swept.ok && swept.request.sweep).toEqual([
+      { param: "capacity", values: [10, 20, 50] },
+      { param: "refill_per_sec", values: [5, 10] },
+    ]);
+    // No values: no sweep. The compare target has none either.
+    const plain = requestFromForm(form({ target: "api", sweep_x: "capacity", sweep_xs: " " }));
+    expect(plain.ok && plain.request.sweep).toBeUndefined();
+    const compare = requestFromForm(form({ target: COMPARE, sweep_x: "capacity", sweep_xs: "10" }));
+    expect(compare.ok && compare.request.sweep).toBeUndefined();
+    const bad = requestFromForm(form({ target: "api", sweep_x: "capacity", sweep_xs: "10, ten" }));
+    expect(bad.ok ? [] : bad.errors.map((e) => e.field)).toEqual(["sweep"]);
+    const twice = requestFromForm(form({ target: "api", sweep_x: "capacity", sweep_xs: "10", sweep_y: "capacity", sweep_ys: "20" }));
+    expect(twice.ok ? "" : twice.errors[0].message).toMatch(/two different parameters/);
+  });
+
   it("sends every parameter the CLI has, and only the chosen pattern's", () => {
     const r = requestFromForm(
       form({ pattern: "spike", rps: "10", spike_multiplier: "20", spike_start_ms: "4000", spike_length_ms: "4000", length: "duration", duration_s: "14", servers: "8", keys: "50", zipf: true, zipf_exponent: "1.5", cost: "2", seed: "7", retries: "3", continue_state: true }),

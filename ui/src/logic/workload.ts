@@ -8,6 +8,7 @@
 import type { Pattern } from "../bindings/Pattern";
 import type { SimRequest } from "../bindings/SimRequest";
 import { parseField, U32_MAX, type NumberSpec } from "./numbers";
+import { axesOf } from "./sweep";
 
 export const COMPARE = "__compare";
 
@@ -38,6 +39,11 @@ export interface WorkloadForm {
   naive: boolean;
   retries: string;
   continue_state: boolean;
+  /** A sweep of the target rule: two (parameter, values) pairs; a pair without values is none. */
+  sweep_x: string;
+  sweep_xs: string;
+  sweep_y: string;
+  sweep_ys: string;
 }
 
 export const DEFAULT_FORM: WorkloadForm = {
@@ -64,6 +70,10 @@ export const DEFAULT_FORM: WorkloadForm = {
   naive: false,
   retries: "0",
   continue_state: false,
+  sweep_x: "",
+  sweep_xs: "",
+  sweep_y: "",
+  sweep_ys: "",
 };
 
 /** Which parameters each pattern uses (the others are hidden, not sent). */
@@ -185,6 +195,8 @@ export function requestFromForm(form: WorkloadForm, name?: string): { ok: true; 
     if (p.ok) values[field] = p.value;
     else errors.push({ field: p.field, message: p.message });
   }
+  const sweep = form.target === COMPARE ? { ok: true as const, axes: [] } : axesOf([[form.sweep_x, form.sweep_xs], [form.sweep_y, form.sweep_ys]]);
+  if (!sweep.ok) errors.push({ field: "sweep", message: sweep.message });
   if (errors.length) return { ok: false, errors };
   const v = (f: keyof WorkloadForm) => values[f] as number;
   const pattern: Pattern =
@@ -213,6 +225,7 @@ export function requestFromForm(form: WorkloadForm, name?: string): { ok: true; 
   if (form.zipf) request.zipf_exponent = v("zipf_exponent");
   if (values.seed !== undefined) request.seed = values.seed;
   if (v("retries") > 0) request.retry = { max_attempts: v("retries") };
+  if (sweep.ok && sweep.axes.length) request.sweep = sweep.axes;
   if (name && name.trim()) request.name = name.trim();
   return { ok: true, request };
 }

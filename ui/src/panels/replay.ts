@@ -17,7 +17,9 @@ import { $, h, showFieldErrors } from "../dom";
 import { algorithmLabel } from "../logic/algorithms";
 import { fmtClock, fmtInt } from "../logic/format";
 import { sortKeys } from "../logic/perkey";
-import { heatColour, heatmap, keyRows, parseAxis, progressShare, sweepParams, type HeatMetric } from "../logic/replay";
+import { keyRows, progressShare } from "../logic/replay";
+import { axesOf, sweepParams } from "../logic/sweep";
+import { heatmapTables } from "./heatmap";
 import { describeRule } from "../logic/rules";
 import { painter, setText } from "../paint";
 import { on, state } from "../store";
@@ -135,14 +137,11 @@ function renderSweepParams() {
 }
 
 function sweepAxes(): { ok: true; axes: SweepAxis[] } | { ok: false; message: string } {
-  const axes: SweepAxis[] = [];
-  for (const [sel, inp] of [["replay-sweep-x", "replay-sweep-xs"], ["replay-sweep-y", "replay-sweep-ys"]]) {
-    const parsed = parseAxis($<HTMLSelectElement>(sel).value, $<HTMLInputElement>(inp).value);
-    if (!parsed.ok) return parsed;
-    if (parsed.axis) axes.push(parsed.axis);
-  }
-  if (axes.length === 2 && axes[0].param === axes[1].param) return { ok: false, message: "sweep two different parameters" };
-  return { ok: true, axes };
+  const value = (id: string) => $<HTMLInputElement | HTMLSelectElement>(id).value;
+  return axesOf([
+    [value("replay-sweep-x"), value("replay-sweep-xs")],
+    [value("replay-sweep-y"), value("replay-sweep-ys")],
+  ]);
 }
 
 function renderButtons() {
@@ -209,7 +208,11 @@ function renderResults() {
       (r.cancelled ? " — cancelled: the figures cover what was decided" : "") +
       (r.input_error ? ` — the input ended early: ${r.input_error}` : ""),
   });
-  box.replaceChildren(about, h("table", { className: "summary", data: { testid: "replay-rules-table" } }, head, ...r.rules.map(ruleRow)));
+  // Each rule's suggestion as a sentence on screen (reports kept before sentences have none).
+  const suggestions = r.rules
+    .filter((x) => x.suggestion?.sentence)
+    .map((x) => h("p", { className: "sweep-choice", text: `${x.rule}: ${x.suggestion!.sentence}.`, data: { testid: "replay-suggestion" } }));
+  box.replaceChildren(about, h("table", { className: "summary", data: { testid: "replay-rules-table" } }, head, ...r.rules.map(ruleRow)), ...suggestions);
   const current = select.value;
   select.replaceChildren(...r.rules.map((rule) => new Option(rule.rule, rule.rule)));
   select.value = r.rules.some((x) => x.rule === current) ? current : (r.rules[0]?.rule ?? "");
@@ -248,26 +251,7 @@ function renderHeatmap() {
     box.replaceChildren();
     return;
   }
-  const maps = ([["denied_pct", "% of requests denied"], ["keys_denied_pct", "% of keys denied"]] as [HeatMetric, string][]).map(([metric, title]) => {
-    const m = heatmap(report!.sweep, metric);
-    if (!m) return h("div");
-    const head = h("tr", {}, h("th", { text: m.y ? `${m.y} ╲ ${m.x}` : m.x }), ...m.xs.map((x) => h("th", { text: String(x) })));
-    const rows = m.ys.map((y, row) =>
-      h(
-        "tr",
-        {},
-        h("th", { text: m.y ? String(y) : "" }),
-        ...m.xs.map((_, col) => {
-          const v = m.cells[row][col];
-          const td = h("td", { text: v === undefined ? "" : pct(v) });
-          td.style.background = heatColour(v);
-          return td;
-        }),
-      ),
-    );
-    return h("table", { className: "heatmap" }, h("caption", { text: `Sweep of ${report!.rules[0]?.rule ?? "the first rule"}: ${title}` }), head, ...rows);
-  });
-  box.replaceChildren(...maps);
+  box.replaceChildren(...heatmapTables(report.sweep, `Sweep of ${report.rules[0]?.rule ?? "the first rule"}`));
 }
 
 /** How the shown replay ended, in words: a cancelled one never reads as done. */

@@ -15,6 +15,7 @@ import { runStatusText } from "../logic/runs";
 import { buildRunView, type Layout, type Measure, type RunData } from "../logic/runview";
 import { on, state } from "../store";
 import { runInfo, selectedRunInfo } from "./history";
+import { heatmapTables } from "./heatmap";
 import { inspect } from "./inspector";
 import { drawKeyState, initKeyState, shownKeyState } from "./keystate";
 import { exportView } from "../logic/exportview";
@@ -138,7 +139,7 @@ function renderSummary(run: RunInfo | undefined) {
       const pct = (n: number) => h("small", { text: fmtPercent(n, r.requests) });
       const tr = h(
         "tr",
-        { data: { rule: r.rule } },
+        { data: { rule: r.rule }, className: s.sweep_choice?.rule === r.rule ? "chosen" : "" },
         h("td", { text: r.rule }),
         h("td", { text: r.naive ? `${algorithmLabel("naive_get_set")}` : algorithmLabel(r.algorithm) }),
         h("td", { className: "num", text: fmtInt(r.requests) }),
@@ -170,7 +171,18 @@ function renderSummary(run: RunInfo | undefined) {
         : "Redis-side script time was not measured for this run."),
     data: { testid: "latency-note" },
   });
-  el.replaceChildren(caption, h("table", { className: "summary" }, thead, body), latency);
+  const sweep = s.sweep?.length
+    ? [
+        ...(s.sweep_choice ? [h("p", { className: "sweep-choice", text: sentence(s.sweep_choice.sentence), data: { testid: "sweep-choice" } })] : []),
+        h("div", { className: "run-heatmaps" }, ...heatmapTables(s.sweep, "Sweep")),
+      ]
+    : [];
+  el.replaceChildren(caption, h("table", { className: "summary" }, thead, body), ...sweep, latency);
+}
+
+/** "capacity 20 is …" as a sentence on screen: capitalized, with its full stop. */
+function sentence(text: string): string {
+  return `${text.charAt(0).toUpperCase()}${text.slice(1)}.`;
 }
 
 /** Every run on the chart in one table, the selected run first: what tuning is judged by. */

@@ -10,6 +10,7 @@ import { algorithmLabel } from "../logic/algorithms";
 import { fmtInt } from "../logic/format";
 import { runStatusText } from "../logic/runs";
 import { describeRule } from "../logic/rules";
+import { sweepParams } from "../logic/sweep";
 import {
   activeFields,
   applyPreset,
@@ -56,9 +57,23 @@ function sync() {
     el.classList.toggle("hidden", !PATTERN_PARAMS[f.pattern].includes(param));
   }
   form().querySelectorAll<HTMLElement>(".compare-only").forEach((el) => el.classList.toggle("hidden", f.target !== COMPARE));
+  form().querySelectorAll<HTMLElement>(".rule-only").forEach((el) => el.classList.toggle("hidden", f.target === COMPARE));
+  renderSweepParams(f.target);
   form().querySelectorAll<HTMLElement>(".length-requests").forEach((el) => el.classList.toggle("hidden", f.length !== "requests"));
   form().querySelectorAll<HTMLElement>(".length-duration").forEach((el) => el.classList.toggle("hidden", f.length !== "duration"));
   $<HTMLInputElement>("sim-zipf-exponent").disabled = !used.has("zipf_exponent");
+}
+
+/** The sweep varies the target rule's own parameters: the selects offer those. */
+function renderSweepParams(target: string) {
+  const rule = state.rules.find((r) => r.name === target);
+  const params = rule ? sweepParams(rule.algorithm) : [];
+  for (const [id, fallback] of [["sim-sweep-x", 0], ["sim-sweep-y", 1]] as const) {
+    const select = $<HTMLSelectElement>(id);
+    const current = select.value;
+    if ([...select.options].map((o) => o.value).join() !== params.join()) select.replaceChildren(...params.map((p) => new Option(p, p)));
+    select.value = params.includes(current) ? current : (params[fallback] ?? "");
+  }
 }
 
 function showErrors(errors: FieldError[]) {
@@ -109,6 +124,10 @@ function renderPresets() {
 let preview: PreviewChart | undefined;
 let previewTimer: ReturnType<typeof setTimeout> | undefined;
 let previewSeq = 0;
+/** Bumped by every edit of the form: what a refusal of *Run simulation* was about. */
+let formVersion = 0;
+/** The form version a run's refusal was shown for: a preview clears it only after an edit. */
+let refusedAt = -1;
 function previewSoon() {
   clearTimeout(previewTimer);
   previewTimer = setTimeout(async () => {
@@ -121,7 +140,9 @@ function previewSoon() {
     try {
       const p = await api.workloadPreview(parsed.request);
       if (seq !== previewSeq) return;
-      showErrors([]);
+      // The preview knows only the workload: a run refused for the rule (a cost above its
+      // capacity) stays said until the form changes.
+      if (refusedAt !== formVersion) showErrors([]);
       preview ??= new PreviewChart($("preview-chart"));
       preview.show(p.offered, p.bin_ms);
       const planned = p.planned !== undefined ? `${fmtInt(p.planned)} requests` : "as many requests as the servers can send";
@@ -170,10 +191,12 @@ export async function initWorkload() {
   renderPresets();
   for (const el of inputs()) {
     el.addEventListener("input", () => {
+      formVersion++;
       sync();
       previewSoon();
     });
     el.addEventListener("change", () => {
+      formVersion++;
       sync();
       previewSoon();
     });
@@ -193,6 +216,7 @@ export async function initWorkload() {
       $<HTMLInputElement>("sim-name").value = "";
     } catch (err) {
       const x = toAppError(err);
+      refusedAt = formVersion;
       showErrors([{ field: x.field ?? "_form", message: x.message }]);
     }
   });

@@ -98,6 +98,7 @@ mod tests {
             naive: false,
             continue_state: false,
             retry: None,
+            sweep: Vec::new(),
             name: None,
         }
     }
