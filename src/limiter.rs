@@ -586,6 +586,34 @@ impl Limiter {
         Ok(points)
     }
 
+    /// The last 30 seconds of each of `rules`, in order, with this process's fail-open counts
+    /// filled in: one round trip for all of them (on a cluster, where each rule is its own
+    /// slot, one pipeline per rule, all in flight at once).
+    pub async fn stats_many_at(
+        &self,
+        rules: &[&str],
+        now_second: u64,
+    ) -> Result<Vec<Vec<StatsPoint>>, RedisFailure> {
+        let conn = self.inner.conn.clone();
+        let keys = self.keys();
+        let read = async {
+            if conn.is_cluster() {
+                let reads = rules.iter().map(|rule| {
+                    let mut conn = conn.clone();
+                    async move { telemetry::read_window(&mut conn, keys, rule, now_second).await }
+                });
+                futures::future::try_join_all(reads).await
+            } else {
+                telemetry::read_windows(&mut conn.clone(), keys, rules, now_second).await
+            }
+        };
+        let mut series = self.within_deadline(read).await?;
+        for (rule, points) in rules.iter().zip(&mut series) {
+            self.inner.ledger.fill(rule, points);
+        }
+        Ok(series)
+    }
+
     /// A PING through the shared connection: the round-trip time, or why it failed
     /// ([diagnosed](Limiter::diagnose)).
     pub async fn ping(&self) -> Result<Duration, RedisFailure> {

@@ -165,3 +165,41 @@ async fn telemetry_off_writes_only_the_limiter_key() {
     assert_eq!(keys.len(), 3, "{keys:?}");
     assert!(keys.iter().all(|k| !k.contains(":stats:")), "{keys:?}");
 }
+
+/// The live chart's read: every rule's 30 seconds in one call, each as `stats` reads it alone,
+/// 60 GETs a rule and nothing else.
+#[tokio::test]
+async fn many_rules_read_together_match_each_read_alone() {
+    let server = redis();
+    let limiter = limiter(&server, "stats-many");
+    let rules: Vec<Rule> = (1..=3u64)
+        .map(|n| Rule::fixed_window(format!("r{n}"), n, 60_000).expect("valid rule"))
+        .collect();
+    for rule in &rules {
+        for _ in 0..4 {
+            limiter.check(rule, "c").await.expect("valid request");
+        }
+    }
+    let now = this_second();
+    let names = ["r1", "r2", "r3", "nothing-here"];
+    let _: String = query(&limiter, redis::cmd("CONFIG").arg("RESETSTAT")).await;
+    let together = limiter.stats_many_at(&names, now).await.expect("stats");
+    let info: String = query(&limiter, redis::cmd("INFO").arg("commandstats")).await;
+    assert!(info.contains("cmdstat_get:calls=240,"), "{info}");
+    assert_eq!(together.len(), 4);
+    for (name, series) in names.iter().zip(&together) {
+        assert_eq!(
+            series,
+            &limiter.stats_at(name, now).await.expect("stats"),
+            "{name}"
+        );
+    }
+    let sums: Vec<(u64, u64)> = together
+        .iter()
+        .map(|s| {
+            s.iter()
+                .fold((0, 0), |(a, d), p| (a + p.allowed, d + p.denied))
+        })
+        .collect();
+    assert_eq!(sums, [(1, 3), (2, 2), (3, 1), (0, 0)]);
+}

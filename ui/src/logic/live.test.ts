@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { axisWidth, focusAfterRuleClick, liveColumns, liveRules, totals } from "./live";
+import { axisWidth, focusAfterRuleClick, liveColumns, liveNote, liveRules, liveView, MAX_RUN_PANELS, totals } from "./live";
 
 const point = (second: number, allowed: number, denied: number, fail_open = 0) => ({ second, allowed, denied, fail_open });
 
@@ -27,6 +27,16 @@ describe("live chart", () => {
     expect(liveRules({ ...run, running: false, focus: "rules" })).toEqual(["a", "b", "c", "d"]);
     expect(liveRules({ ...run, running: true, focus: "rules" })).toEqual(["compare-fixed-window"]);
     expect(liveRules({ runRules: [], userRules: ["a"], running: false, focus: "run" })).toEqual(["a"]);
+  });
+
+  it("says when it shows fewer rules than there are, never cutting silently", () => {
+    const sweep = Array.from({ length: 100 }, (_, i) => `api.capacity-${i + 1}`);
+    const v = liveView({ runRules: sweep, userRules: [], running: true, focus: "run" });
+    expect(v.rules).toHaveLength(MAX_RUN_PANELS);
+    expect(liveNote(v)).toBe(`showing ${MAX_RUN_PANELS} of 100 rules: the run's summary and the rules list have them all`);
+    const idle = liveView({ runRules: [], userRules: ["a", "b", "c", "d", "e"], running: false, focus: "rules" });
+    expect(liveNote(idle)).toMatch(/^showing 4 of 5 rules/);
+    expect(liveNote(liveView({ runRules: ["x"], userRules: [], running: false, focus: "run" }))).toBe("");
   });
 
   it("sizes the y axis to its widest label (4,000 was clipped to ,000)", () => {

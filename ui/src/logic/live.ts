@@ -36,10 +36,29 @@ export function focusAfterRuleClick(running: boolean, current: ChartFocus): Char
   return running ? current : "rules";
 }
 
+/** The most panels the live chart draws for a run (a sweep can have 100 configurations). */
+export const MAX_RUN_PANELS = 24;
+/** Between runs, the user's first few rules. */
+export const MAX_IDLE_PANELS = 4;
+
 /** The rules on the live chart: the current (or last) run's, else the user's first four. */
 export function liveRules(s: { running: boolean; focus: ChartFocus; runRules: string[]; userRules: string[] }): string[] {
-  if (s.runRules.length > 0 && (s.running || s.focus === "run")) return s.runRules;
-  return s.userRules.slice(0, 4);
+  return liveView(s).rules;
+}
+
+/**
+ * The rules on the live chart and how many there were to show: never cut silently, the panel
+ * says "24 of 100" when it does (`liveNote`).
+ */
+export function liveView(s: { running: boolean; focus: ChartFocus; runRules: string[]; userRules: string[] }): { rules: string[]; of: number } {
+  if (s.runRules.length > 0 && (s.running || s.focus === "run")) return { rules: s.runRules.slice(0, MAX_RUN_PANELS), of: s.runRules.length };
+  return { rules: s.userRules.slice(0, MAX_IDLE_PANELS), of: s.userRules.length };
+}
+
+/** "showing 24 of 100 rules: the run's summary has them all", or nothing when all are shown. */
+export function liveNote(view: { rules: string[]; of: number }): string {
+  if (view.rules.length >= view.of) return "";
+  return `showing ${view.rules.length} of ${view.of} rules: the run's summary and the rules list have them all`;
 }
 
 /**

@@ -5,8 +5,8 @@ import type { RuleStats } from "../bindings/RuleStats";
 import { ChartGrid } from "../charts/live";
 import { $ } from "../dom";
 import { algorithmFromName } from "../logic/algorithms";
-import { liveRules } from "../logic/live";
-import { painter } from "../paint";
+import { liveNote, liveView } from "../logic/live";
+import { painter, setText } from "../paint";
 import { createThrottle, type Throttle } from "../throttle";
 import { on, state } from "../store";
 
@@ -29,12 +29,14 @@ export function initLive() {
   const charts = new ChartGrid($("charts"), algorithmOf);
   let calls = 0;
   const fetchStats = async () => {
-    const rules = liveRules({
+    const shown = liveView({
       running: state.sim?.running ?? false,
       focus: state.liveFocus,
       runRules: state.sim?.rules ?? [],
       userRules: state.rules.map((r) => r.name),
     });
+    const rules = shown.rules;
+    setText($("live-note"), liveNote(shown));
     charts.setRules(rules);
     if (rules.length === 0) return;
     const n = ++calls;
