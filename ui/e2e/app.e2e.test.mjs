@@ -6,7 +6,7 @@
 // per-key view, draws a key's state under the run chart and peeks it, resets a rule; connects to
 // a 3-master cluster and a TLS redis-server through the connection form; and saves
 // screenshot.png, screenshot-cluster.png, run-chart.png, per-key.png, replay.png, compare.png,
-// sweep.png and
+// sweep.png, boundary.png and
 // screenshot-key-state.png (to docs/ with `make screenshots`, else to a temporary folder).
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -472,6 +472,25 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     assert.equal(await browser.execute(() => document.getElementById("sim-limit").value), "40", "the preset fills the form");
     await click("#sim-run");
     await until(finished, 90_000, "the boundary burst ends");
+    // The run opens on its moment: each panel marks its rule's busiest 2 s with the count, and
+    // the chart is zoomed to the fixed window's, without a click.
+    const marks = await until(async () => {
+      const m = await browser.execute(() =>
+        Object.fromEntries(
+          [...document.querySelectorAll("#run-charts .run-panel")].map((el) => [el.dataset.rule, { mark: el.dataset.peakMark, range: el.querySelector(".uplot")?.dataset.xRange }]),
+        ),
+      );
+      const fixed = m["compare-fixed-window"];
+      return fixed?.mark && fixed.range && m["compare-sliding-window-log"]?.mark ? m : false;
+    }, 20_000, "the busiest windows are marked");
+    const [from, to, fixedLabel] = marks["compare-fixed-window"].mark.split(",");
+    assert.match(fixedLabel, /^\d+ \/ 40 in 2 s$/, fixedLabel);
+    assert.ok(Number(fixedLabel.split(" ")[0]) > 40, `the fixed window passes 40 in 2 s: ${fixedLabel}`);
+    const logLabel = marks["compare-sliding-window-log"].mark.split(",")[2];
+    assert.ok(Number(logLabel.split(" ")[0]) <= 40, `the sliding log never does: ${logLabel}`);
+    const [lo, hi] = marks["compare-fixed-window"].range.split(",").map(Number);
+    assert.ok(lo <= Number(from) && hi >= Number(to) && hi - lo < 6, `zoomed on the burst: ${lo}..${hi} around ${from}..${to}`);
+    await photograph(join(SHOTS, "boundary.png"), ["sim-card"]);
     await click('[data-measure="bin"]');
     await click('[data-layout="panels"]');
     const peaks = await until(async () => {

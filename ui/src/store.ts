@@ -26,6 +26,11 @@ export const state = {
   selectedKey: null as number | null,
   /** The client key whose limiter state is drawn under the run chart (by name: it carries over). */
   chartKey: null as KeyChoice | null,
+  /**
+   * A demo preset's moment to open on: the first run that ends after `after` (ms since the
+   * epoch) is zoomed to the busiest window of its `algorithm` (the boundary burst).
+   */
+  focusPeak: null as { after: number; algorithm: string } | null,
 };
 
 const listeners = new Map<Topic, Set<() => void>>();

@@ -11,7 +11,7 @@ import { algorithmLabel } from "../logic/algorithms";
 import { peak } from "../logic/records";
 import { isStepped, yLabel } from "../logic/exportview";
 import type { KeyStateLine } from "../logic/keystate";
-import type { Line, Measure, RunView } from "../logic/runview";
+import type { Line, Mark, Measure, RunView } from "../logic/runview";
 import { markXRange, secondsAxis, wheelZoomPlugin, yAxis } from "./axes";
 import { stateChart } from "./state";
 
@@ -162,6 +162,7 @@ export class RunChart {
       if (plot.algorithm && !plot.title.endsWith(plot.algorithm.replace(/_/g, "-"))) head.append(h("span", { className: `badge ${plot.algorithm}`, text: algorithmLabel(plot.algorithm) }));
       const el = h("div");
       panel.append(head, el);
+      if (plot.mark) panel.dataset.peakMark = `${plot.mark.from.toFixed(3)},${plot.mark.to.toFixed(3)},${plot.mark.label}`;
       const u = new uPlot(
         {
           ...size,
@@ -182,6 +183,7 @@ export class RunChart {
           ],
           plugins: [wheelZoomPlugin()],
           hooks: {
+            drawClear: plot.mark ? [(self) => drawMark(self, plot.mark!)] : [],
             setScale: [
               (self, key) => {
                 if (key !== "x") return;
@@ -199,6 +201,12 @@ export class RunChart {
       return panel;
     });
     this.root.replaceChildren(...panels);
+  }
+
+  /** Zooms every panel (and the key's state) to `[from, to]` seconds. */
+  zoomTo(from: number, to: number) {
+    const first = this.plots[0];
+    if (first) first.setScale("x", { min: from, max: to });
   }
 
   /** Keeps every panel on the same x range as the one zoomed or panned. */
@@ -233,4 +241,26 @@ export class RunChart {
     const fromMs = idx * this.view.binMs;
     this.onPick({ run: line.run, target: line.target, fromMs, toMs: fromMs + this.view.binMs });
   }
+}
+
+/** A rule's busiest window: shaded under the lines, its count above it. */
+function drawMark(u: uPlot, mark: Mark) {
+  const x0 = u.valToPos(mark.from, "x", true);
+  const x1 = u.valToPos(mark.to, "x", true);
+  const left = Math.max(x0, u.bbox.left);
+  const right = Math.min(x1, u.bbox.left + u.bbox.width);
+  if (right <= left) return;
+  const ctx = u.ctx;
+  ctx.save();
+  ctx.fillStyle = mark.over ? "rgba(217, 119, 6, 0.14)" : "rgba(100, 116, 139, 0.10)";
+  ctx.fillRect(left, u.bbox.top, right - left, u.bbox.height);
+  ctx.fillStyle = mark.over ? "#b45309" : "#475569";
+  ctx.font = `600 ${Math.round(11 * devicePixelRatio)}px system-ui, sans-serif`;
+  ctx.textBaseline = "top";
+  ctx.textAlign = "left";
+  // Inside the plot, from the band's start: a band near the right edge keeps its words.
+  const width = ctx.measureText(mark.label).width;
+  const x = Math.max(u.bbox.left + 2, Math.min(left + 4 * devicePixelRatio, u.bbox.left + u.bbox.width - width - 2));
+  ctx.fillText(mark.label, x, u.bbox.top + 4 * devicePixelRatio);
+  ctx.restore();
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Records } from "./records";
 import { run } from "./testdata";
-import { buildRunView, matchTarget, RUN_COLORS } from "./runview";
+import { buildRunView, markPeaks, matchTarget, RUN_COLORS } from "./runview";
 
 /**
  * A boundary burst in miniature: the fixed window admits 4 in the bin after its boundary, the
@@ -92,5 +92,14 @@ describe("run view", () => {
     const swapped = { ...r, targets: [...r.targets].reverse() };
     expect(matchTarget(r, 0, swapped)).toBe(1);
     expect(buildRunView([], { measure: "bin", layout: "panels", envelope: false }).plots).toEqual([]);
+  });
+
+  it("marks each rule's busiest window on its panel, with its count against the limit", () => {
+    const v = buildRunView([{ id: "a", name: "A", records: boundary() }], { measure: "bin", layout: "panels", envelope: false });
+    const marked = markPeaks(v, new Map([["compare-fixed-window", { admitted: 6, limit: 4, window_ms: 1000, start_ms: 500 }]]));
+    expect(marked.plots[1].mark).toEqual({ from: 0.5, to: 1.5, label: "6 / 4 in 1 s", over: true });
+    expect(marked.plots[0].mark).toBeUndefined();
+    const overlay = buildRunView([{ id: "a", name: "A", records: boundary() }], { measure: "bin", layout: "overlay", envelope: false });
+    expect(markPeaks(overlay, new Map([["compare-fixed-window", { admitted: 1, limit: 4, window_ms: 1000, start_ms: 0 }]])).plots[0].mark).toBeUndefined();
   });
 });

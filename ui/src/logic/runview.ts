@@ -51,6 +51,39 @@ export interface Plot {
   rule?: string;
   algorithm?: string;
   lines: Line[];
+  /** A span to mark on the plot: the rule's busiest window ([`markPeaks`]). */
+  mark?: Mark;
+}
+
+/** A shaded span of a plot, in seconds on its x axis, with its words. */
+export interface Mark {
+  from: number;
+  to: number;
+  label: string;
+  /** True when the span held more than the rule's limit. */
+  over: boolean;
+}
+
+/** The busiest window of a rule, as the summary reports it. */
+export interface PeakLike {
+  admitted: number;
+  limit: number;
+  window_ms: number;
+  start_ms: number;
+}
+
+/**
+ * Marks each side-by-side plot with its rule's busiest window (`peaks` by rule name): where
+ * the boundary burst is, and its count against the limit, without zooming.
+ */
+export function markPeaks(view: RunView, peaks: Map<string, PeakLike>): RunView {
+  const plots = view.plots.map((p) => {
+    const peak = p.rule === undefined ? undefined : peaks.get(p.rule);
+    if (!peak) return p;
+    const from = peak.start_ms / 1000;
+    return { ...p, mark: { from, to: from + peak.window_ms / 1000, label: `${peak.admitted} / ${peak.limit} in ${peak.window_ms / 1000} s`, over: peak.admitted > peak.limit } };
+  });
+  return { ...view, plots };
 }
 
 export interface RunView {

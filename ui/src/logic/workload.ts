@@ -92,6 +92,8 @@ export interface Preset {
   about: string;
   /** The fields it sets; the rest go back to their defaults. */
   form: Partial<WorkloadForm>;
+  /** The algorithm whose busiest window the run chart opens on when the run ends. */
+  focus?: string;
 }
 
 export const PRESETS: Preset[] = [
@@ -114,6 +116,7 @@ export const PRESETS: Preset[] = [
       servers: "4",
       keys: "1",
     },
+    focus: "fixed_window",
   },
   {
     id: "race",

@@ -12,7 +12,7 @@ import { fmtInt, fmtMicros, fmtOffset, fmtPercent } from "../logic/format";
 import { peakExceeds, peakText, spanText } from "../logic/peak";
 import { recordIndices, OUTCOME } from "../logic/records";
 import { runStatusText } from "../logic/runs";
-import { buildRunView, type Layout, type Measure, type RunData } from "../logic/runview";
+import { buildRunView, markPeaks, type Layout, type Measure, type RunData } from "../logic/runview";
 import { on, state } from "../store";
 import { runInfo, selectedRunInfo } from "./history";
 import { heatmapTables } from "./heatmap";
@@ -64,9 +64,11 @@ async function draw() {
       return;
     }
     renderCompare(data);
-    const v = buildRunView(data, { ...view, envelope: true });
+    const peaks = new Map((run.summary?.rows ?? []).flatMap((r) => (r.peak_window ? [[r.rule, r.peak_window] as const] : [])));
+    const v = markPeaks(buildRunView(data, { ...view, envelope: true }), peaks);
     $("run-bin").textContent = `bins of ${v.binMs} ms`;
     chart.show(v, view.measure);
+    openOnPeak(run);
     drawn = { run: run.id, view: v, measure: view.measure };
     drawKeyState(chart, run.id, data[0].records, v.x[v.x.length - 1] ?? 0);
   } catch (err) {
@@ -178,6 +180,21 @@ function renderSummary(run: RunInfo | undefined) {
       ]
     : [];
   el.replaceChildren(caption, h("table", { className: "summary" }, thead, body), ...sweep, latency);
+}
+
+/**
+ * A demo preset's run opens on its moment: zoomed to its algorithm's busiest window with room
+ * either side (the boundary burst, marked with its count), once, when the run has ended.
+ */
+function openOnPeak(run: RunInfo) {
+  const focus = state.focusPeak;
+  if (!focus || run.status === "running" || run.created_ms < focus.after) return;
+  state.focusPeak = null;
+  const peak = run.summary?.rows.find((r) => r.algorithm === focus.algorithm)?.peak_window;
+  if (!peak) return;
+  const from = peak.start_ms / 1000;
+  const span = peak.window_ms / 1000;
+  chart.zoomTo(Math.max(0, from - span / 2), from + span * 1.5);
 }
 
 /** "capacity 20 is …" as a sentence on screen: capitalized, with its full stop. */

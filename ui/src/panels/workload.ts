@@ -110,6 +110,7 @@ function renderPresets() {
       const b = h("button", { type: "button", className: "secondary small", text: p.label, data: { preset: p.id } });
       b.addEventListener("click", () => {
         writeForm(applyPreset(p, $<HTMLSelectElement>("sim-target").value));
+        presetApplied = { focus: p.focus, version: formVersion };
         $("preset-about").textContent = `${p.label}: ${p.about}`;
         showErrors([]);
         previewSoon();
@@ -128,6 +129,8 @@ let previewSeq = 0;
 let formVersion = 0;
 /** The form version a run's refusal was shown for: a preview clears it only after an edit. */
 let refusedAt = -1;
+/** The last preset applied, and the form version then: an untouched preset's run opens on its moment. */
+let presetApplied: { focus?: string; version: number } | undefined;
 function previewSoon() {
   clearTimeout(previewTimer);
   previewTimer = setTimeout(async () => {
@@ -212,6 +215,8 @@ export async function initWorkload() {
     }
     try {
       state.liveFocus = "run";
+      const focus = presetApplied?.version === formVersion ? presetApplied.focus : undefined;
+      state.focusPeak = focus ? { after: Date.now() - 1000, algorithm: focus } : null;
       renderSim(await api.simStart(parsed.request));
       $<HTMLInputElement>("sim-name").value = "";
     } catch (err) {
