@@ -739,3 +739,81 @@ fn a_closed_pipe_ends_the_command_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.code(), Some(141), "{stderr}");
 }
+
+/// Log lines on stderr are plain text when stderr is a file or a pipe: no colour escapes.
+#[test]
+fn log_lines_carry_no_colour_escapes_in_a_pipe() {
+    let dead = common::dead_url();
+    let out = ratelockr(&[
+        "--redis",
+        &dead,
+        "check",
+        "--algorithm",
+        "fixed-window",
+        "--limit",
+        "1",
+        "--window-ms",
+        "1000",
+        "--key",
+        "k",
+    ]);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("WARN"), "a warning was logged: {stderr}");
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "no escape sequences: {stderr:?}"
+    );
+}
+
+/// A negative number is refused by the flag it was given to, named: never clap's "unexpected
+/// argument '-1' found", which names nothing.
+#[test]
+fn negative_numbers_name_their_flag() {
+    let cases: [&[&str]; 6] = [
+        &[
+            "check",
+            "--algorithm",
+            "fixed-window",
+            "--limit",
+            "-1",
+            "--window-ms",
+            "1000",
+            "--key",
+            "k",
+        ],
+        &[
+            "check",
+            "--algorithm",
+            "token-bucket",
+            "--capacity",
+            "-5",
+            "--key",
+            "k",
+        ],
+        &["simulate", "--compare", "--servers", "-3"],
+        &["simulate", "--compare", "--keys", "-2"],
+        &[
+            "replay",
+            "--log",
+            "x.log",
+            "--algorithm",
+            "fixed-window",
+            "--lanes",
+            "-1",
+        ],
+        &["bench", "--concurrency", "-10"],
+    ];
+    for args in cases {
+        let flag = args
+            .iter()
+            .zip(args.iter().skip(1))
+            .find(|(_, v)| v.starts_with('-') && v.len() > 1 && v.as_bytes()[1].is_ascii_digit())
+            .map(|(f, _)| *f)
+            .expect("a flag with a negative value");
+        let out = ratelockr(args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(err.contains(flag), "{args:?}: {err}");
+        assert!(!err.contains("unexpected argument"), "{args:?}: {err}");
+    }
+}

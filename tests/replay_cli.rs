@@ -178,6 +178,9 @@ fn rules_files_sweeps_and_previews() {
     for (args, flag) in [
         (vec!["--key", "cookie"], "--key"),
         (vec!["--path", "("], "--path"),
+        // An empty filter would silently replay nothing (or everything).
+        (vec!["--method", ""], "--method"),
+        (vec!["--path", ""], "--path"),
         (vec!["--sweep", "capacity=1"], "--sweep"),
         (vec!["--refill-per-sec", "0"], "--refill-per-sec"),
     ] {

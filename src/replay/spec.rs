@@ -67,6 +67,20 @@ impl ParseSpec {
             .map(regex::Regex::new)
             .transpose()
             .map_err(|e| invalid("path", format!("not a regular expression: {e}")))?;
+        // An empty filter would match nothing (or everything): never a silent empty replay.
+        if self.methods.iter().any(|m| m.trim().is_empty()) {
+            return Err(invalid(
+                "method",
+                "an empty method would filter out every line: name one (GET, POST, ...) or leave the filter out".into(),
+            ));
+        }
+        if self.path.as_deref().is_some_and(str::is_empty) {
+            return Err(invalid(
+                "path",
+                "an empty regular expression matches every line: leave the filter out instead"
+                    .into(),
+            ));
+        }
         if self.lookahead_ms > 3_600_000 {
             return Err(invalid("lookahead", "at most an hour (3600 s)".into()));
         }

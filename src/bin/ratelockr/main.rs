@@ -4,11 +4,11 @@ mod cmd;
 mod console;
 mod opts;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = cmd::Cli::parse();
+    let cli = parse();
     quiet_on_closed_pipe();
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -16,6 +16,8 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        // Colour only for a person at a terminal: a log file or a pipe gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .init();
     let runtime = match tokio::runtime::Runtime::new() {
@@ -32,6 +34,22 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// The command line, every value-taking flag accepting a leading '-': `--limit -1` is then
+/// refused by the flag's own check, naming it ("invalid value '-1' for '--limit <LIMIT>'"),
+/// instead of clap's "unexpected argument '-1' found", which names nothing.
+fn parse() -> cmd::Cli {
+    fn negatives(command: clap::Command) -> clap::Command {
+        command
+            .mut_args(|arg| match arg.get_action().takes_values() {
+                true => arg.allow_negative_numbers(true),
+                false => arg,
+            })
+            .mut_subcommands(negatives)
+    }
+    let matches = negatives(cmd::Cli::command()).get_matches();
+    cmd::Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit())
 }
 
 /// A command whose output is piped into `head` ends quietly when the pipe closes, as Unix
