@@ -118,6 +118,18 @@ async fn bad_requests_name_the_field() {
             "invalid_rule",
             "rule.name".into(),
         ),
+        (
+            r#"{"rule":{"name":"x","algorithm":"token_bucket","capacity":5,"refill_per_sec":"NaN"},"key":"k"}"#,
+            400,
+            "invalid_rule",
+            "rule.refill_per_sec".into(),
+        ),
+        (
+            r#"{"rule":"login","key":"k","cost":1e400}"#,
+            400,
+            "invalid_number",
+            "cost".into(),
+        ),
     ];
     for (body, want_status, code, field) in cases {
         let (status, _, reply) = http(addr, "POST", "/api/check", body).await;
@@ -127,6 +139,25 @@ async fn bad_requests_name_the_field() {
         assert_eq!(error["field"], field, "{body}: {reply}");
         assert!(!error["message"].as_str().unwrap_or("").is_empty());
     }
+}
+
+#[tokio::test]
+async fn a_body_too_large_is_refused_in_the_json_shape() {
+    let server = common::redis();
+    let addr = start(&server).await;
+    let huge = format!(r#"{{"rule":"login","key":"{}"}}"#, "k".repeat(100 * 1024));
+    let (status, headers, body) = http(addr, "POST", "/api/check", &huge).await;
+    assert_eq!(status, 413, "{body}");
+    assert!(
+        headers["content-type"].starts_with("application/json"),
+        "{headers:?}"
+    );
+    let error = &json(&body)["error"];
+    assert_eq!(error["code"], "body_too_large", "{body}");
+    assert!(
+        error["message"].as_str().unwrap_or("").contains("65536"),
+        "{body}"
+    );
 }
 
 #[test]

@@ -20,7 +20,8 @@ use crate::limiter::Limiter;
 use crate::policy::PolicyWatch;
 use crate::rule::Rule;
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -136,7 +137,10 @@ impl DecisionApi {
     /// `POST /api/check`, `GET /api/rules` and `GET /api/policies`.
     pub fn router(self) -> Router {
         Router::new()
-            .route(CHECK_PATH, post(check))
+            .route(
+                CHECK_PATH,
+                post(check).layer(DefaultBodyLimit::max(MAX_BODY)),
+            )
             .route(RULES_PATH, get(list_rules))
             .route(POLICIES_PATH, get(list_policies))
             .with_state(self)
@@ -144,8 +148,22 @@ impl DecisionApi {
 
     /// One decision from a request body (the JSON above): what `POST /api/check` does.
     pub(crate) async fn check(&self, body: &[u8]) -> Result<CheckReply, ApiError> {
-        let request: Value = serde_json::from_slice(body)
-            .map_err(|e| ApiError::invalid_json(format!("the body is not JSON: {e}")))?;
+        let request: Value = serde_json::from_slice(body).map_err(|e| {
+            let error = ApiError::invalid_json(format!("the body is not JSON: {e}"));
+            match (e.classify(), number_field(body, e.column())) {
+                // `"cost": 1e400`: JSON, but no number a field can hold; say which field.
+                (serde_json::error::Category::Syntax, Some(field))
+                    if e.to_string().contains("number out of range") =>
+                {
+                    ApiError {
+                        code: "invalid_number",
+                        field: Some(field),
+                        ..error
+                    }
+                }
+                _ => error,
+            }
+        })?;
         let Value::Object(fields) = request else {
             return Err(ApiError::invalid_json(
                 "the body must be a JSON object {\"rule\" or \"policy\", \"key\", \"cost\"}",
@@ -196,7 +214,39 @@ impl DecisionApi {
     }
 }
 
-async fn check(State(api): State<DecisionApi>, body: Bytes) -> Response {
+/// The field whose number ends at `column` (1-based, on a one-line body) of `body`: `"cost"`
+/// for `{"key": "k", "cost": 1e400` with the column at its end.
+fn number_field(body: &[u8], column: usize) -> Option<String> {
+    let text = std::str::from_utf8(body).ok()?;
+    let before = text.get(..column.min(text.len()))?;
+    let key = regex::Regex::new(r#""([^"\\]{1,64})"\s*:\s*[-+0-9.eE]*$"#).ok()?;
+    Some(key.captures(before)?.get(1)?.as_str().to_string())
+}
+
+/// The largest request body, in bytes: a decision request is a few hundred.
+pub const MAX_BODY: usize = 64 * 1024;
+
+async fn check(State(api): State<DecisionApi>, body: Result<Bytes, BytesRejection>) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            let status = rejection.status();
+            return ApiError {
+                status: status.as_u16(),
+                code: if status == StatusCode::PAYLOAD_TOO_LARGE {
+                    "body_too_large"
+                } else {
+                    "invalid_body"
+                },
+                message: format!(
+                    "{} (a request is at most {MAX_BODY} bytes)",
+                    rejection.body_text()
+                ),
+                field: None,
+            }
+            .into_response();
+        }
+    };
     match api.check(&body).await {
         Ok(reply) => {
             let mut response = Json(&reply).into_response();

@@ -79,6 +79,18 @@ fn inline_rule(object: &serde_json::Map<String, Value>) -> Result<Rule, ApiError
             ))
         }
     };
+    // A parameter that is not a number ("NaN", "10", null) is named as itself, not as the
+    // algorithm serde could not build.
+    for (field, value) in object {
+        let numeric = !matches!(field.as_str(), "name" | "algorithm");
+        if numeric && !value.is_number() {
+            return Err(ApiError::bad(
+                "invalid_rule",
+                &format!("rule.{field}"),
+                format!("rule.{field} must be a number, got {value}"),
+            ));
+        }
+    }
     let algorithm: Algorithm =
         serde_json::from_value(Value::Object(object.clone())).map_err(|e| {
             let text = e.to_string();
