@@ -10,6 +10,7 @@ use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How long a fresh redis-server may take to answer PING.
@@ -33,12 +34,16 @@ pub enum EmbeddedError {
     NotReady { reason: String, log: String },
 }
 
-/// A running private redis-server. Dropping it stops the server and removes its files.
+/// A running private redis-server. Dropping it stops the server and removes its files. One
+/// that dies (killed, out of memory) can be started again on the same port
+/// ([`EmbeddedRedis::restart_if_exited`]), so connections to it recover by themselves.
 #[derive(Debug)]
 pub struct EmbeddedRedis {
-    child: Child,
+    child: Mutex<Child>,
     port: u16,
     dir: PathBuf,
+    binary: PathBuf,
+    extra: Vec<String>,
 }
 
 impl EmbeddedRedis {
@@ -72,35 +77,56 @@ impl EmbeddedRedis {
     fn try_start(binary: &Path, extra: &[&str]) -> Result<Self, EmbeddedError> {
         let port = free_port().map_err(EmbeddedError::Spawn)?;
         let dir = std::env::temp_dir().join(format!("{DIR_PREFIX}{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(EmbeddedError::Spawn)?;
-        let log = dir.join("redis.log");
-        let child = Command::new(binary)
-            .args(["--port", &port.to_string()])
-            .args(["--bind", "127.0.0.1", "--protected-mode", "yes"])
-            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-            .arg("--dir")
-            .arg(&dir)
-            .arg("--logfile")
-            .arg(&log)
-            // Written even without --daemonize, so that an orphan can be found (reap_orphans).
-            .arg("--pidfile")
-            .arg(dir.join("redis.pid"))
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(EmbeddedError::Spawn)?;
-        let mut server = EmbeddedRedis { child, port, dir };
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let child = spawn(binary, port, &dir, &extra)?;
+        let mut server = EmbeddedRedis {
+            child: Mutex::new(child),
+            port,
+            dir,
+            binary: binary.to_path_buf(),
+            extra,
+        };
         server.wait_ready()?;
         tracing::info!(port, "started embedded redis-server");
         Ok(server)
     }
 
+    /// True when the server process has ended (killed, crashed).
+    pub fn exited(&self) -> bool {
+        matches!(self.lock().try_wait(), Ok(Some(_)))
+    }
+
+    /// Starts the server again, on the same port and with the same arguments, when its
+    /// process has ended; true when it did. Connections to the old one reconnect to it by
+    /// themselves (its data is gone: the limiters start full). Fails when the port was taken
+    /// meanwhile or the new server does not answer.
+    pub fn restart_if_exited(&self) -> Result<bool, EmbeddedError> {
+        let mut child = self.lock();
+        if !matches!(child.try_wait(), Ok(Some(_))) {
+            return Ok(false);
+        }
+        *child = spawn(&self.binary, self.port, &self.dir, &self.extra)?;
+        drop(child);
+        self.wait_until_ready()?;
+        tracing::warn!(
+            port = self.port,
+            "the embedded redis-server had stopped: started it again"
+        );
+        Ok(true)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Child> {
+        self.child.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn wait_ready(&mut self) -> Result<(), EmbeddedError> {
+        self.wait_until_ready()
+    }
+
+    fn wait_until_ready(&self) -> Result<(), EmbeddedError> {
         let started = Instant::now();
         loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
+            if let Ok(Some(status)) = self.lock().try_wait() {
                 return Err(self.not_ready(format!("it exited with {status}")));
             }
             if ping(self.port) {
@@ -130,7 +156,7 @@ impl EmbeddedRedis {
 
     /// The process id, for tests that freeze (SIGSTOP) or kill the server.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.lock().id()
     }
 
     /// `redis://127.0.0.1:<port>`.
@@ -146,10 +172,33 @@ impl EmbeddedRedis {
 
 impl Drop for EmbeddedRedis {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let child = self.child.get_mut().unwrap_or_else(|e| e.into_inner());
+        let _ = child.kill();
+        let _ = child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Starts `redis-server` on `port` with its files in `dir` (created if need be).
+fn spawn(binary: &Path, port: u16, dir: &Path, extra: &[String]) -> Result<Child, EmbeddedError> {
+    std::fs::create_dir_all(dir).map_err(EmbeddedError::Spawn)?;
+    Command::new(binary)
+        .args(["--port", &port.to_string()])
+        .args(["--bind", "127.0.0.1", "--protected-mode", "yes"])
+        .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+        .arg("--dir")
+        .arg(dir)
+        .arg("--logfile")
+        .arg(dir.join("redis.log"))
+        // Written even without --daemonize, so that an orphan can be found (reap_orphans).
+        .arg("--pidfile")
+        .arg(dir.join("redis.pid"))
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(EmbeddedError::Spawn)
 }
 
 /// Shuts down the embedded redis-servers whose owning process has died without stopping them

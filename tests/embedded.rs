@@ -67,3 +67,32 @@ fn a_server_left_behind_by_a_killed_owner_is_stopped_by_the_next_start() {
     assert_eq!(reap_orphans(), 0, "a second sweep finds nothing");
     assert!(ping(live.port()), "the sweep stopped a live owner's server");
 }
+
+/// A server that died is started again on its own port: connections to it recover by
+/// themselves.
+#[test]
+fn a_killed_server_starts_again_on_its_port() {
+    let server = ratelockr::EmbeddedRedis::start().expect("redis-server on PATH");
+    assert!(
+        !server.restart_if_exited().expect("alive"),
+        "nothing to do while it runs"
+    );
+    let (port, pid) = (server.port(), server.pid());
+    let status = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let started = std::time::Instant::now();
+    while !server.exited() {
+        assert!(started.elapsed().as_secs() < 10, "the server ends");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(server.restart_if_exited().expect("starts again"));
+    assert_eq!(server.port(), port);
+    assert_ne!(server.pid(), pid);
+    assert!(
+        ratelockr::embedded::ping(port),
+        "it answers on the same port"
+    );
+}

@@ -128,16 +128,41 @@ impl Connection {
 
     pub async fn status(&self) -> ConnectionStatus {
         let target = self.backend.target();
-        let ping = match self.limiter.ping().await {
+        let mut restart_error = None;
+        let mut ping = self.limiter.ping().await;
+        // The app's own redis-server died (killed, out of memory): start it again on its port,
+        // where the limiter's connection finds it by itself.
+        if ping.is_err() && self.backend.embedded_server().is_some() {
+            // Starting a server waits for its PONG: off the runtime's workers.
+            let backend = self.backend.clone();
+            let restarted = tokio::task::spawn_blocking(move || {
+                backend
+                    .embedded_server()
+                    .map_or(Ok(false), |server| server.restart_if_exited())
+            })
+            .await;
+            match restarted {
+                Ok(Ok(true)) => {
+                    self.settle().await;
+                    ping = self.limiter.ping().await;
+                }
+                Ok(Ok(false)) => {}
+                Ok(Err(err)) => restart_error = Some(err.to_string()),
+                Err(err) => restart_error = Some(err.to_string()),
+            }
+        }
+        let ping = match ping {
             // Ask the port itself what is there (nothing, another server, TLS on the other
             // side): only while failing, and at most once per status poll.
             Err(failure) => Err(ratelockr::diagnose::diagnose(target, failure).await),
             other => other,
         };
-        let error = ping
-            .as_ref()
-            .err()
-            .map(|e| transport::in_form_words(&e.to_string()));
+        let error = ping.as_ref().err().map(|e| match &restart_error {
+            Some(why) => format!(
+                "the app's embedded redis-server stopped and could not be started again ({why}); click Use this Redis with the URL empty to start a new one"
+            ),
+            None => transport::in_form_words(&e.to_string()),
+        });
         let kind = self.backend.kind();
         let state = match (&ping, kind) {
             (Err(_), _) => LinkState::Unreachable,
@@ -234,6 +259,41 @@ pub async fn test(url: &str, tls: &TlsOptions) -> Result<ConnectionTest, AppErro
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    /// The app's own redis-server killed outright: the next status poll starts it again on its
+    /// port, and decisions are Redis's again, without a click.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_killed_embedded_redis_is_started_again() {
+        let backend = Backend::embedded().expect("redis-server on PATH");
+        let limiter = Limiter::new(backend.target(), LimiterOptions::default());
+        let connection = Connection {
+            backend: Arc::new(backend),
+            limiter,
+            configured: false,
+        };
+        assert_eq!(connection.status().await.state, LinkState::Embedded);
+        let server = connection.backend.embedded_server().expect("embedded");
+        let (port, pid) = (server.port(), server.pid());
+        let killed = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .expect("kill");
+        assert!(killed.success());
+        while !server.exited() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let status = connection.status().await;
+        assert_eq!(status.state, LinkState::Embedded, "{status:?}");
+        assert_eq!(
+            server.port(),
+            port,
+            "the same port: the connection finds it"
+        );
+        assert_ne!(server.pid(), pid, "a new process");
+        let rule = ratelockr::Rule::fixed_window("after-restart", 5, 60_000).expect("valid");
+        let decision = connection.limiter.check(&rule, "k").await.expect("valid");
+        assert!(!decision.fail_open(), "Redis decides again: {decision:?}");
+    }
 
     #[test]
     fn the_deadline_setting_is_whole_milliseconds_or_a_warning() {

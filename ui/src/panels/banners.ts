@@ -47,7 +47,11 @@ function renderFailOpen() {
   setText(
     $("failopen-detail"),
     down
-    ? `Redis at ${conn?.url} does not answer (${conn?.error ?? "no reply"}). Requests are let through unlimited (remaining = −1); the app reconnects by itself.`
+    ? `Redis at ${conn?.url} does not answer (${conn?.error ?? "no reply"}). Requests are let through unlimited (remaining = −1); ${
+        conn?.kind === "embedded"
+          ? "the app starts its embedded redis-server again by itself."
+          : "the app reconnects by itself once Redis answers, or choose another under Connection."
+      }`
       : `${recent} decision${recent === 1 ? " was" : "s were"} let through without Redis (remaining = −1) in the last 10 s.`,
   );
 }
