@@ -36,6 +36,7 @@ pub async fn diagnose(target: &RedisTarget, failure: RedisFailure) -> RedisFailu
     }
     if let Some((host, port)) = target.tls_endpoint() {
         return match probe(&host, port).await {
+            Probe::Refused => refused(&host, port),
             Probe::Redis => RedisFailure::new(
                 FailureKind::Misconfiguration,
                 format!(
@@ -49,10 +50,7 @@ pub async fn diagnose(target: &RedisTarget, failure: RedisFailure) -> RedisFailu
         return failure;
     };
     match probe(&host, port).await {
-        Probe::Refused => RedisFailure::new(
-            FailureKind::Unavailable,
-            format!("connection refused: nothing listens at {host}:{port} (is Redis running, on this port?)"),
-        ),
+        Probe::Refused => refused(&host, port),
         Probe::Tls => RedisFailure::new(
             FailureKind::Misconfiguration,
             format!(
@@ -67,6 +65,13 @@ pub async fn diagnose(target: &RedisTarget, failure: RedisFailure) -> RedisFailu
         ),
         Probe::Redis | Probe::Silent | Probe::Unknown => failure,
     }
+}
+
+fn refused(host: &str, port: u16) -> RedisFailure {
+    RedisFailure::new(
+        FailureKind::Unavailable,
+        format!("connection refused: nothing listens at {host}:{port} (is Redis running, on this port?)"),
+    )
 }
 
 /// What a direct `PING` in plain TCP found at a port.

@@ -89,3 +89,12 @@ fn the_cli_fails_open_naming_what_answered() {
         (&true.into(), &(-1).into())
     );
 }
+
+#[tokio::test]
+async fn a_refused_tls_port_is_refused_too() {
+    let url = common::dead_url().replace("redis://", "rediss://");
+    let limiter = common::limiter_with(&url, common::options("diag-refused-tls"));
+    let failure = limiter.ping().await.expect_err("no Redis there");
+    assert_eq!(failure.kind, FailureKind::Unavailable, "{failure}");
+    assert!(failure.message.contains("connection refused"), "{failure}");
+}
