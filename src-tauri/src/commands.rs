@@ -131,7 +131,8 @@ pub async fn export_csv<R: Runtime>(
     core: Core<'_>,
     id: Option<String>,
 ) -> Result<Exported, AppError> {
-    let dest = choose_path(&app, "ratelockr-run.csv", "CSV", "csv")?;
+    let name = core.run_export_name(id.as_deref(), "", "csv");
+    let dest = choose_path(&app, &name, "CSV", "csv")?;
     core.export_csv(&dest, id.as_deref())
 }
 
@@ -148,7 +149,7 @@ pub async fn export_chart<R: Runtime>(
 ) -> Result<Exported, AppError> {
     // Refused before the dialog: nothing to confirm for a view that cannot be drawn.
     view.as_ref().map(ChartView::validate).transpose()?;
-    let name = format!("ratelockr-chart.{}", format.extension());
+    let name = core.run_export_name(id.as_deref(), "-chart", format.extension());
     let kind = format.extension().to_uppercase();
     let dest = choose_path(&app, &name, &kind, format.extension())?;
     let format = confirmed_format(&dest)?;
@@ -276,7 +277,8 @@ pub async fn replay_export_csv<R: Runtime>(
     core: Core<'_>,
     id: Option<String>,
 ) -> Result<Exported, AppError> {
-    let dest = choose_path(&app, "ratelockr-replay.csv", "CSV", "csv")?;
+    let name = core.replay_export_name(id.as_deref(), "", "csv");
+    let dest = choose_path(&app, &name, "CSV", "csv")?;
     core.replay_export_csv(&dest, id.as_deref())
 }
 
@@ -291,7 +293,7 @@ pub async fn replay_export_chart<R: Runtime>(
     id: Option<String>,
 ) -> Result<Exported, AppError> {
     let stem = if heatmap { "heatmap" } else { "chart" };
-    let name = format!("ratelockr-replay-{stem}.{}", format.extension());
+    let name = core.replay_export_name(id.as_deref(), &format!("-{stem}"), format.extension());
     let kind = format.extension().to_uppercase();
     let dest = choose_path(&app, &name, &kind, format.extension())?;
     confirmed_format(&dest)?;

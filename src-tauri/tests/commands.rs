@@ -252,6 +252,21 @@ fn a_simulation_runs_streams_stats_and_exports() {
 
     let exported = ui.ok("export_csv", json!({}));
     let path = exported["path"].as_str().expect("path");
+    // Offered under the run's own name, not "ratelockr-run.csv" for every run.
+    let run_name = ui.ok("runs_list", json!({}))["runs"][0]["name"]
+        .as_str()
+        .expect("a name")
+        .to_string();
+    let file = std::path::Path::new(path)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("a file name");
+    assert!(
+        file.ends_with(".csv")
+            && file
+                .starts_with(&run_name[..run_name.find([' ', ':', '(']).unwrap_or(run_name.len())]),
+        "{file} for the run {run_name:?}"
+    );
     let csv = std::fs::read_to_string(path).expect("exported CSV");
     let mut lines = csv.lines();
     assert_eq!(
@@ -295,7 +310,12 @@ fn a_simulation_runs_streams_stats_and_exports() {
         .call("export_chart", json!({ "format": "png", "view": bad }))
         .expect_err("values do not match x");
     assert_eq!(err["field"], "view.panels[0].lines[1].values", "{err}");
-    assert!(!out.path().join("ratelockr-chart.png").exists());
+    let pngs: Vec<_> = std::fs::read_dir(out.path())
+        .expect("the export dir")
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "png"))
+        .collect();
+    assert!(pngs.is_empty(), "nothing written: {pngs:?}");
 }
 
 #[test]

@@ -14,7 +14,7 @@ import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync, existsSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { remote } from "webdriverio";
 
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -368,7 +368,9 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await click("#export-csv");
     const note = await until(async () => ((await text("#export-note")).startsWith("Saved") ? text("#export-note") : false), 10_000, "the export is saved");
     const file = note.replace(/^Saved /, "");
-    assert.equal(file, join(exportDir, "ratelockr-run.csv"));
+    // Offered under the run's own name ("checkout (fixed_window): …" as checkout-fixed_window-…).
+    assert.equal(dirname(file), exportDir);
+    assert.match(basename(file), /^checkout-fixed_window-.*\.csv$/, file);
     const lines = readFileSync(file, "utf8").trim().split("\n");
     // design.md's columns first, in order; the app adds reset_after_ms and attempt after them.
     assert.ok(lines[0].startsWith("seq,sent_at_ms,server,rule,algorithm,key,allowed,remaining,retry_after_ms,latency_us,fail_open"), lines[0]);
@@ -549,6 +551,13 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     // The five most denied, in order: the table's first five rows.
     const denied = await browser.execute(() => [...document.querySelectorAll("#perkey-table tbody tr.key-row")].slice(0, 5).map((tr) => Number(tr.children[3].textContent.replace(/,/g, ""))));
     assert.deepEqual(denied, [...denied].sort((a, b) => b - a), `denials, most first: ${denied}`);
+    const heads = await browser.execute(() => [...document.querySelectorAll("#perkey-table thead th")].map((th) => th.textContent.replace(/[▼▲]/g, "").trim()));
+    assert.ok(heads.includes("Fail-open"), `a fail-open column: ${heads}`);
+    // "Show all" shows all: every key that sent, not the first 500.
+    const all = Number((await text('[data-testid="keys-all"]')).replace(/\D/g, ""));
+    assert.ok(all > 15, `more keys than the first rows: ${all}`);
+    await domClick('[data-testid="keys-all"]');
+    await until(async () => (await browser.execute(() => document.querySelectorAll("#perkey-table tbody tr.key-row").length)) === all, 10_000, `all ${all} keys listed`);
     await domClick('#perkey-table tr[data-key="client-0"]');
     await until(async () => (await text('[data-testid="key-title"]')).startsWith("client-0"), 10_000, "the key opens");
     const after = await browser.execute(() => [...document.querySelectorAll("#perkey-table tbody tr.key-row")].map((tr) => tr.dataset.key));

@@ -29,6 +29,26 @@ impl ChartFormat {
     }
 }
 
+/// The name the save dialog offers for an export of `name` (a run's or a replay's name in the
+/// history): `capacity-30.csv`, `capacity-30-chart.png`. Letters, digits, `.`, `_` and `-`
+/// are kept; anything else becomes one `-`; at most 60 characters; `fallback` when nothing
+/// is left.
+pub fn file_name_for(name: &str, fallback: &str, suffix: &str, extension: &str) -> String {
+    let mut stem = String::new();
+    for c in name.chars() {
+        let keep = c.is_alphanumeric() || matches!(c, '.' | '_' | '-');
+        match keep {
+            true => stem.push(c),
+            false if !stem.ends_with('-') => stem.push('-'),
+            false => {}
+        }
+    }
+    let stem: String = stem.trim_matches(['-', '.']).chars().take(60).collect();
+    let stem = stem.trim_end_matches(['-', '.']);
+    let stem = if stem.is_empty() { fallback } else { stem };
+    format!("{stem}{suffix}.{extension}")
+}
+
 /// The format a file name asks for, if it names one.
 pub fn format_of(path: &Path) -> Option<ChartFormat> {
     match path
@@ -93,6 +113,28 @@ pub fn copy_export(kept: &Path, dest: &Path) -> Result<Exported, AppError> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_export_is_offered_under_the_runs_own_name() {
+        assert_eq!(
+            file_name_for("capacity 30", "ratelockr-run", "", "csv"),
+            "capacity-30.csv"
+        );
+        assert_eq!(
+            file_name_for("api: bursts / 30 s?", "ratelockr-run", "-chart", "png"),
+            "api-bursts-30-s-chart.png"
+        );
+        assert_eq!(
+            file_name_for("../..", "ratelockr-run", "", "csv"),
+            "ratelockr-run.csv"
+        );
+        assert_eq!(
+            file_name_for("", "ratelockr-replay", "-heatmap", "svg"),
+            "ratelockr-replay-heatmap.svg"
+        );
+        assert_eq!(file_name_for(&"x".repeat(200), "r", "", "csv").len(), 64);
+    }
+
     use super::*;
 
     #[test]

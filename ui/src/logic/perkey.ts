@@ -17,7 +17,7 @@ export interface KeyRow {
   longestDeniedStreak: number;
 }
 
-export type KeyColumn = "name" | "requests" | "allowed" | "denied" | "deniedShare" | "firstDeniedMs" | "longestDeniedStreak";
+export type KeyColumn = "name" | "requests" | "allowed" | "denied" | "failOpen" | "deniedShare" | "firstDeniedMs" | "longestDeniedStreak";
 
 /** One row per key that sent to `target`, top offenders (most denied) first. */
 export function perKey(rec: Records, target: number): KeyRow[] {

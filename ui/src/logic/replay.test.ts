@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { SweepPoint } from "../bindings/SweepPoint";
-import { heatColour, heatmap, keyRows, parseAxis, progressShare } from "./replay";
+import { barShare, heatColour, heatmap, keyRows, parseAxis, progressShare } from "./replay";
 import { sortKeys } from "./perkey";
 
 const point = (params: Record<string, number>, denied_pct: number): SweepPoint => ({
@@ -45,5 +45,14 @@ describe("replay panel logic", () => {
     expect(heatColour(undefined)).toBe("transparent");
     expect(progressShare({ requests: 1, bytes_read: 50, bytes_total: 200, log_ms: null, elapsed_ms: 1 })).toBe(0.25);
     expect(progressShare({ requests: 1, bytes_read: 50, bytes_total: null, log_ms: null, elapsed_ms: 1 })).toBeUndefined();
+  });
+});
+
+describe("the replay's progress bar", () => {
+  it("is empty while idle, full once a replay ended, and the share read in between", () => {
+    expect(barShare(undefined, false, false)).toBe(0);
+    expect(barShare(undefined, true, false)).toBe(0);
+    expect(barShare(undefined, false, true)).toBe(1);
+    expect(barShare(0.4, true, false)).toBe(0.4);
   });
 });

@@ -29,3 +29,12 @@ export function progressShare(p: ReplayProgress): number | undefined {
   if (!p.bytes_total) return undefined;
   return Math.min(1, p.bytes_read / p.bytes_total);
 }
+
+/**
+ * How full the replay's progress bar is drawn, 0..1: what was read while running (or of a
+ * cancelled replay), full only for a replay that ended, empty while idle (it was drawn full).
+ */
+export function barShare(share: number | undefined, running: boolean, ended: boolean): number {
+  if (share !== undefined) return share;
+  return !running && ended ? 1 : 0;
+}

@@ -14,10 +14,10 @@ import { emit, on, state } from "../store";
 import { inspect } from "./inspector";
 import { records } from "./run";
 
-/** Rows shown at first (the top offenders), and at most after "Show all". */
+/** Rows shown at first (the top offenders); "Show 500 more" and "Show all" add the rest. */
 const FIRST_ROWS = 15;
-const MAX_ROWS = 500;
-let showAll = false;
+const PAGE_ROWS = 500;
+let shownRows = FIRST_ROWS;
 const MAX_DECISIONS = 400;
 
 const COLUMNS: { key: KeyColumn; label: string; num: boolean }[] = [
@@ -25,6 +25,7 @@ const COLUMNS: { key: KeyColumn; label: string; num: boolean }[] = [
   { key: "requests", label: "Requests", num: true },
   { key: "allowed", label: "Allowed", num: true },
   { key: "denied", label: "Denied", num: true },
+  { key: "failOpen", label: "Fail-open", num: true },
   { key: "deniedShare", label: "% denied", num: true },
   { key: "firstDeniedMs", label: "First denial", num: true },
   { key: "longestDeniedStreak", label: "Longest streak", num: true },
@@ -59,7 +60,7 @@ function renderTable() {
       return th;
     }),
   );
-  const shown = showAll ? MAX_ROWS : FIRST_ROWS;
+  const shown = Math.min(shownRows, sorted.length);
   const body = sorted.slice(0, shown).map((r) => {
     const tr = h(
       "tr",
@@ -68,6 +69,7 @@ function renderTable() {
       h("td", { className: "num", text: fmtInt(r.requests) }),
       h("td", { className: "num", text: fmtInt(r.allowed) }),
       h("td", { className: "num" + (r.denied > 0 ? " bad-soft" : ""), text: fmtInt(r.denied) }),
+      h("td", { className: "num" + (r.failOpen > 0 ? " warn" : ""), text: fmtInt(r.failOpen) }),
       h("td", { className: "num", text: `${(r.deniedShare * 100).toFixed(1)} %` }),
       h("td", { className: "num", text: r.firstDeniedMs === undefined ? "—" : fmtOffset(r.firstDeniedMs) }),
       h("td", { className: "num", text: fmtInt(r.longestDeniedStreak) }),
@@ -82,16 +84,19 @@ function renderTable() {
     return tr;
   });
   const more: HTMLElement[] = [];
-  if (sorted.length > shown) {
-    const td = h("td", { colSpan: COLUMNS.length, className: "hint" }, `${fmtInt(sorted.length - shown)} more keys. `);
-    if (!showAll) {
-      const all = h("button", { type: "button", className: "ghost small", text: sorted.length <= MAX_ROWS ? `Show all ${fmtInt(sorted.length)}` : `Show ${fmtInt(MAX_ROWS)}` });
-      all.addEventListener("click", () => {
-        showAll = true;
+  const left = sorted.length - shown;
+  if (left > 0) {
+    const td = h("td", { colSpan: COLUMNS.length, className: "hint" }, `${fmtInt(left)} more keys. `);
+    const button = (text: string, rows: number, testid: string) => {
+      const b = h("button", { type: "button", className: "ghost small", text, data: { testid } });
+      b.addEventListener("click", () => {
+        shownRows = rows;
         renderTable();
       });
-      td.append(all);
-    } else td.append("Sort by another column to see others.");
+      return b;
+    };
+    if (left > PAGE_ROWS) td.append(button(`Show ${fmtInt(PAGE_ROWS)} more`, shown + PAGE_ROWS, "keys-more"), " ");
+    td.append(button(`Show all ${fmtInt(sorted.length)}`, sorted.length, "keys-all"));
     more.push(h("tr", {}, td));
   }
   table.replaceChildren(h("thead", {}, head), h("tbody", {}, ...body, ...more));
@@ -160,7 +165,7 @@ async function load() {
       if (mine !== seq) return;
       rec = r;
       if (state.selectedTarget >= r.targets.length) state.selectedTarget = 0;
-      if (r !== rec) showAll = false;
+      if (r !== rec) shownRows = FIRST_ROWS;
       rows = r.targets.length ? perKey(r, state.selectedTarget) : [];
     } catch (err) {
       if (mine !== seq) return;

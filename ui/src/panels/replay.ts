@@ -17,7 +17,7 @@ import { $, h, showFieldErrors } from "../dom";
 import { algorithmLabel } from "../logic/algorithms";
 import { fmtClock, fmtInt } from "../logic/format";
 import { sortKeys } from "../logic/perkey";
-import { keyRows, progressShare } from "../logic/replay";
+import { barShare, keyRows, progressShare } from "../logic/replay";
 import { axesOf, sweepParams } from "../logic/sweep";
 import { heatmapTables } from "./heatmap";
 import { describeRule } from "../logic/rules";
@@ -155,7 +155,7 @@ function renderButtons() {
 
 function renderProgress(p: ReplayProgress | null, text?: string) {
   const share = p ? progressShare(p) : undefined;
-  const width = `${Math.round((share ?? (running ? 0 : 1)) * 100)}%`;
+  const width = `${Math.round(barShare(share, running, report !== null) * 100)}%`;
   // Written only when changed: each write costs the webview a frame.
   if ($("replay-bar").style.width !== width) $("replay-bar").style.width = width;
   setText(

@@ -37,6 +37,8 @@ export async function records(id: string): Promise<RunRecords> {
 }
 
 let chart: RunChart;
+/** The run the chart shows now. */
+let chartRun: string | undefined;
 let drawSeq = 0;
 /** What the chart shows now (for the export), with the run it is about. */
 let drawn: { run: string; view: RunView; measure: Measure } | undefined;
@@ -50,8 +52,15 @@ async function draw() {
   if (state.overlays.length === 0) $("compare").replaceChildren();
   if (!run) {
     chart.clear("Run a simulation: its own timeline appears here and stays.");
+    chartRun = undefined;
     drawKeyState(chart, undefined, undefined, 0);
     return;
+  }
+  // Another run's chart must not sit under this run's title while its records load (a large
+  // run takes a while): say what is coming instead.
+  if (chartRun !== run.id && !cache.has(run.id)) {
+    chart.clear(`Loading ${run.name}…`);
+    chartRun = undefined;
   }
   try {
     const ids = [run.id, ...state.overlays];
@@ -60,6 +69,7 @@ async function draw() {
     if (seq !== drawSeq) return;
     if (data[0].records.t_ms.length === 0) {
       chart.clear(run.status === "running" ? "Running… the chart appears when the run ends." : "This run has no decisions to chart.");
+      chartRun = undefined;
       drawKeyState(chart, undefined, undefined, 0);
       return;
     }
@@ -68,6 +78,7 @@ async function draw() {
     const v = markPeaks(buildRunView(data, { ...view, envelope: true }), peaks);
     $("run-bin").textContent = `bins of ${v.binMs} ms`;
     chart.show(v, view.measure);
+    chartRun = run.id;
     openOnPeak(run);
     drawn = { run: run.id, view: v, measure: view.measure };
     drawKeyState(chart, run.id, data[0].records, v.x[v.x.length - 1] ?? 0);

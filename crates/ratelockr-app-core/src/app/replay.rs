@@ -7,7 +7,7 @@
 use super::{lock, AppCore};
 use crate::coalesce::{Coalesce, EVENT_GAP};
 use crate::error::{AppError, ErrorCode};
-use crate::export_path::{copy_export, Exported};
+use crate::export_path::{copy_export, file_name_for, Exported};
 use crate::history::MAX_NAME_CHARS;
 use crate::kept_replay::{LogIdentity, ReplayRunInfo, StoredReplay};
 use crate::replay::{log_file, ReplayEvents, ReplayRequest, ReplayStatus};
@@ -228,6 +228,15 @@ impl AppCore {
     /// Copies a kept replay's decisions (one row per decision, the simulation CSV's columns
     /// with the log's time as `sent_at_ms`) to `dest`, whole or not at all; `id` None: the
     /// newest.
+    /// The file name the save dialog offers for a kept replay's export: its own name.
+    pub fn replay_export_name(&self, id: Option<&str>, suffix: &str, extension: &str) -> String {
+        let name = self
+            .kept_replay(id)
+            .map(|(r, _)| r.name)
+            .unwrap_or_default();
+        file_name_for(&name, "ratelockr-replay", suffix, extension)
+    }
+
     pub fn replay_export_csv(&self, dest: &Path, id: Option<&str>) -> Result<Exported, AppError> {
         let (_, csv) = self.kept_replay(id)?;
         copy_export(&csv, dest)

@@ -3,7 +3,7 @@
 
 use super::{lock, AppCore};
 use crate::error::{AppError, ErrorCode};
-use crate::export_path::{check_extension, copy_export, ChartFormat, Exported};
+use crate::export_path::{check_extension, copy_export, file_name_for, ChartFormat, Exported};
 use crate::history::{HistorySettings, RunHistory};
 use crate::kept_run::{RunInfo, StoredRun};
 use crate::records::RunRecords;
@@ -75,6 +75,18 @@ impl AppCore {
             return Ok(columns.clone());
         }
         RunRecords::read(&run, &csv)
+    }
+
+    /// The file name the save dialog offers for a kept run's export: the run's own name
+    /// ([`file_name_for`]); `ratelockr-run…` when the run cannot be found.
+    pub fn run_export_name(&self, id: Option<&str>, suffix: &str, extension: &str) -> String {
+        let history = lock(&self.history);
+        let run = match id {
+            Some(id) => history.get(id).ok(),
+            None => history.latest(),
+        };
+        let name = run.map_or("", |r| r.name.as_str());
+        file_name_for(name, "ratelockr-run", suffix, extension)
     }
 
     /// Copies a kept run's CSV to `dest`, whole or not at all ([`copy_export`]).
