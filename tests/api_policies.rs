@@ -69,21 +69,6 @@ name = "search"
   window_ms = 60000
 "#;
 
-/// Writes through a rename (as deploy tools do), the modification time set so that a
-/// filesystem with coarse timestamps still sees each version as a change.
-fn replace(path: &Path, text: &str, stamp_secs: u64) {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text).expect("write");
-    let file = std::fs::File::options()
-        .write(true)
-        .open(&tmp)
-        .expect("open");
-    file.set_modified(std::time::UNIX_EPOCH + Duration::from_secs(stamp_secs))
-        .expect("set the modification time");
-    drop(file);
-    std::fs::rename(&tmp, path).expect("rename");
-}
-
 fn json(body: &str) -> Value {
     serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
 }
@@ -114,7 +99,7 @@ async fn a_policy_decides_every_limit_at_once_and_shadow_answers_200() {
     let server = common::redis();
     let dir = common::tempdir("api-policies");
     let path = dir.join("policies.toml");
-    replace(&path, POLICIES, 1_700_000_000);
+    common::replace_file(&path, POLICIES, 1_700_000_000);
     let addr = start(&server, PolicyWatch::load(&path).expect("loads")).await;
 
     let ask = r#"{"policy":"api","key":"bob"}"#;
@@ -190,7 +175,7 @@ async fn bad_policy_requests_name_the_field() {
     let server = common::redis();
     let dir = common::tempdir("api-policies-bad");
     let path = dir.join("policies.toml");
-    replace(&path, POLICIES, 1_700_000_000);
+    common::replace_file(&path, POLICIES, 1_700_000_000);
     let addr = start(&server, PolicyWatch::load(&path).expect("loads")).await;
     let cases = [
         (r#"{"key":"k"}"#, 400, "missing_field", "rule"),
@@ -290,7 +275,7 @@ async fn serve_reloads_the_file_and_keeps_the_policies_in_force_when_it_breaks()
     let server = common::redis();
     let dir = common::tempdir("serve-policies");
     let path = dir.join("policies.toml");
-    replace(&path, POLICIES, 1_700_000_000);
+    common::replace_file(&path, POLICIES, 1_700_000_000);
     let serve = serve(&server.url(), &path);
     let addr = serve.addr;
     let ask = r#"{"policy":"api","key":"carol"}"#;
@@ -300,7 +285,7 @@ async fn serve_reloads_the_file_and_keeps_the_policies_in_force_when_it_breaks()
         "the daily limit of 2"
     );
 
-    replace(&path, RAISED, 1_700_000_100);
+    common::replace_file(&path, RAISED, 1_700_000_100);
     let reloaded = common::eventually(Duration::from_secs(30), || async {
         let (_, _, body) = http(addr, "GET", "/api/policies", "").await;
         json(&body)["policies"]
@@ -319,7 +304,7 @@ async fn serve_reloads_the_file_and_keeps_the_policies_in_force_when_it_breaks()
     assert_eq!(reply["remaining"], 59, "{reply}");
 
     // A broken file: refused, counted, and the policies in force stay.
-    replace(
+    common::replace_file(
         &path,
         &RAISED.replace("limit = 60", "limit = -1"),
         1_700_000_200,

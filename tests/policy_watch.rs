@@ -6,7 +6,6 @@ mod common;
 
 use ratelockr::policy::{PolicyWatch, Reload};
 use ratelockr::Metrics;
-use std::path::Path;
 use std::time::Duration;
 
 const ONE: &str = r#"
@@ -37,21 +36,6 @@ name = "search"
   window_ms = 60000
 "#;
 
-/// Writes `text` to `path` through a rename, as editors and deploy tools do, and moves the
-/// modification time on so that a filesystem with coarse timestamps still sees a change.
-fn replace(path: &Path, text: &str, stamp_secs: u64) {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text).expect("write");
-    let file = std::fs::File::options()
-        .write(true)
-        .open(&tmp)
-        .expect("open");
-    let when = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(stamp_secs);
-    file.set_modified(when).expect("set the modification time");
-    drop(file);
-    std::fs::rename(&tmp, path).expect("rename");
-}
-
 fn limit_of(watch: &PolicyWatch, policy: &str) -> Option<String> {
     watch
         .policy(policy)
@@ -62,7 +46,7 @@ fn limit_of(watch: &PolicyWatch, policy: &str) -> Option<String> {
 fn a_changed_file_swaps_in_and_a_broken_one_keeps_the_policies_in_force() {
     let dir = common::tempdir("pwatch");
     let path = dir.join("policies.toml");
-    replace(&path, ONE, 1_700_000_000);
+    common::replace_file(&path, ONE, 1_700_000_000);
     let metrics = Metrics::new();
     let watch = PolicyWatch::load_with(&path, Some(metrics.clone()), None).expect("loads");
     assert!(limit_of(&watch, "api").expect("api").contains("limit: 10"));
@@ -76,7 +60,7 @@ fn a_changed_file_swaps_in_and_a_broken_one_keeps_the_policies_in_force() {
     );
 
     let before = watch.current();
-    replace(&path, TWO, 1_700_000_100);
+    common::replace_file(&path, TWO, 1_700_000_100);
     assert!(matches!(watch.poll(), Reload::Reloaded));
     assert!(limit_of(&watch, "api").expect("api").contains("limit: 20"));
     assert!(
@@ -91,7 +75,7 @@ fn a_changed_file_swaps_in_and_a_broken_one_keeps_the_policies_in_force() {
 
     // A broken limit: refused whole, named by line and field, and the set in force stays.
     let broken = TWO.replace("limit = 60", "limit = 0");
-    replace(&path, &broken, 1_700_000_200);
+    common::replace_file(&path, &broken, 1_700_000_200);
     match watch.poll() {
         Reload::Refused(err) => {
             let text = err.to_string();
@@ -114,7 +98,7 @@ fn a_changed_file_swaps_in_and_a_broken_one_keeps_the_policies_in_force() {
     assert!(watch.policy("api").is_some());
     assert_eq!(metrics.policy_reloads(false), 2);
 
-    replace(&path, ONE, 1_700_000_300);
+    common::replace_file(&path, ONE, 1_700_000_300);
     assert!(matches!(watch.poll(), Reload::Reloaded));
     assert!(
         watch.policy("search").is_none(),
@@ -137,10 +121,10 @@ fn a_file_that_does_not_load_at_the_start_is_an_error() {
 async fn the_spawned_watch_reloads_on_its_own_and_stops_when_dropped() {
     let dir = common::tempdir("pwatch-spawn");
     let path = dir.join("policies.toml");
-    replace(&path, ONE, 1_700_000_000);
+    common::replace_file(&path, ONE, 1_700_000_000);
     let watch = PolicyWatch::load(&path).expect("loads");
     let task = watch.spawn(Duration::from_millis(20));
-    replace(&path, TWO, 1_700_000_100);
+    common::replace_file(&path, TWO, 1_700_000_100);
     let mut polls = 0;
     while watch.policy("search").is_none() {
         polls += 1;

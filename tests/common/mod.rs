@@ -227,3 +227,20 @@ pub async fn http_with(
         .collect();
     (status, headers, body.to_string())
 }
+
+/// Writes `text` to `path` through a rename, as editors and deploy tools do, with the
+/// modification time set to `stamp_secs` since the epoch, so that a filesystem with coarse
+/// timestamps still sees each version as a change (the policies file watch).
+#[allow(dead_code)]
+pub fn replace_file(path: &std::path::Path, text: &str, stamp_secs: u64) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).expect("write");
+    let file = std::fs::File::options()
+        .write(true)
+        .open(&tmp)
+        .expect("open");
+    file.set_modified(std::time::UNIX_EPOCH + Duration::from_secs(stamp_secs))
+        .expect("set the modification time");
+    drop(file);
+    std::fs::rename(&tmp, path).expect("rename");
+}

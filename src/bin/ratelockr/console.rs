@@ -16,6 +16,19 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The HTTP answer a decision implies (`--headers`): JSON, or the status line and headers as
+/// a client would receive them.
+pub fn print_answer(answer: &ratelockr::headers::HttpAnswer, json: bool) -> anyhow::Result<()> {
+    if json {
+        return print_json(answer);
+    }
+    println!("HTTP {}", answer.status);
+    for (name, value) in &answer.headers {
+        println!("{name}: {value}");
+    }
+    Ok(())
+}
+
 /// Warns on stderr when the limiter's Redis does not answer a PING, saying why as every front
 /// does ([`ratelockr::Limiter::diagnose`]: a plain-TCP Redis behind `rediss://` is named), so
 /// that the decisions to come are known to fail open.

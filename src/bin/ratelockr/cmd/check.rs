@@ -86,14 +86,7 @@ pub async fn run(global: &Global, args: &CheckArgs) -> anyhow::Result<ExitCode> 
     };
     if args.headers {
         let answer = ratelockr::headers::http_answer(&rule, &decision);
-        if global.json {
-            print_json(&answer)?;
-        } else {
-            println!("HTTP {}", answer.status);
-            for (name, value) in &answer.headers {
-                println!("{name}: {value}");
-            }
-        }
+        crate::console::print_answer(&answer, global.json)?;
     } else if global.json {
         print_json(&decision)?;
     } else if decision.is_fallback() {

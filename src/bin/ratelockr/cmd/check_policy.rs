@@ -76,14 +76,7 @@ pub async fn run(global: &Global, args: PolicyCheck<'_>) -> anyhow::Result<ExitC
     }
     if args.headers {
         let answer = ratelockr::headers::policy_answer(&policy, &decision);
-        if global.json {
-            print_json(&answer)?;
-        } else {
-            println!("HTTP {}", answer.status);
-            for (name, value) in &answer.headers {
-                println!("{name}: {value}");
-            }
-        }
+        crate::console::print_answer(&answer, global.json)?;
     } else if global.json {
         print_json(&decision)?;
     } else {
