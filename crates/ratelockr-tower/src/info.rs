@@ -1,6 +1,6 @@
 //! What the layer decided, as a request and response extension the service can read.
 
-use ratelockr::Decision;
+use ratelockr::{Decision, PolicyDecision};
 
 /// One rule's decision for a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,24 +23,38 @@ pub struct RateLimitInfo {
     /// What the request cost each rule.
     pub cost: u64,
     /// The rules' decisions in the order they were decided; after a denial, the rules behind
-    /// it were not asked and are missing.
+    /// it were not asked and are missing. Empty for a layer held to a policy.
     pub decisions: Vec<RuleDecision>,
+    /// The policy's decision, for a layer held to a policy file
+    /// ([`crate::RateLimitBuilder::from_file`]): every limit's verdict, the binding one, the
+    /// tier, and in shadow mode whether it would have denied.
+    pub policy: Option<PolicyDecision>,
 }
 
 impl RateLimitInfo {
     /// True when every rule admitted the request.
     pub fn allowed(&self) -> bool {
-        self.decisions.iter().all(|d| d.decision.allowed)
+        match &self.policy {
+            Some(p) => p.allowed,
+            None => self.decisions.iter().all(|d| d.decision.allowed),
+        }
     }
 
     /// True when some rule could not ask Redis and let the request through (fail-open, or an
     /// admission by degraded mode's local limiter): the request passed unmetered by Redis.
     pub fn fail_open(&self) -> bool {
-        self.decisions.iter().any(|d| d.decision.fail_open())
+        match &self.policy {
+            Some(p) => p.fail_open,
+            None => self.decisions.iter().any(|d| d.decision.fail_open()),
+        }
     }
 
     /// True when some rule was decided without Redis (fail-open, fail-closed or degraded).
     pub fn degraded(&self) -> bool {
-        self.decisions.iter().any(|d| d.decision.is_fallback())
+        match &self.policy {
+            // Redis not asked: fail-open, or fail-closed (denied without a binding limit).
+            Some(p) => p.binding.is_none(),
+            None => self.decisions.iter().any(|d| d.decision.is_fallback()),
+        }
     }
 }

@@ -2,16 +2,19 @@
 
 use crate::info::{RateLimitInfo, RuleDecision};
 use crate::key::KeyExtractor;
+use crate::policy::PolicySource;
 use axum::extract::Request;
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 use ratelockr::headers::{http_answer, HttpAnswer};
+use ratelockr::policy::PolicyWatch;
 use ratelockr::{
     Decision, DenyCacheOptions, FailureMode, Limiter, LimiterOptions, Metrics, RedisTarget, Rule,
     RuleError,
 };
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tower_layer::Layer;
@@ -33,6 +36,8 @@ pub struct RateLimitLayer {
 struct Shared {
     limiter: Limiter,
     rules: Vec<Rule>,
+    /// A policy of a file, decided instead of `rules` (which is then empty).
+    policy: Option<PolicySource>,
     key: KeyExtractor,
     cost: Option<Arc<CostFn>>,
     on_admitted: bool,
@@ -60,8 +65,14 @@ impl fmt::Debug for RateLimitLayer {
 pub enum BuildError {
     /// Neither [`RateLimitBuilder::redis`] nor [`RateLimitBuilder::limiter`] was given.
     NoRedis,
-    /// No [`RateLimitBuilder::rule`] was given: the layer would limit nothing.
+    /// No [`RateLimitBuilder::rule`] nor [`RateLimitBuilder::from_file`] was given: the layer
+    /// would limit nothing.
     NoRules,
+    /// Rules were given beside a policy file: a layer is held to one or the other.
+    RulesWithPolicy,
+    /// The policies file did not load (its file, line and field are in the message), or does
+    /// not hold the policy asked for.
+    Policies(String),
     /// Two rules share a name, so they would share their Redis state.
     DuplicateRule(String),
     /// Limiter options were set beside a ready-made [`Limiter`], which has its own.
@@ -72,7 +83,15 @@ impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             BuildError::NoRedis => write!(f, "no Redis: call .redis(target) or .limiter(limiter)"),
-            BuildError::NoRules => write!(f, "no rules: call .rule(rule) at least once"),
+            BuildError::NoRules => write!(
+                f,
+                "no rules: call .rule(rule) at least once, or .from_file(path, policy)"
+            ),
+            BuildError::RulesWithPolicy => write!(
+                f,
+                "rules and a policy file were both given: a policy holds its own limits (put the rules in its file)"
+            ),
+            BuildError::Policies(message) => write!(f, "{message}"),
             BuildError::DuplicateRule(name) => write!(
                 f,
                 "rule {name:?} is given twice: each rule needs its own name (it names its Redis keys)"
@@ -98,6 +117,7 @@ pub struct RateLimitBuilder {
     options_set: bool,
     metrics: Option<Metrics>,
     rules: Vec<Rule>,
+    policy_file: Option<(PathBuf, String)>,
     cost: Option<Arc<CostFn>>,
     on_admitted: bool,
     x_ratelimit: bool,
@@ -125,6 +145,7 @@ impl RateLimitLayer {
             options_set: false,
             metrics: None,
             rules: Vec::new(),
+            policy_file: None,
             cost: None,
             on_admitted: false,
             x_ratelimit: false,
@@ -191,6 +212,18 @@ impl RateLimitBuilder {
         self
     }
 
+    /// Holds every request to the policy `policy` of the policies file at `path` (TOML or
+    /// JSON; a rules file loads as policies of one limit) instead of rules: every limit of the
+    /// key's tier decided in one script call, all or nothing (a denial charges no limit), with
+    /// the policy's headers (`RateLimit-Policy` names every limit). The file is reloaded when
+    /// it changes, the whole set at once; a broken file keeps the policy in force, is logged
+    /// (file, line, field) and counted in `ratelockr_policy_reloads_total{result="error"}`.
+    /// The file is read (and the policy looked up) at [`RateLimitBuilder::build`].
+    pub fn from_file(mut self, path: impl Into<PathBuf>, policy: impl Into<String>) -> Self {
+        self.policy_file = Some((path.into(), policy.into()));
+        self
+    }
+
     /// A rule every request must pass. Rules are decided in the order they are added; see
     /// the crate docs for what happens when a later one denies.
     pub fn rule(mut self, rule: Rule) -> Self {
@@ -235,9 +268,35 @@ impl RateLimitBuilder {
 
     /// The layer, or what is missing or contradictory.
     pub fn build(self) -> Result<RateLimitLayer, BuildError> {
-        if self.rules.is_empty() {
-            return Err(BuildError::NoRules);
+        match (&self.policy_file, self.rules.is_empty()) {
+            (None, true) => return Err(BuildError::NoRules),
+            (Some(_), false) => return Err(BuildError::RulesWithPolicy),
+            _ => {}
         }
+        let policy = match &self.policy_file {
+            Some((path, name)) => {
+                let watch = PolicyWatch::load_with(path, self.metrics.clone(), None)
+                    .map_err(|err| BuildError::Policies(err.to_string()))?;
+                let known: Vec<String> = watch
+                    .current()
+                    .policies
+                    .iter()
+                    .map(|p| p.name().to_string())
+                    .collect();
+                if !known.contains(name) {
+                    return Err(BuildError::Policies(format!(
+                        "{} holds no policy {name:?} (it holds: {})",
+                        path.display(),
+                        known.join(", ")
+                    )));
+                }
+                if let Some(metrics) = &self.metrics {
+                    metrics.register_policy(name);
+                }
+                Some(PolicySource::new(watch, name.clone()))
+            }
+            None => None,
+        };
         for (i, rule) in self.rules.iter().enumerate() {
             if self.rules[..i].iter().any(|r| r.name() == rule.name()) {
                 return Err(BuildError::DuplicateRule(rule.name().to_string()));
@@ -262,6 +321,7 @@ impl RateLimitBuilder {
             shared: Arc::new(Shared {
                 limiter,
                 rules: self.rules,
+                policy,
                 key: self.key,
                 cost: self.cost,
                 on_admitted: self.on_admitted,
@@ -323,11 +383,10 @@ where
         let key = shared.key.extract(&request);
         let cost = shared.cost.as_ref().map_or(1, |cost| cost(&request));
         Box::pin(async move {
-            let info = match shared.decide(key, cost).await {
-                Ok(info) => info,
+            let (info, answer) = match shared.decide(key, cost).await {
+                Ok(decided) => decided,
                 Err(refusal) => return Ok(refusal),
             };
-            let answer = shared.answer(&info);
             if !info.allowed() {
                 let mut response =
                     (StatusCode::TOO_MANY_REQUESTS, "Too Many Requests\n").into_response();
@@ -345,17 +404,40 @@ where
 }
 
 impl Shared {
-    /// Every rule's decision, in order, refunding the admissions before a denial; or the
-    /// response for a request that cannot be decided (no key, impossible cost).
-    async fn decide(&self, key: Option<String>, cost: u64) -> Result<RateLimitInfo, Response> {
+    /// The policy's decision, or every rule's in order (refunding the admissions before a
+    /// denial), with the HTTP answer; or the response for a request that cannot be decided
+    /// (no key, impossible cost).
+    async fn decide(
+        &self,
+        key: Option<String>,
+        cost: u64,
+    ) -> Result<(RateLimitInfo, HttpAnswer), Response> {
         let Some(key) = key else {
             let message = format!("no rate-limit key: expected {}\n", self.key.what());
             return Err((self.missing_key_status, message).into_response());
         };
+        if let Some(source) = &self.policy {
+            let (decision, answer) = source.decide(&self.limiter, &key, cost).await?;
+            let info = RateLimitInfo {
+                key,
+                cost,
+                decisions: Vec::new(),
+                policy: Some(decision),
+            };
+            return Ok((info, answer));
+        }
+        let info = self.decide_rules(key, cost).await?;
+        let answer = self.answer(&info);
+        Ok((info, answer))
+    }
+
+    /// The rules one by one, refunding the admissions before a denial.
+    async fn decide_rules(&self, key: String, cost: u64) -> Result<RateLimitInfo, Response> {
         let mut info = RateLimitInfo {
             key,
             cost,
             decisions: Vec::with_capacity(self.rules.len()),
+            policy: None,
         };
         for rule in &self.rules {
             let decision = match self.limiter.check_cost(rule, &info.key, cost).await {

@@ -47,6 +47,26 @@
 //! Put the rule that denies most often first. Only Redis's admissions are refunded: a
 //! fail-open or degraded one took nothing from Redis.
 //!
+//! # A policy of a file, reloaded live
+//! [`RateLimitBuilder::from_file`] holds the route to a policy of a policies file (design.md,
+//! "Policies"): every limit of the key's tier is decided in **one** script call, all or
+//! nothing, so nothing needs refunding; `RateLimit-Policy` names every limit
+//! (`"api.per-second";q=10;w=1, "api.daily";q=2000;w=86400`) and `RateLimit` the binding one;
+//! a shadow policy's would-be denials pass, counted. The file is reloaded when it changes
+//! (`ratelockr serve --policies` reloads the same file the same way):
+//!
+//! ```no_run
+//! # use ratelockr::RedisTarget;
+//! # use ratelockr_tower::{KeyExtractor, RateLimitLayer};
+//! # fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let limit = RateLimitLayer::builder(KeyExtractor::peer_ip())
+//!     .redis(RedisTarget::parse("redis://127.0.0.1:6379")?)
+//!     .from_file("policies.toml", "api")
+//!     .headers_on_admitted(true)
+//!     .build()?;
+//! # Ok(()) }
+//! ```
+//!
 //! # When Redis cannot be asked
 //! The layer's [`FailureMode`](ratelockr::FailureMode) decides: fail open (the default), fail
 //! closed (a 429 without `Retry-After`: nobody knows when it will pass), or degraded (this
@@ -62,6 +82,7 @@
 mod info;
 mod key;
 mod layer;
+mod policy;
 
 pub use info::{RateLimitInfo, RuleDecision};
 /// CIDR networks, for [`KeyExtractor::forwarded_ip`]'s trusted proxies.
