@@ -4,6 +4,7 @@
 
 #[path = "../../../tests/common/mod.rs"]
 mod common;
+mod support;
 
 use axum::extract::Request;
 use axum::routing::get;
@@ -24,19 +25,7 @@ async fn serve(layer: RateLimitLayer) -> SocketAddr {
             }),
         )
         .layer(layer);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .await
-        .expect("serve");
-    });
-    addr
+    support::serve_app(app).await
 }
 
 fn builder(key: KeyExtractor, url: &str, name: &str) -> RateLimitBuilder {
@@ -309,11 +298,7 @@ async fn a_closure_gives_key_and_cost() {
     let app = Router::new()
         .route("/t/{tenant}", get(|| async { "ok" }))
         .layer(layer);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+    let addr = support::serve_app(app).await;
     let heavy = [("X-Weight", "60")];
     let call = |path: &'static str, h: &'static [(&'static str, &'static str)]| async move {
         http_with(addr, "GET", path, h, "").await.0

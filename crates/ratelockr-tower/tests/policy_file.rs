@@ -4,6 +4,7 @@
 
 #[path = "../../../tests/common/mod.rs"]
 mod common;
+mod support;
 
 use axum::routing::get;
 use axum::{Extension, Router};
@@ -50,19 +51,7 @@ async fn serve(layer: RateLimitLayer) -> SocketAddr {
             }),
         )
         .layer(layer);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .await
-        .expect("serve");
-    });
-    addr
+    support::serve_app(app).await
 }
 
 #[tokio::test(flavor = "multi_thread")]
