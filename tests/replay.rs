@@ -699,3 +699,27 @@ async fn the_suggestion_is_exact_for_the_token_bucket_and_the_fixed_window() {
         );
     }
 }
+
+/// The preview names what a client key can be built from in this log: the combined format's
+/// fields and named extras, a JSON line's fields (nested ones dotted), a CSV header's columns.
+#[test]
+fn the_preview_offers_the_fields_a_key_can_use() {
+    let fields = |log: &str, extra: &[&str]| {
+        let mut parse = replay::ParseSpec::default();
+        parse.fields.extra = extra.iter().map(|s| s.to_string()).collect();
+        replay::preview(&LogSource::Text(log.to_string()), &parse, 10)
+            .expect("previews")
+            .fields
+    };
+    let combined = r#"10.0.0.1 - alice [14/Nov/2023:22:13:20 +0000] "GET /api/v1 HTTP/1.1" 200 12 "-" "curl/8" "k-123""#;
+    let names = fields(combined, &["x-api-key"]);
+    for name in ["host", "user", "status", "path", "user_agent", "x-api-key"] {
+        assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
+    }
+    let json = "{\"ts\": 1700000000, \"ip\": \"10.0.0.1\", \"auth\": {\"user\": \"bob\"}}\n\
+                {\"ts\": 1700000001, \"ip\": \"10.0.0.2\", \"tenant\": \"acme\"}";
+    // A line's fields in name order (serde_json's map), lines in the order seen.
+    assert_eq!(fields(json, &[]), ["auth.user", "ip", "ts", "tenant"]);
+    let csv = "time,client,path\n1700000000,10.0.0.1,/a\n";
+    assert_eq!(fields(csv, &[]), ["time", "client", "path"]);
+}

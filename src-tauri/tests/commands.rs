@@ -1119,8 +1119,17 @@ fn a_replay_of_the_sample_log_names_the_abusive_client_first() {
     let requests = report["requests"].as_u64().expect("requests");
     assert_eq!(
         text.lines().count() as u64 - 1,
-        4 * requests,
-        "one row per decision: two rules and two sweep points decide every request"
+        2 * requests,
+        "one row per decision of the two rules: the sweep's configurations are kept as its points"
+    );
+    assert!(
+        !text.contains("capacity-10") && !text.contains("capacity-40"),
+        "no sweep configuration's rows"
+    );
+    let kept = &ui.ok("runs_list", json!({}))["replays"][0];
+    assert_eq!(
+        kept["name"], "Sweep of capacity (2 configurations) of access.log.gz",
+        "named for what it is"
     );
     let heatmap = ui.ok(
         "replay_export_chart",

@@ -263,6 +263,37 @@ impl LogParser {
         }
     }
 
+    /// The names `field:NAME` finds in `parsed`: the combined format's fields and named
+    /// extras, a JSON line's fields (nested ones dotted), the CSV header's columns. What the
+    /// app offers as client keys.
+    pub fn field_names(&self, parsed: &Parsed<'_>) -> Vec<String> {
+        match parsed {
+            Parsed::Clf(_) => super::clf::FIELD_NAMES
+                .iter()
+                .map(|n| n.to_string())
+                .chain(["referer".into(), "user_agent".into()])
+                .chain(self.fields.extra.iter().cloned())
+                .collect(),
+            Parsed::Json(line) => {
+                let mut names = Vec::new();
+                for (name, value) in &line.0 {
+                    match value {
+                        serde_json::Value::Object(inner) => {
+                            names.extend(inner.keys().map(|k| format!("{name}.{k}")))
+                        }
+                        _ => names.push(name.clone()),
+                    }
+                }
+                names
+            }
+            Parsed::Csv(_) => self
+                .header
+                .as_ref()
+                .map(|h| h.names().to_vec())
+                .unwrap_or_default(),
+        }
+    }
+
     /// A field by name: a combined-format field (or a named extra), a JSON field (dotted for
     /// nesting), a CSV column.
     pub fn field<'a>(&'a self, parsed: &'a Parsed<'a>, name: &str) -> Option<Cow<'a, str>> {

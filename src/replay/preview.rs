@@ -41,6 +41,9 @@ pub struct Preview {
     pub format: Option<LogFormat>,
     pub gzip: bool,
     pub lines: Vec<PreviewLine>,
+    /// The names `field:NAME` finds in these lines, in first-seen order: what a client key
+    /// can be built from in this log.
+    pub fields: Vec<String>,
 }
 
 /// Reads the first `n` non-blank lines of `source` the way a replay would (without sorting):
@@ -56,6 +59,7 @@ pub fn preview(source: &LogSource, spec: &ParseSpec, n: usize) -> Result<Preview
         .format
         .map(|f| format::LogParser::new(f, compiled.fields.clone()));
     let mut out = Vec::new();
+    let mut fields: Vec<String> = Vec::new();
     let mut joiner = csvrecord::RecordJoiner::default();
     while out.len() < n {
         let (number, line) = match lines.next_line() {
@@ -110,6 +114,11 @@ pub fn preview(source: &LogSource, spec: &ParseSpec, n: usize) -> Result<Preview
             Ok(None) => continue,
             Err(reason) => out.push(issue(reason)),
             Ok(Some(request)) => {
+                for name in parser.field_names(&request.line) {
+                    if !fields.contains(&name) {
+                        fields.push(name);
+                    }
+                }
                 let key = compiled.key.eval(parser, &request.line);
                 out.push(PreviewLine {
                     line: number,
@@ -128,5 +137,6 @@ pub fn preview(source: &LogSource, spec: &ParseSpec, n: usize) -> Result<Preview
         format: parser.map(|p| p.format()),
         gzip,
         lines: out,
+        fields,
     })
 }

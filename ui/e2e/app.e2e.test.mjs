@@ -869,6 +869,24 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await domClick("#replay-open");
     await until(async () => /access\.log\.gz$/.test(await text("#replay-path")), 10_000, "the log is chosen");
     await until(async () => /combined, gzip/.test(await text("#replay-preview")), 10_000, "the preview shows the detected format");
+    // The key's syntax is on screen, and the log's fields are offered: one click keys by one,
+    // and the preview follows.
+    assert.match(await text('[data-testid="replay-key-syntax"]'), /field:NAME · header:NAME/);
+    await until(() => browser.execute(() => Boolean(document.querySelector('#replay-key-fields [data-key="field:status"]'))), 10_000, "the log's fields are offered");
+    await domClick('#replay-key-fields [data-key="field:status"]');
+    const previewKeys = () => browser.execute(() => [...document.querySelectorAll("#replay-preview tr")].slice(1).map((tr) => tr.children[2]?.textContent ?? ""));
+    const keyedBy = async (re) => {
+      const keys = await previewKeys();
+      return keys.length > 0 && keys.every((k) => re.test(k));
+    };
+    await until(() => keyedBy(/^\d{3}$/), 10_000, "the preview keys by status");
+    // Typed, not left: the preview follows a moment after the last key.
+    await browser.execute(() => {
+      const input = document.getElementById("replay-key");
+      input.value = "ip";
+      input.dispatchEvent(new Event("input", { bubbles: true }));
+    });
+    await until(() => keyedBy(/^\d+\.\d+\.\d+\.\d+$/), 10_000, "the preview keys by ip again");
     await fill("#replay-sweep-xs", "10, 40");
     await domClick("#replay-run");
     await until(async () => /^Done/.test(await text("#replay-progress")), 120_000, "the replay ends");

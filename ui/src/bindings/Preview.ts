@@ -5,4 +5,9 @@ import type { PreviewLine } from "./PreviewLine";
 /**
  * The first lines of a log and the keys they yield.
  */
-export type Preview = { format: LogFormat | null, gzip: boolean, lines: Array<PreviewLine>, };
+export type Preview = { format: LogFormat | null, gzip: boolean, lines: Array<PreviewLine>, 
+/**
+ * The names `field:NAME` finds in these lines, in first-seen order: what a client key
+ * can be built from in this log.
+ */
+fields: Array<string>, };

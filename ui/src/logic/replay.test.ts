@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { SweepPoint } from "../bindings/SweepPoint";
-import { barShare, heatColour, heatmap, keyRows, parseAxis, progressShare } from "./replay";
+import { barShare, heatColour, heatmap, keyChoices, keyRows, parseAxis, progressShare } from "./replay";
 import { sortKeys } from "./perkey";
 
 const point = (params: Record<string, number>, denied_pct: number): SweepPoint => ({
@@ -54,5 +54,13 @@ describe("the replay's progress bar", () => {
     expect(barShare(undefined, true, false)).toBe(0);
     expect(barShare(undefined, false, true)).toBe(1);
     expect(barShare(0.4, true, false)).toBe(0.4);
+  });
+});
+
+describe("the client keys a log offers", () => {
+  it("offers the common terms and each field the preview found", () => {
+    expect(keyChoices([])).toEqual([]);
+    expect(keyChoices(["user", "status"])).toEqual(["ip", "path[1]", "ip+path[1]", "field:user", "field:status"]);
+    expect(keyChoices(Array.from({ length: 40 }, (_, i) => `f${i}`))).toHaveLength(19);
   });
 });

@@ -38,3 +38,12 @@ export function barShare(share: number | undefined, running: boolean, ended: boo
   if (share !== undefined) return share;
   return !running && ended ? 1 : 0;
 }
+
+/**
+ * The client keys to offer for a log whose preview found `fields`: the terms every format has,
+ * then each field as `field:NAME` (at most 16 of them, in the order found).
+ */
+export function keyChoices(fields: string[]): string[] {
+  if (fields.length === 0) return [];
+  return ["ip", "path[1]", "ip+path[1]", ...fields.slice(0, 16).map((f) => `field:${f}`)];
+}

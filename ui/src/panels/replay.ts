@@ -17,7 +17,7 @@ import { $, h, showFieldErrors } from "../dom";
 import { algorithmLabel } from "../logic/algorithms";
 import { fmtClock, fmtInt } from "../logic/format";
 import { sortKeys } from "../logic/perkey";
-import { barShare, keyRows, progressShare } from "../logic/replay";
+import { barShare, keyChoices, keyRows, progressShare } from "../logic/replay";
 import { axesOf, sweepParams } from "../logic/sweep";
 import { heatmapTables } from "./heatmap";
 import { describeRule } from "../logic/rules";
@@ -86,12 +86,31 @@ async function refreshPreview() {
     );
     const caption = h("caption", { text: `${preview.format ?? "unknown format"}${preview.gzip ? ", gzip" : ""}: the first ${preview.lines.length} lines and the key each yields` });
     table.replaceChildren(caption, head, ...rows);
+    renderKeyFields(preview.fields);
   } catch (err) {
     if (seq !== previewSeq) return;
     table.replaceChildren();
     showErrors([toAppError(err)]);
   }
   renderButtons();
+}
+
+/** What a key can be built from in this log, one click each: the key field takes it. */
+function renderKeyFields(fields: string[]) {
+  const choices = keyChoices(fields);
+  const input = $<HTMLInputElement>("replay-key");
+  $("replay-key-fields").replaceChildren(
+    ...(choices.length ? [h("span", { className: "hint", text: "In this log: " })] : []),
+    ...choices.map((choice) => {
+      const b = h("button", { type: "button", className: "chip", text: choice, data: { key: choice } });
+      b.classList.toggle("active", input.value.trim() === choice);
+      b.addEventListener("click", () => {
+        input.value = choice;
+        void refreshPreview();
+      });
+      return b;
+    }),
+  );
 }
 
 function setPath(p: string) {
@@ -342,8 +361,15 @@ export async function initReplay() {
       if (e.code !== "cancelled") showErrors([e]);
     }
   });
+  // The preview follows the form as it is typed (a moment after the last key), not only on
+  // leaving a field.
+  let typing: ReturnType<typeof setTimeout> | undefined;
   for (const id of ["replay-format", "replay-key", "replay-methods", "replay-filter"]) {
     $(id).addEventListener("change", () => void refreshPreview());
+    $(id).addEventListener("input", () => {
+      clearTimeout(typing);
+      typing = setTimeout(() => void refreshPreview(), 300);
+    });
   }
   $("replay-run").addEventListener("click", () => void start());
   $("replay-cancel").addEventListener("click", async () => applyStatus(await api.replayCancel()));

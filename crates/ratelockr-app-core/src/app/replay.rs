@@ -101,7 +101,19 @@ impl AppCore {
             }
             let mut history = lock(&self.history);
             id = history.next_id();
-            name = format!("Replay of {}", log.name)
+            // Named for what it is: a sweep says so, and over what.
+            let what = match spec.sweep.as_slice() {
+                [] => "Replay".to_string(),
+                axes => format!(
+                    "Sweep of {} ({} configurations)",
+                    axes.iter()
+                        .map(|a| a.param.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" × "),
+                    axes.iter().map(|a| a.values.len()).product::<usize>()
+                ),
+            };
+            name = format!("{what} of {}", log.name)
                 .chars()
                 .take(MAX_NAME_CHARS)
                 .collect::<String>();
@@ -293,8 +305,36 @@ async fn run(
             )
         })?;
     }
-    let mut csv =
+    let csv =
         CsvSink::create(csv_path).map_err(|e| AppError::new(ErrorCode::Export, e.to_string()))?;
-    let sink: &mut dyn RecordSink = &mut csv;
+    // A sweep's configurations are kept as its points (the heatmaps); their decisions, one
+    // full copy of the log's each, are not: the rules' own are.
+    let mut kept = RulesOnly {
+        inner: csv,
+        rules: spec.rules.iter().map(|r| r.name().to_string()).collect(),
+    };
+    let sink: &mut dyn RecordSink = &mut kept;
     Ok(replay::run(limiter, source, spec, Some(sink), observer, cancel).await?)
+}
+
+/// Passes on the records of `rules` only.
+struct RulesOnly<S> {
+    inner: S,
+    rules: Vec<String>,
+}
+
+impl<S: RecordSink> RecordSink for RulesOnly<S> {
+    fn write(
+        &mut self,
+        record: &ratelockr::sim::Record,
+    ) -> Result<(), ratelockr::export::ExportError> {
+        match self.rules.contains(&record.rule) {
+            true => self.inner.write(record),
+            false => Ok(()),
+        }
+    }
+
+    fn flush(&mut self) -> Result<(), ratelockr::export::ExportError> {
+        self.inner.flush()
+    }
 }
