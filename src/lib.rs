@@ -54,6 +54,7 @@ pub mod atomic_file;
 pub mod backend;
 pub mod bench;
 pub(crate) mod bins;
+pub(crate) mod budget;
 pub mod cluster;
 pub mod commandstats;
 pub(crate) mod conn;

@@ -54,5 +54,5 @@ pub use report::{
     pct, LineIssue, PeakRates, ReplayPoint, ReplayReport, ReplaySeries, RuleReport, Suggestion,
     SweepPoint, TopKey,
 };
-pub use run::{run, NoReplayObserver, ReplayObserver, ReplayProgress};
+pub use run::{run, NoReplayObserver, ReplayObserver, ReplayProgress, MAX_LANES};
 pub use spec::{Compiled, ParseSpec, ReplaySpec};

@@ -52,6 +52,10 @@ pub trait ReplayObserver: Send + Sync {
 pub struct NoReplayObserver;
 impl ReplayObserver for NoReplayObserver {}
 
+/// The most lanes (each a Redis connection) a replay opens: past a few, Redis's one thread is
+/// the limit, and each lane is a connection taken from a shared server.
+pub const MAX_LANES: usize = 64;
+
 /// One rule of a run: a candidate, or a configuration of the sweep.
 struct RuleRun {
     stats: RuleTally,
@@ -123,6 +127,18 @@ pub async fn run(
         .map(|r| r.stats.rule.algorithm().max_cost())
         .min()
         .unwrap_or(1);
+    if !(1..=MAX_LANES).contains(&spec.lanes) {
+        return Err(ReplayError::InvalidSpec {
+            parameter: "lanes",
+            reason: format!("must be from 1 to {MAX_LANES}, got {}", spec.lanes),
+        });
+    }
+    crate::budget::connections_fit(limiter, spec.lanes as u64)
+        .await
+        .map_err(|reason| ReplayError::InvalidSpec {
+            parameter: "lanes",
+            reason,
+        })?;
     let lanes = decide::Lanes::start(limiter, spec.lanes).await?;
     let run_id = uuid::Uuid::new_v4().simple().to_string();
     let keys = KeySpace::new(format!(

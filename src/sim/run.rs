@@ -65,6 +65,14 @@ pub async fn run(
     cancel: CancellationToken,
 ) -> Result<Report, SimError> {
     spec.validate()?;
+    // One connection per simulated server: refused before any opens when they would crowd
+    // the Redis out of connections for everyone else.
+    crate::budget::connections_fit(limiter, u64::from(spec.workload.servers))
+        .await
+        .map_err(|reason| SimError::InvalidWorkload {
+            parameter: "servers",
+            reason,
+        })?;
     let workload = Arc::new(spec.workload.clone());
     let targets = Arc::new(spec.targets.clone());
     let planned = workload.planned_requests();

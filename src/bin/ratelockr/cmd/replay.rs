@@ -95,7 +95,8 @@ pub struct ReplayArgs {
     /// Keys held per rule for per-key figures (exact up to this many distinct keys).
     #[arg(long, default_value_t = replay::keytable::DEFAULT_CAPACITY)]
     pub key_capacity: usize,
-    /// Connections deciding at once (each key always on the same one).
+    /// Connections deciding at once (each key always on the same one; at most 64). Refused
+    /// before any opens when they would come within 16 of the Redis's maxclients.
     #[arg(long, default_value_t = 4)]
     pub lanes: usize,
     /// Write one row per decision to this CSV file (the simulation CSV's columns).
@@ -148,7 +149,12 @@ impl ReplayArgs {
     }
 
     fn spec(&self) -> anyhow::Result<ReplaySpec> {
-        anyhow::ensure!(self.lanes >= 1, "invalid --lanes: must be at least 1");
+        anyhow::ensure!(
+            (1..=replay::MAX_LANES).contains(&self.lanes),
+            "invalid --lanes: must be from 1 to {}, got {}",
+            replay::MAX_LANES,
+            self.lanes
+        );
         anyhow::ensure!(
             (0.0..=100.0).contains(&self.suggest_max_keys_pct),
             "invalid --suggest-max-keys-pct: must be from 0 to 100"

@@ -103,7 +103,9 @@ pub struct SimulateArgs {
     /// the app's workload preview shows it; with --json, `{"bin_ms", "offered", "duration_ms"}`.
     #[arg(long)]
     pub preview: bool,
-    /// Simulated app instances, each with its own Redis connection, sending at once.
+    /// Simulated app instances, each with its own Redis connection, sending at once (at most
+    /// 256; refused before any connects when they would come within 16 of the Redis's
+    /// maxclients).
     #[arg(long, default_value_t = DEFAULT_SERVERS)]
     pub servers: u32,
     /// Distinct client keys.
@@ -383,7 +385,8 @@ pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCod
         &observer,
         cancel,
     )
-    .await?;
+    .await
+    .map_err(sim_error)?;
     bar.finish_and_clear();
 
     if let (Some(path), Some(timeline)) = (&args.chart, observer.timeline) {
