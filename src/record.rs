@@ -28,6 +28,10 @@ pub struct Record {
     /// 0 for a request's first try; n for its nth retry in a retry storm.
     #[serde(default)]
     pub attempt: u32,
+    /// Milliseconds since the run started (a simulation's start, a replay's first request):
+    /// the charts' time axis, beside the absolute `sent_at_ms`. 0 in older CSVs.
+    #[serde(default)]
+    pub offset_ms: u64,
 }
 
 /// Where records go as they complete (the CSV writer).

@@ -70,6 +70,7 @@ fn record(seq: u64) -> Record {
         fail_open: false,
         reset_after_ms: 100,
         attempt: 0,
+        offset_ms: 0,
     }
 }
 

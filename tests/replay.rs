@@ -244,7 +244,7 @@ async fn the_same_log_gives_the_same_csv_byte_for_byte() {
     assert_eq!(files[0], files[2], "one lane and four lanes differ");
     let text = String::from_utf8(files[0].clone()).expect("utf-8");
     assert!(text.starts_with(
-        "seq,sent_at_ms,server,rule,algorithm,key,allowed,remaining,retry_after_ms,latency_us,fail_open,reset_after_ms,attempt\n"
+        "seq,sent_at_ms,server,rule,algorithm,key,allowed,remaining,retry_after_ms,latency_us,fail_open,reset_after_ms,attempt,offset_ms\n"
     ));
     assert_eq!(text.lines().count(), 1 + 3000 * 3);
 }
@@ -475,6 +475,8 @@ async fn jsonl_and_csv_quirks_end_to_end() {
         .map(|r| (r.key.as_str(), r.sent_at_ms - 1_700_000_000_000, r.allowed))
         .collect();
     assert_eq!(got, [("10.0.0.1", 0, true), ("10.0.0.1", 1000, false)]);
+    let offsets: Vec<u64> = records.iter().map(|r| r.offset_ms).collect();
+    assert_eq!(offsets, [0, 1000], "ms since the log's first request");
     assert_eq!(report.malformed, 1, "{:?}", report.issues);
     assert_eq!(report.issues[0].line, 6, "{:?}", report.issues);
     assert!(report.issues[0].reason.contains("unterminated"));

@@ -157,7 +157,7 @@ async fn compare_mode_runs_all_five_on_identical_traffic_and_the_csv_reads_back(
     let header = std::fs::read_to_string(&path).expect("readable");
     // design.md's columns in its order, then the ones added after them.
     assert!(header.starts_with(
-        "seq,sent_at_ms,server,rule,algorithm,key,allowed,remaining,retry_after_ms,latency_us,fail_open,reset_after_ms,attempt\n"
+        "seq,sent_at_ms,server,rule,algorithm,key,allowed,remaining,retry_after_ms,latency_us,fail_open,reset_after_ms,attempt,offset_ms\n"
     ));
     let read = read_records(&path).expect("parses with the csv crate");
     let seen = recorder.0.into_inner().expect("not poisoned");
@@ -165,6 +165,12 @@ async fn compare_mode_runs_all_five_on_identical_traffic_and_the_csv_reads_back(
     assert_eq!(
         read, seen,
         "the CSV holds exactly the records the run produced, in order"
+    );
+    // Each row's offset is the chart's time axis: ms since the run started.
+    assert!(
+        read.iter()
+            .all(|r| r.offset_ms == r.sent_at_ms - report.started_at_ms),
+        "offsets from the run's start"
     );
     // Identical traffic: every request was offered to all six targets with the same key.
     for seq in [0u64, 150, 299] {

@@ -8,7 +8,7 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 /// The header row: design.md's columns in its order, then the ones added since.
-pub const COLUMNS: [&str; 13] = [
+pub const COLUMNS: [&str; 14] = [
     "seq",
     "sent_at_ms",
     "server",
@@ -22,6 +22,7 @@ pub const COLUMNS: [&str; 13] = [
     "fail_open",
     "reset_after_ms",
     "attempt",
+    "offset_ms",
 ];
 
 /// Streams records to a CSV file as they complete, whole or not at all: the rows go to a
@@ -186,6 +187,8 @@ pub struct RecordRef<'a> {
     pub reset_after_ms: u64,
     /// 0 in files written before the column existed.
     pub attempt: u32,
+    /// Milliseconds since the run started; 0 in files written before the column existed.
+    pub offset_ms: u64,
 }
 
 impl<'a> From<&'a Record> for RecordRef<'a> {
@@ -204,6 +207,7 @@ impl<'a> From<&'a Record> for RecordRef<'a> {
             fail_open: r.fail_open,
             reset_after_ms: r.reset_after_ms,
             attempt: r.attempt,
+            offset_ms: r.offset_ms,
         }
     }
 }
@@ -244,7 +248,8 @@ pub fn for_each_record_ref(
         column("latency_us")?,
         column("fail_open")?,
     ];
-    let (reset_col, attempt_col) = (find("reset_after_ms"), find("attempt"));
+    let (reset_col, attempt_col, offset_col) =
+        (find("reset_after_ms"), find("attempt"), find("offset_ms"));
     let mut row = csv::StringRecord::new();
     let mut count = 0u64;
     while reader.read_record(&mut row).map_err(csv_err)? {
@@ -281,6 +286,7 @@ pub fn for_each_record_ref(
             fail_open: flag(idx[10], "fail_open")?,
             reset_after_ms: optional(reset_col, "reset_after_ms")?,
             attempt: optional(attempt_col, "attempt")? as u32,
+            offset_ms: optional(offset_col, "offset_ms")?,
         };
         each(&record);
     }
@@ -323,6 +329,7 @@ mod tests {
             fail_open: false,
             reset_after_ms: 900,
             attempt: seq as u32 % 2,
+            offset_ms: seq * 10,
         }
     }
 
@@ -353,6 +360,7 @@ mod tests {
                 fail_open: r.fail_open,
                 reset_after_ms: r.reset_after_ms,
                 attempt: r.attempt,
+                offset_ms: r.offset_ms,
             })
         })
         .expect("reads");

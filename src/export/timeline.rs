@@ -249,6 +249,7 @@ mod tests {
             fail_open: false,
             reset_after_ms: 0,
             attempt: 0,
+            offset_ms: 0,
         }
     }
 

@@ -416,7 +416,7 @@ impl Tally<'_> {
         let r = self.runs.len();
         for (j, req) in reqs.iter().enumerate() {
             self.all_keys.insert(req.key_hash);
-            self.first_ms.get_or_insert(req.ms);
+            let first_ms = *self.first_ms.get_or_insert(req.ms);
             self.last_ms = Some(req.ms);
             for (i, run) in self.runs.iter_mut().enumerate() {
                 let d = &decisions[j * r + i];
@@ -439,6 +439,7 @@ impl Tally<'_> {
                             fail_open: d.fail_open(),
                             reset_after_ms: d.reset_after_ms,
                             attempt: 0,
+                            offset_ms: req.ms.saturating_sub(first_ms),
                         };
                         if let Err(e) = sink.write(&record) {
                             self.sink_error = Some(e);

@@ -96,6 +96,7 @@ pub async fn run(
             clock: spec.clock,
             scope: spec.scope.clone().map(Arc::from),
             stop: stop.clone(),
+            started_at_ms,
         })
         .collect();
     drop(records_tx);
@@ -223,6 +224,8 @@ struct Server {
     scope: Option<Arc<str>>,
     /// Stops retries waiting for their turn when the run is cancelled.
     stop: CancellationToken,
+    /// The run's start, ms since the epoch: records carry their offset from it.
+    started_at_ms: u64,
 }
 
 /// Offers the schedule: open-loop by the clock, or closed-loop per server for `rps = 0`.
@@ -329,6 +332,7 @@ impl Server {
         let server = self.index;
         let clock = self.clock;
         let stop = self.stop.clone();
+        let started_at_ms = self.started_at_ms;
         // The limiter sees the scoped name; records keep the client's own key.
         let decided_as = SimSpec::decided_as(self.scope.as_deref(), &key);
         async move {
@@ -364,6 +368,7 @@ impl Server {
                             fail_open: decision.fail_open(),
                             reset_after_ms: decision.reset_after_ms,
                             attempt,
+                            offset_ms: sent_at_ms.saturating_sub(started_at_ms),
                         });
                         if decision.allowed || attempt == retries {
                             break;
