@@ -744,19 +744,7 @@ fn a_closed_pipe_ends_the_command_quietly() {
 #[test]
 fn log_lines_carry_no_colour_escapes_in_a_pipe() {
     let dead = common::dead_url();
-    let out = ratelockr(&[
-        "--redis",
-        &dead,
-        "check",
-        "--algorithm",
-        "fixed-window",
-        "--limit",
-        "1",
-        "--window-ms",
-        "1000",
-        "--key",
-        "k",
-    ]);
+    let out = ratelockr(&["--redis", &dead, "simulate", "--compare", "--requests", "5"]);
     let stderr = text(&out.stderr);
     assert!(stderr.contains("WARN"), "a warning was logged: {stderr}");
     assert!(
@@ -816,4 +804,27 @@ fn negative_numbers_name_their_flag() {
         assert!(err.contains(flag), "{args:?}: {err}");
         assert!(!err.contains("unexpected argument"), "{args:?}: {err}");
     }
+}
+
+/// `check` says why its one decision failed open once, in its own line: the limiter's log line
+/// said it a second time (the TLS message printed twice).
+#[test]
+fn check_says_a_failure_once() {
+    let dead = common::dead_url();
+    let out = ratelockr(&[
+        "--redis",
+        &dead,
+        "check",
+        "--algorithm",
+        "fixed-window",
+        "--limit",
+        "1",
+        "--window-ms",
+        "1000",
+        "--key",
+        "k",
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.matches("connection refused").count(), 1, "{stderr}");
+    assert!(stderr.contains("fail-open"), "{stderr}");
 }

@@ -10,10 +10,16 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let cli = parse();
     quiet_on_closed_pipe();
+    // `check` says why its one decision failed open in its own line; the limiter's log line
+    // would say it a second time.
+    let default_filter = match cli.command {
+        cmd::Command::Check(_) => "warn,ratelockr::limiter=off",
+        _ => "warn",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
         )
         .with_writer(std::io::stderr)
         // Colour only for a person at a terminal: a log file or a pipe gets plain text.
