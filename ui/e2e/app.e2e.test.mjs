@@ -470,9 +470,9 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
 
   it("runs the boundary-burst preset: the fixed window's peak bin is above the sliding log's", async () => {
     runsBefore = await runsFinished();
-    await click('[data-preset="boundary"]');
+    // One click: the demo's ▶ fills the form and runs it.
+    await click('[data-preset-run="boundary"]');
     assert.equal(await browser.execute(() => document.getElementById("sim-limit").value), "40", "the preset fills the form");
-    await click("#sim-run");
     await until(finished, 90_000, "the boundary burst ends");
     // The run opens on its moment: each panel marks its rule's busiest 2 s with the count, and
     // the chart is zoomed to the fixed window's, without a click.

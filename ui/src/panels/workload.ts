@@ -104,18 +104,28 @@ function renderTargets() {
   sync();
 }
 
+/**
+ * The presets: the name fills the form (to look at, change and run); ▶ beside it fills it and
+ * runs it at once, so a demo is one click.
+ */
 function renderPresets() {
+  const apply = (p: (typeof PRESETS)[number]) => {
+    writeForm(applyPreset(p, $<HTMLSelectElement>("sim-target").value));
+    presetApplied = { focus: p.focus, version: formVersion };
+    $("preset-about").textContent = `${p.label}: ${p.about}`;
+    showErrors([]);
+    previewSoon();
+  };
   $("presets").replaceChildren(
     ...PRESETS.map((p) => {
-      const b = h("button", { type: "button", className: "secondary small", text: p.label, data: { preset: p.id } });
-      b.addEventListener("click", () => {
-        writeForm(applyPreset(p, $<HTMLSelectElement>("sim-target").value));
-        presetApplied = { focus: p.focus, version: formVersion };
-        $("preset-about").textContent = `${p.label}: ${p.about}`;
-        showErrors([]);
-        previewSoon();
+      const fill = h("button", { type: "button", className: "secondary small", text: p.label, title: "Fill the form with this demo", data: { preset: p.id } });
+      fill.addEventListener("click", () => apply(p));
+      const run = h("button", { type: "button", className: "secondary small preset-run", text: "▶", title: `Run the ${p.label} demo now`, ariaLabel: `Run ${p.label}`, data: { presetRun: p.id } });
+      run.addEventListener("click", () => {
+        apply(p);
+        if (!state.sim?.running) form().requestSubmit();
       });
-      return b;
+      return h("span", { className: "preset" }, fill, run);
     }),
   );
 }
