@@ -123,3 +123,80 @@ async fn a_user_without_scripts_fails_open_naming_the_permission() {
         other => panic!("expected a misconfiguration, got {other:?}"),
     }
 }
+
+/// The commands the scripts call: Redis checks each against the caller's ACL too, so a user
+/// with only `+evalsha +eval` fails open on every decision. README.md lists this set.
+const SCRIPT_COMMANDS: [&str; 19] = [
+    "+decrby",
+    "+expire",
+    "+get",
+    "+hget",
+    "+hmget",
+    "+hset",
+    "+incr",
+    "+incrby",
+    "+pexpire",
+    "+pttl",
+    "+set",
+    "+time",
+    "+type",
+    "+zadd",
+    "+zcount",
+    "+zpopmax",
+    "+zrange",
+    "+zrangebyscore",
+    "+zremrangebyscore",
+];
+
+/// The README's user decides with every algorithm and a stacked policy, and reads stats;
+/// without the scripts' own commands the same user fails open, named a misconfiguration.
+#[tokio::test]
+async fn the_readmes_acl_user_decides_with_all_five_and_a_policy() {
+    let server = common::redis();
+    let admin = common::limiter(&server, "acl-readme-admin");
+    let prefix = common::unique("aclr");
+    let keys = format!("~{prefix}:*");
+    let mut rules = vec![keys.as_str(), "+evalsha", "+eval", "+ping"];
+    rules.extend(SCRIPT_COMMANDS);
+    set_user(&admin, "limiter", "s3cret-pw", &rules).await;
+    let url = format!("redis://limiter:s3cret-pw@127.0.0.1:{}", server.port());
+    let options = ratelockr::LimiterOptions {
+        keys: ratelockr::KeySpace::new(prefix.clone()),
+        deadline: common::GENEROUS_DEADLINE,
+        ..ratelockr::LimiterOptions::default()
+    };
+    let limiter = Limiter::new(&RedisTarget::parse(&url).expect("url"), options.clone());
+    for kind in ratelockr::AlgorithmKind::ALL {
+        let rule = ratelockr::bench::bench_rule(kind).expect("a rule");
+        let decision = limiter
+            .try_check_at(&rule, "k", 1, At::ServerClock)
+            .await
+            .unwrap_or_else(|e| panic!("{kind:?} decides with the README's user: {e}"));
+        assert!(decision.allowed, "{kind:?}: {decision:?}");
+    }
+    let policy =
+        ratelockr::Policy::from_rule(&Rule::fixed_window("acl-policy", 5, 60_000).expect("valid"));
+    let decided = limiter.check_policy(&policy, "k", 1).await.expect("valid");
+    assert!(!decided.fail_open, "{decided:?}");
+    limiter
+        .stats("acl-policy")
+        .await
+        .expect("stats read with +get");
+
+    // The set the README gave before: scripts may run, their commands may not.
+    set_user(
+        &admin,
+        "narrow",
+        "s3cret-pw",
+        &[keys.as_str(), "+evalsha", "+eval"],
+    )
+    .await;
+    let url = format!("redis://narrow:s3cret-pw@127.0.0.1:{}", server.port());
+    let narrow = Limiter::new(&RedisTarget::parse(&url).expect("url"), options);
+    match narrow.try_check_at(&rule(), "k", 1, At::ServerClock).await {
+        Err(CheckError::Redis(failure)) => {
+            assert_eq!(failure.kind, FailureKind::Misconfiguration, "{failure}")
+        }
+        other => panic!("the scripts' own commands are checked too: {other:?}"),
+    }
+}
