@@ -32,3 +32,58 @@ pub(crate) fn cannot_load(err: &redis::RedisError) -> RedisFailure {
         ),
     )
 }
+
+/// A command a script calls was refused by the user's ACL. Redis says only "can't run this
+/// command or subcommand script: <sha>, on @user_script:<line>"; `line` is that line of the
+/// script's source (found by the caller from the sha), whose `redis.call` names the command.
+pub(crate) fn is_refused_in_script(err: &redis::RedisError) -> bool {
+    err.to_string()
+        .contains("can't run this command or subcommand script")
+}
+
+/// The refused command's line number and the script's sha, from Redis's message.
+pub(crate) fn refused_at(err: &redis::RedisError) -> Option<(String, usize)> {
+    let text = err.to_string();
+    let sha = text
+        .split("script: ")
+        .nth(1)?
+        .split(|c: char| !c.is_ascii_hexdigit())
+        .next()?
+        .to_string();
+    let line = text
+        .split("@user_script:")
+        .nth(1)?
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()?;
+    Some((sha, line))
+}
+
+/// The refusal in words: the command, from the script's own line (`script` names it), and the
+/// permission to grant.
+pub(crate) fn refused_in_script(
+    err: &redis::RedisError,
+    script: &str,
+    line: Option<&str>,
+) -> RedisFailure {
+    let command = line.and_then(|l| {
+        let after = l.split("call(").nth(1)?;
+        let name: String = after
+            .trim_start_matches([' ', '\'', '"'])
+            .chars()
+            .take_while(char::is_ascii_alphabetic)
+            .collect();
+        (!name.is_empty()).then(|| name.to_ascii_lowercase())
+    });
+    let what = match &command {
+        Some(c) => format!(
+            "the Redis user may not run {}, which {script} calls: grant +{c} (README.md lists every command the scripts call)",
+            c.to_ascii_uppercase()
+        ),
+        None => format!(
+            "the Redis user may not run a command {script} calls (README.md lists every command the scripts call)"
+        ),
+    };
+    RedisFailure::new(FailureKind::Misconfiguration, format!("{what} ({err})"))
+}

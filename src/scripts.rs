@@ -143,12 +143,35 @@ pub(crate) async fn invoke(
             };
             match eval.query_async(conn).await {
                 Err(err) if acl::is_noperm(&err) => Err(acl::cannot_load(&err)),
+                Err(err) if acl::is_refused_in_script(&err) => Err(refused_in_script(&err)),
                 other => other.map_err(RedisFailure::from),
             }
         }
         Err(err) if acl::is_noperm(&err) => Err(acl::no_script_permission(&err)),
+        Err(err) if acl::is_refused_in_script(&err) => Err(refused_in_script(&err)),
         other => other.map_err(RedisFailure::from),
     }
+}
+
+/// A command refused inside one of the scripts, named from the script's own source.
+fn refused_in_script(err: &redis::RedisError) -> RedisFailure {
+    let found = acl::refused_at(err).and_then(|(sha, line)| {
+        let (name, source) = named_source(&sha)?;
+        Some((name, source.lines().nth(line.checked_sub(1)?)))
+    });
+    match found {
+        Some((name, line)) => acl::refused_in_script(err, &format!("the {name} script"), line),
+        None => acl::refused_in_script(err, "a script", None),
+    }
+}
+
+/// The script whose SHA1 is `sha` (hex): its name and source.
+fn named_source(sha: &str) -> Option<(&'static str, &'static str)> {
+    AlgorithmKind::ALL
+        .into_iter()
+        .find(|&kind| script(kind).get_hash() == sha)
+        .map(|kind| (kind.as_str(), source(kind)))
+        .or_else(|| (POLICY.get_hash() == sha).then_some(("policy", POLICY_LUA)))
 }
 
 /// Everything one script call needs besides the connection.
