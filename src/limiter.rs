@@ -573,17 +573,8 @@ impl Limiter {
         rule: &str,
         now_second: u64,
     ) -> Result<Vec<StatsPoint>, RedisFailure> {
-        let mut conn = self.inner.conn.clone();
-        let mut points = self
-            .within_deadline(telemetry::read_window(
-                &mut conn,
-                self.keys(),
-                rule,
-                now_second,
-            ))
-            .await?;
-        self.inner.ledger.fill(rule, &mut points);
-        Ok(points)
+        let mut one = self.stats_many_at(&[rule], now_second).await?;
+        Ok(one.pop().unwrap_or_default())
     }
 
     /// The last 30 seconds of each of `rules`, in order, with this process's fail-open counts

@@ -13,36 +13,15 @@
 mod common;
 
 use common::models::{least, Bucket, Counter, FixedWindowClock, Gcra, Log, Model};
-use common::T0;
+use common::{world, T0};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use ratelockr::policy::script::POLICY_LUA;
 use ratelockr::rule::{Algorithm, AlgorithmKind};
-use ratelockr::{scripts, At, EmbeddedRedis, Limit, Limiter, Policy, PolicyDecision};
+use ratelockr::{scripts, At, Limit, Limiter, Policy, PolicyDecision};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const CASES: u32 = 48;
-
-/// A property's world. Fields drop in order: the limiter, its runtime, then the server.
-struct World {
-    limiter: Limiter,
-    rt: tokio::runtime::Runtime,
-    _server: EmbeddedRedis,
-}
-
-fn world(name: &str) -> World {
-    let server = common::redis();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    let limiter = rt.block_on(async { common::limiter(&server, name) });
-    World {
-        limiter,
-        rt,
-        _server: server,
-    }
-}
 
 fn runner(cases: u32) -> TestRunner {
     TestRunner::new(Config {

@@ -19,34 +19,13 @@
 mod common;
 
 use common::models::{least, Bucket, Counter, Gcra, Log, Model};
-use common::{fork, T0};
+use common::{fork, world, T0};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use ratelockr::{At, Decision, EmbeddedRedis, Limiter, Rule};
+use ratelockr::{At, Decision, Limiter, Rule};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const CASES: u32 = 40;
-
-/// A property's world. Fields drop in order: the limiter, its runtime, then the server.
-struct World {
-    limiter: Limiter,
-    rt: tokio::runtime::Runtime,
-    _server: EmbeddedRedis,
-}
-
-fn world(name: &str) -> World {
-    let server = common::redis();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    let limiter = rt.block_on(async { common::limiter(&server, name) });
-    World {
-        limiter,
-        rt,
-        _server: server,
-    }
-}
 
 fn runner() -> TestRunner {
     TestRunner::new(Config {

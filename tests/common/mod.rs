@@ -244,3 +244,29 @@ pub fn replace_file(path: &std::path::Path, text: &str, stamp_secs: u64) {
     drop(file);
     std::fs::rename(&tmp, path).expect("rename");
 }
+
+/// A property test's world: a limiter on its own redis-server, and a current-thread runtime
+/// to drive it from proptest's synchronous cases. Fields drop in order: the limiter, its
+/// runtime, then the server.
+#[allow(dead_code)]
+pub struct World {
+    pub limiter: Limiter,
+    pub rt: tokio::runtime::Runtime,
+    _server: EmbeddedRedis,
+}
+
+/// [`World`] under a unique prefix made from `name`.
+#[allow(dead_code)]
+pub fn world(name: &str) -> World {
+    let server = redis();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let limiter = rt.block_on(async { limiter(&server, name) });
+    World {
+        limiter,
+        rt,
+        _server: server,
+    }
+}
