@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// One decision of one request by one target: a CSV row.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     /// The request's number in the schedule (shared by the targets it was offered to).
     pub seq: u64,
@@ -32,6 +32,18 @@ pub struct Record {
     /// the charts' time axis, beside the absolute `sent_at_ms`. 0 in older CSVs.
     #[serde(default)]
     pub offset_ms: u64,
+    /// A policy's decision only: the limit that decided (design.md's `binding`: the denying
+    /// limit with the longest wait, or the one with the least remaining). Empty for a rule's
+    /// decision and when Redis could not be asked.
+    #[serde(default)]
+    pub binding: String,
+    /// A policy's decision only: the tier whose limits applied; empty for the policy's own.
+    #[serde(default)]
+    pub tier: String,
+    /// A policy's decision only: some limit denied. Under enforcement the request was denied;
+    /// in shadow mode it was admitted all the same (`allowed` and `would_deny`).
+    #[serde(default)]
+    pub would_deny: bool,
 }
 
 /// Where records go as they complete (the CSV writer).

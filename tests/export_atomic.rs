@@ -71,6 +71,7 @@ fn record(seq: u64) -> Record {
         reset_after_ms: 100,
         attempt: 0,
         offset_ms: 0,
+        ..Record::default()
     }
 }
 

@@ -8,7 +8,7 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 /// The header row: design.md's columns in its order, then the ones added since.
-pub const COLUMNS: [&str; 14] = [
+pub const COLUMNS: [&str; 17] = [
     "seq",
     "sent_at_ms",
     "server",
@@ -23,6 +23,9 @@ pub const COLUMNS: [&str; 14] = [
     "reset_after_ms",
     "attempt",
     "offset_ms",
+    "binding",
+    "tier",
+    "would_deny",
 ];
 
 /// Streams records to a CSV file as they complete, whole or not at all: the rows go to a
@@ -189,6 +192,12 @@ pub struct RecordRef<'a> {
     pub attempt: u32,
     /// Milliseconds since the run started; 0 in files written before the column existed.
     pub offset_ms: u64,
+    /// A policy's binding limit ("" for rules, and in files written before the column existed).
+    pub binding: &'a str,
+    /// A policy's tier ("" for the policy's own limits, rules and older files).
+    pub tier: &'a str,
+    /// A policy's denial, admitted in shadow mode or not (false in older files).
+    pub would_deny: bool,
 }
 
 impl<'a> From<&'a Record> for RecordRef<'a> {
@@ -208,6 +217,9 @@ impl<'a> From<&'a Record> for RecordRef<'a> {
             reset_after_ms: r.reset_after_ms,
             attempt: r.attempt,
             offset_ms: r.offset_ms,
+            binding: &r.binding,
+            tier: &r.tier,
+            would_deny: r.would_deny,
         }
     }
 }
@@ -250,6 +262,8 @@ pub fn for_each_record_ref(
     ];
     let (reset_col, attempt_col, offset_col) =
         (find("reset_after_ms"), find("attempt"), find("offset_ms"));
+    let (binding_col, tier_col, would_deny_col) =
+        (find("binding"), find("tier"), find("would_deny"));
     let mut row = csv::StringRecord::new();
     let mut count = 0u64;
     while reader.read_record(&mut row).map_err(csv_err)? {
@@ -287,6 +301,12 @@ pub fn for_each_record_ref(
             reset_after_ms: optional(reset_col, "reset_after_ms")?,
             attempt: optional(attempt_col, "attempt")? as u32,
             offset_ms: optional(offset_col, "offset_ms")?,
+            binding: binding_col.map_or("", text),
+            tier: tier_col.map_or("", text),
+            would_deny: match would_deny_col {
+                Some(i) if !text(i).is_empty() => flag(i, "would_deny")?,
+                _ => false,
+            },
         };
         each(&record);
     }
@@ -330,6 +350,17 @@ mod tests {
             reset_after_ms: 900,
             attempt: seq as u32 % 2,
             offset_ms: seq * 10,
+            binding: if allowed {
+                String::new()
+            } else {
+                "daily".into()
+            },
+            tier: if seq == 1 {
+                "premium".into()
+            } else {
+                String::new()
+            },
+            would_deny: !allowed,
         }
     }
 
@@ -361,6 +392,9 @@ mod tests {
                 reset_after_ms: r.reset_after_ms,
                 attempt: r.attempt,
                 offset_ms: r.offset_ms,
+                binding: r.binding.into(),
+                tier: r.tier.into(),
+                would_deny: r.would_deny,
             })
         })
         .expect("reads");

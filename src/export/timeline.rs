@@ -250,6 +250,7 @@ mod tests {
             reset_after_ms: 0,
             attempt: 0,
             offset_ms: 0,
+            ..Record::default()
         }
     }
 

@@ -83,6 +83,24 @@ impl PolicyDecision {
         }
     }
 
+    /// The combined answer as a rule's [`crate::Decision`] says it: what the simulator and
+    /// replay record and count (a shadow denial is an admission here; `would_deny` says the
+    /// rest).
+    pub fn as_decision(&self) -> crate::Decision {
+        if self.fail_open {
+            return crate::Decision::FAIL_OPEN;
+        }
+        if self.remaining < 0 && !self.allowed {
+            return crate::Decision::FAIL_CLOSED;
+        }
+        crate::Decision::by_redis(
+            self.allowed,
+            self.remaining.max(0) as u64,
+            self.retry_after_ms,
+            self.reset_after_ms,
+        )
+    }
+
     /// The binding limit's result.
     pub fn binding_limit(&self) -> Option<&LimitResult> {
         let name = self.binding.as_deref()?;

@@ -271,6 +271,20 @@ impl Policy {
             None => (None, &self.limits),
         }
     }
+
+    /// The same policy for client keys decided under a namespace (`<scope>:<client key>`, as a
+    /// simulation's own key space decides them): every override's patterns get the prefix,
+    /// so each client keeps its tier. `scope` must hold no `*` or `?` (it would match more
+    /// than itself).
+    pub fn in_scope(&self, scope: &str) -> Policy {
+        let mut scoped = self.clone();
+        for o in &mut scoped.overrides {
+            for key in &mut o.keys {
+                *key = format!("{scope}:{key}");
+            }
+        }
+        scoped
+    }
 }
 
 impl<'de> Deserialize<'de> for Policy {

@@ -440,6 +440,9 @@ impl Tally<'_> {
                             reset_after_ms: d.reset_after_ms,
                             attempt: 0,
                             offset_ms: req.ms.saturating_sub(first_ms),
+                            binding: String::new(),
+                            tier: String::new(),
+                            would_deny: false,
                         };
                         if let Err(e) = sink.write(&record) {
                             self.sink_error = Some(e);

@@ -35,6 +35,6 @@ pub use peak::PeakWindow;
 pub use preview::Preview;
 pub use report::{Report, Series, SeriesPoint, TargetSummary};
 pub use run::{run, NoObserver, Progress, SimObserver};
-pub use spec::{SimClock, SimSpec, Target};
+pub use spec::{SimClock, SimSpec, Target, POLICY_LABEL};
 pub use workload::{KeyDistribution, Length, Pattern, Retry, Workload};
 pub use workload_spec::{PatternKind, WorkloadSpec};

@@ -3,12 +3,13 @@
 use super::exact::ExactLogJudge;
 use super::peak::{rule_window, PeakTracker, PeakWindow};
 use super::spec::Target;
+use crate::policy::Policy;
 use crate::record::Record;
 use crate::rule::Algorithm;
 use crate::sweep::SweepPoint;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// The summary of one target (an algorithm, or the naive limiter) over a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,6 +34,17 @@ pub struct TargetSummary {
     /// Client keys denied at least once.
     #[serde(default)]
     pub keys_denied: u64,
+    /// A policy in shadow mode: requests admitted that its limits denied (counted in
+    /// `allowed` too, since they passed).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shadow_denied: u64,
+    /// A policy: its denials (shadow ones included) by the limit that decided them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub denied_by: BTreeMap<String, u64>,
+    /// A policy with overrides: client keys per tier that applied (`""` for the policy's own
+    /// limits).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tier_keys: BTreeMap<String, u64>,
     /// The longest wait a denial carried (`retry_after_ms`); 0 when nothing was denied.
     #[serde(default)]
     pub worst_wait_ms: u64,
@@ -67,6 +79,13 @@ pub struct SeriesPoint {
     pub allowed: u64,
     pub denied: u64,
     pub fail_open: u64,
+    /// Of `allowed`, a shadow policy's admissions its limits denied.
+    #[serde(default)]
+    pub shadow_denied: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A target's decisions per second over the run.
@@ -130,12 +149,14 @@ pub(crate) fn sweep_points(targets: &[Target], summaries: &[TargetSummary]) -> V
 }
 
 /// Per-key bookkeeping for the over-admission bound.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 struct KeySpan {
     first_ms: u64,
     last_ms: u64,
     admitted: u64,
     denied: bool,
+    /// The key's tier (a policy's override that applied), when it had one.
+    tier: Option<String>,
 }
 
 /// Accumulates one target's records. Memory: one entry per client key and per second.
@@ -159,9 +180,19 @@ pub(crate) struct TargetAccumulator {
     /// The cost of each request (one per workload), as the peak counts it.
     cost: u64,
     worst_wait_ms: u64,
+    /// A policy target's policy: its bound is the tightest of each key's tier's limits.
+    policy: Option<Policy>,
+    shadow_denied: u64,
+    denied_by: BTreeMap<String, u64>,
 }
 
 impl TargetAccumulator {
+    /// A policy's accumulator: tiers, shadow denials and the binding limits counted.
+    pub(crate) fn with_policy(mut self, policy: Option<Policy>) -> Self {
+        self.policy = policy;
+        self
+    }
+
     pub(crate) fn new(
         rule: String,
         algorithm_label: String,
@@ -178,6 +209,9 @@ impl TargetAccumulator {
             peak: PeakTracker::new(window_ms, limit),
             cost: 1,
             worst_wait_ms: 0,
+            policy: None,
+            shadow_denied: 0,
+            denied_by: BTreeMap::new(),
             rule,
             algorithm_label,
             algorithm,
@@ -220,10 +254,22 @@ impl TargetAccumulator {
         } else if record.allowed {
             self.allowed += 1;
             point.allowed += 1;
+            if record.would_deny {
+                self.shadow_denied += 1;
+                point.shadow_denied += 1;
+            }
         } else {
             self.denied += 1;
             point.denied += 1;
             self.worst_wait_ms = self.worst_wait_ms.max(record.retry_after_ms);
+        }
+        if record.would_deny && !record.binding.is_empty() {
+            match self.denied_by.get_mut(&record.binding) {
+                Some(n) => *n += 1,
+                None => {
+                    self.denied_by.insert(record.binding.clone(), 1);
+                }
+            }
         }
         let _ = self.latency.record(record.latency_us.max(1));
         if let (Some(judge), false) = (&mut self.judge, record.fail_open) {
@@ -237,6 +283,7 @@ impl TargetAccumulator {
                 last_ms: record.sent_at_ms,
                 admitted: 0,
                 denied: false,
+                tier: (!record.tier.is_empty()).then(|| record.tier.clone()),
             };
             self.keys.insert(record.key.clone(), first);
         }
@@ -245,17 +292,32 @@ impl TargetAccumulator {
         };
         span.first_ms = span.first_ms.min(record.sent_at_ms);
         span.last_ms = span.last_ms.max(record.sent_at_ms);
-        span.denied |= !record.allowed;
-        if record.allowed && !record.fail_open {
+        // A shadow policy admits what it would deny: its keys count as denied here.
+        span.denied |= !record.allowed || record.would_deny;
+        // A shadow policy's admission that its limits denied is not one the policy made.
+        if record.allowed && !record.fail_open && !record.would_deny {
             span.admitted += cost;
             self.cost = cost;
-            self.peak
-                .admit(&record.key, record.sent_at_ms.saturating_sub(started_at_ms));
+            // A policy's busiest window is measured against its first limit: on the keys
+            // that limit holds (a tier's keys answer to the tier's limits).
+            if record.tier.is_empty() {
+                self.peak
+                    .admit(&record.key, record.sent_at_ms.saturating_sub(started_at_ms));
+            }
         }
     }
 
-    /// The most the rule could admit for one key over `span_ms`.
-    fn bound(&self, span_ms: u64) -> u64 {
+    /// The most the rule could admit for one key over `span_ms`; a policy's, the least of its
+    /// tier's limits' most.
+    fn bound(&self, key: &str, span_ms: u64) -> u64 {
+        if let Some(policy) = &self.policy {
+            let (_, limits) = policy.limits_for(key);
+            return limits
+                .iter()
+                .map(|l| l.algorithm().max_admitted(span_ms))
+                .min()
+                .unwrap_or(0);
+        }
         if self.naive {
             let (limit, window_ms) = super::naive::naive_window(&self.algorithm);
             return limit * (span_ms / window_ms + 1);
@@ -266,12 +328,24 @@ impl TargetAccumulator {
     pub(crate) fn finish(self) -> (TargetSummary, Series) {
         let over_admitted = self
             .keys
-            .values()
-            .map(|k| {
+            .iter()
+            .map(|(key, k)| {
                 k.admitted
-                    .saturating_sub(self.bound(k.last_ms - k.first_ms))
+                    .saturating_sub(self.bound(key, k.last_ms - k.first_ms))
             })
             .sum();
+        let mut tier_keys = BTreeMap::new();
+        if self
+            .policy
+            .as_ref()
+            .is_some_and(|p| !p.overrides().is_empty())
+        {
+            for span in self.keys.values() {
+                *tier_keys
+                    .entry(span.tier.clone().unwrap_or_default())
+                    .or_insert(0) += 1;
+            }
+        }
         let q = |p: f64| {
             if self.latency.is_empty() {
                 0
@@ -291,6 +365,9 @@ impl TargetAccumulator {
             over_admitted,
             keys: self.keys.len() as u64,
             keys_denied: self.keys.values().filter(|k| k.denied).count() as u64,
+            shadow_denied: self.shadow_denied,
+            denied_by: self.denied_by,
+            tier_keys,
             worst_wait_ms: self.worst_wait_ms,
             exact_log_wrongly_allowed: self.judge.as_ref().map(|j| j.wrongly_allowed),
             exact_log_wrongly_denied: self.judge.as_ref().map(|j| j.wrongly_denied),

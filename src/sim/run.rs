@@ -74,7 +74,20 @@ pub async fn run(
             reason,
         })?;
     let workload = Arc::new(spec.workload.clone());
-    let targets = Arc::new(spec.targets.clone());
+    // A policy's tiers match client keys; in the run's own key namespace they match the
+    // scoped names instead.
+    let targets = Arc::new(
+        spec.targets
+            .iter()
+            .map(|t| match (&t.policy, &spec.scope) {
+                (Some(policy), Some(scope)) => Target {
+                    policy: Some(policy.in_scope(scope)),
+                    ..t.clone()
+                },
+                _ => t.clone(),
+            })
+            .collect::<Vec<_>>(),
+    );
     let planned = workload.planned_requests();
     let evalsha_before = evalsha_stats(limiter).await;
     let started_at_ms = now_ms();
@@ -108,15 +121,17 @@ pub async fn run(
         start,
     ));
 
-    let mut accumulators: Vec<TargetAccumulator> = targets
+    let mut accumulators: Vec<TargetAccumulator> = spec
+        .targets
         .iter()
         .map(|t| {
             TargetAccumulator::new(
-                t.rule.name().to_string(),
+                t.name().to_string(),
                 t.label().to_string(),
                 *t.rule.algorithm(),
                 t.naive,
             )
+            .with_policy(t.policy.clone())
         })
         .collect();
     let mut completed = 0u64;
@@ -353,12 +368,13 @@ impl Server {
                             SimClock::Server => At::ServerClock,
                         };
                         let started = Instant::now();
-                        let decision = decide(limiter, target, decided_as, cost, at).await;
+                        let decided = decide(limiter, target, decided_as, cost, at).await;
+                        let decision = &decided.decision;
                         out.push(Record {
                             seq,
                             sent_at_ms,
                             server,
-                            rule: target.rule.name().to_string(),
+                            rule: target.name().to_string(),
                             algorithm: target.label().to_string(),
                             key: key.clone(),
                             allowed: decision.allowed,
@@ -369,6 +385,9 @@ impl Server {
                             reset_after_ms: decision.reset_after_ms,
                             attempt,
                             offset_ms: sent_at_ms.saturating_sub(started_at_ms),
+                            binding: decided.binding,
+                            tier: decided.tier,
+                            would_deny: decided.would_deny,
                         });
                         if decision.allowed || attempt == retries {
                             break;
@@ -389,8 +408,27 @@ impl Server {
     }
 }
 
-/// One decision by a target's script, or by the naive limiter.
-async fn decide(limiter: &Limiter, target: &Target, key: &str, cost: u64, at: At) -> Decision {
+/// A target's answer: the decision, and for a policy what its record adds.
+struct Decided {
+    decision: Decision,
+    binding: String,
+    tier: String,
+    would_deny: bool,
+}
+
+impl From<Decision> for Decided {
+    fn from(decision: Decision) -> Self {
+        Decided {
+            decision,
+            binding: String::new(),
+            tier: String::new(),
+            would_deny: false,
+        }
+    }
+}
+
+/// One decision by a target's script, the naive limiter, or a policy's stacked script.
+async fn decide(limiter: &Limiter, target: &Target, key: &str, cost: u64, at: At) -> Decided {
     if target.naive {
         let mut conn = limiter.connection();
         naive::decide(
@@ -402,11 +440,24 @@ async fn decide(limiter: &Limiter, target: &Target, key: &str, cost: u64, at: At
             limiter.options().deadline,
         )
         .await
+        .into()
+    } else if let Some(policy) = &target.policy {
+        // Costs were checked against every limit of every tier before the run.
+        match limiter.check_policy_at(policy, key, cost, at).await {
+            Ok(d) => Decided {
+                decision: d.as_decision(),
+                binding: d.binding.unwrap_or_default(),
+                tier: d.tier.unwrap_or_default(),
+                would_deny: d.would_deny,
+            },
+            Err(_) => Decision::FAIL_OPEN.into(),
+        }
     } else {
         // Costs were checked against every rule before the run.
         limiter
             .check_at(&target.rule, key, cost, at)
             .await
             .unwrap_or(Decision::FAIL_OPEN)
+            .into()
     }
 }

@@ -6,30 +6,93 @@
 use super::error::SimError;
 use super::naive;
 use super::workload::Workload;
+use crate::policy::Policy;
 use crate::rule::{Algorithm, AlgorithmKind, Rule, RuleError};
 use crate::sweep::{self, SweepAxis};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// One limiter under test.
+/// One limiter under test: a rule's script, the naive limiter, or a policy's stacked
+/// decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Target {
+    /// The rule decided; for a policy, its first limit under the policy's name (what the
+    /// busiest window is measured on), while `policy` decides.
     pub rule: Rule,
     /// Decide with the naive GET/SET limiter instead of the rule's script.
     pub naive: bool,
     /// A sweep's configuration: the swept parameters' values (empty outside a sweep).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, f64>,
+    /// A policy, decided all or nothing over its limits (its tiers' for matching keys).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Policy>,
 }
 
+/// The algorithm label of a policy's records.
+pub const POLICY_LABEL: &str = "policy";
+
 impl Target {
-    /// The algorithm label in records: the script's name, or `naive_get_set`.
+    /// A rule's script.
+    pub fn rule(rule: Rule) -> Self {
+        Target {
+            rule,
+            naive: false,
+            params: BTreeMap::new(),
+            policy: None,
+        }
+    }
+
+    /// A policy's stacked decision.
+    pub fn policy(policy: Policy) -> Self {
+        let first = policy.limits()[0].algorithm();
+        let rule = Rule::new(policy.name(), *first)
+            .expect("a policy's name and limits are valid as a rule's");
+        Target {
+            rule,
+            naive: false,
+            params: BTreeMap::new(),
+            policy: Some(policy),
+        }
+    }
+
+    /// The name in records: the rule's, or the policy's.
+    pub fn name(&self) -> &str {
+        self.rule.name()
+    }
+
+    /// The algorithm label in records: the script's name, `naive_get_set`, or `policy`.
     pub fn label(&self) -> &'static str {
         if self.naive {
             naive::NAIVE_LABEL
+        } else if self.policy.is_some() {
+            POLICY_LABEL
         } else {
             self.rule.kind().as_str()
         }
+    }
+
+    /// Refuses a cost this target could never admit (a policy's: any limit of any tier).
+    fn check_cost(&self, cost: u64) -> Result<(), SimError> {
+        let Some(policy) = &self.policy else {
+            return Ok(self.rule.check_cost(cost)?);
+        };
+        let tiers = policy.overrides().iter().map(|o| o.limits());
+        for limit in std::iter::once(policy.limits()).chain(tiers).flatten() {
+            let max = limit.algorithm().max_cost();
+            if cost > max {
+                return Err(SimError::InvalidWorkload {
+                    parameter: "cost",
+                    reason: format!(
+                        "must be from 1 to {max} (policy {:?}, limit {:?}'s {}); a larger request could never pass",
+                        policy.name(),
+                        limit.name(),
+                        limit.algorithm().max_cost_name()
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 }
 
@@ -68,17 +131,12 @@ impl SimSpec {
     /// One rule; with `naive`, the naive limiter runs beside it on the same traffic, under the
     /// rule's name with `-naive` appended.
     pub fn single(rule: Rule, workload: Workload, naive: bool) -> Result<Self, RuleError> {
-        let mut targets = vec![Target {
-            rule: rule.clone(),
-            naive: false,
-            params: BTreeMap::new(),
-        }];
+        let mut targets = vec![Target::rule(rule.clone())];
         if naive {
             let naive_rule = Rule::new(format!("{}-naive", rule.name()), *rule.algorithm())?;
             targets.push(Target {
-                rule: naive_rule,
                 naive: true,
-                params: BTreeMap::new(),
+                ..Target::rule(naive_rule)
             });
         }
         Ok(SimSpec {
@@ -124,17 +182,12 @@ impl SimSpec {
                 }
                 AlgorithmKind::FixedWindow => Algorithm::FixedWindow { limit, window_ms },
             };
-            targets.push(Target {
-                rule: Rule::new(name(kind.cli_name()), algorithm)?,
-                naive: false,
-                params: BTreeMap::new(),
-            });
+            targets.push(Target::rule(Rule::new(name(kind.cli_name()), algorithm)?));
         }
         if naive {
             targets.push(Target {
-                rule: Rule::fixed_window(name("naive"), limit, window_ms)?,
                 naive: true,
-                params: BTreeMap::new(),
+                ..Target::rule(Rule::fixed_window(name("naive"), limit, window_ms)?)
             });
         }
         Ok(SimSpec {
@@ -159,14 +212,38 @@ impl SimSpec {
             targets: grid
                 .into_iter()
                 .map(|point| Target {
-                    rule: point.rule,
-                    naive: false,
                     params: point.params,
+                    ..Target::rule(point.rule)
                 })
                 .collect(),
             clock: SimClock::default(),
             scope: None,
             sweep: axes,
+        })
+    }
+
+    /// Policies side by side on the same traffic (a policy and an edited copy of it, say):
+    /// each decided all or nothing over its limits, every key under its tier's. Names must
+    /// differ.
+    pub fn policies(policies: Vec<Policy>, workload: Workload) -> Result<Self, SimError> {
+        let mut names = std::collections::BTreeSet::new();
+        for policy in &policies {
+            if !names.insert(policy.name()) {
+                return Err(SimError::InvalidWorkload {
+                    parameter: "policy",
+                    reason: format!(
+                        "{:?} is named twice: side by side, policies need names of their own",
+                        policy.name()
+                    ),
+                });
+            }
+        }
+        Ok(SimSpec {
+            workload,
+            targets: policies.into_iter().map(Target::policy).collect(),
+            clock: SimClock::default(),
+            scope: None,
+            sweep: Vec::new(),
         })
     }
 
@@ -180,13 +257,15 @@ impl SimSpec {
             });
         }
         for target in &self.targets {
-            target.rule.check_cost(self.workload.cost)?;
+            target.check_cost(self.workload.cost)?;
         }
         if let Some(scope) = &self.scope {
-            if scope.is_empty() || scope.len() > 64 || scope.contains(['{', '}']) {
+            if scope.is_empty() || scope.len() > 64 || scope.contains(['{', '}', '*', '?']) {
                 return Err(SimError::InvalidWorkload {
                     parameter: "scope",
-                    reason: format!("must be 1 to 64 characters without braces, got {scope:?}"),
+                    reason: format!(
+                        "must be 1 to 64 characters without braces, * or ?, got {scope:?}"
+                    ),
                 });
             }
         }
@@ -219,7 +298,13 @@ impl SimSpec {
                 self.workload.describe()
             );
         }
+        let policies: Vec<&str> = self
+            .targets
+            .iter()
+            .filter_map(|t| t.policy.as_ref().map(Policy::name))
+            .collect();
         let what = match self.targets.iter().filter(|t| !t.naive).count() {
+            _ if !policies.is_empty() => format!("policy {}", policies.join(" beside ")),
             1 => format!(
                 "{} ({})",
                 self.targets[0].rule.name(),

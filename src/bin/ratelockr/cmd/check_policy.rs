@@ -26,6 +26,15 @@ pub fn load_policy(path: &Path, name: &str) -> anyhow::Result<Policy> {
         })
 }
 
+/// The policies `names` of the file at `path`, in the order named (every policy of the file
+/// when `names` is empty); errors name the file (line, field) or the flag.
+pub fn load_policies(path: &Path, names: &[String]) -> anyhow::Result<Vec<Policy>> {
+    if names.is_empty() {
+        return load_policies_file(path).map_err(|err| anyhow!("--policies: {err}"));
+    }
+    names.iter().map(|name| load_policy(path, name)).collect()
+}
+
 /// What `check` was asked of a policy: its flags, read by [`super::check`].
 pub struct PolicyCheck<'a> {
     pub path: &'a Path,

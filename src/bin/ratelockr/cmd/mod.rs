@@ -10,6 +10,7 @@ pub mod replay;
 pub mod reset;
 pub mod serve;
 pub mod simulate;
+pub mod simulate_policy;
 pub mod simulate_sweep;
 pub mod stats;
 pub mod topology;

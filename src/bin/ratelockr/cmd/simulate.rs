@@ -42,14 +42,22 @@ impl From<PatternArg> for PatternKind {
 
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
-    /// The algorithm to simulate (or --compare for all five).
+    /// The algorithm to simulate (or --compare for all five, or --policies).
     #[arg(
         long,
         value_enum,
-        required_unless_present = "compare",
-        conflicts_with = "compare"
+        required_unless_present_any = ["compare", "policies"],
+        conflicts_with_all = ["compare", "policies"]
     )]
     pub algorithm: Option<AlgorithmArg>,
+    /// A policies file (TOML or JSON, or a rules file): simulate its policies instead, each
+    /// decided all or nothing over its limits, keys matching an override under its tier.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["compare", "naive", "sweep"])]
+    pub policies: Option<PathBuf>,
+    /// The policy of --policies to simulate; repeat to run several side by side on the same
+    /// traffic (default: every policy of the file).
+    #[arg(long, value_name = "NAME", requires = "policies")]
+    pub policy: Vec<String>,
     /// All five algorithms side by side on the same traffic, with equal nominal limits:
     /// --limit per --window-ms (the token bucket holds --limit and refills --limit per window;
     /// GCRA has burst --limit and period --window-ms).
@@ -244,6 +252,12 @@ impl SimulateArgs {
 
     fn spec(&self) -> anyhow::Result<SimSpec> {
         let described = self.workload_spec()?;
+        if let Some(path) = &self.policies {
+            let policies = super::check_policy::load_policies(path, &self.policy)?;
+            let workload = described.workload().map_err(sim_error)?;
+            let spec = SimSpec::policies(policies, workload).map_err(sim_error)?;
+            return self.finish_spec(spec);
+        }
         // The rule's flags are checked before the workload's, under their own names.
         let rule = if self.compare {
             self.rule
@@ -257,7 +271,7 @@ impl SimulateArgs {
             Some(self.rule.rule(kind, None)?)
         };
         let workload = described.workload().map_err(sim_error)?;
-        let mut spec = match rule {
+        let spec = match rule {
             None => {
                 let prefix = self
                     .rule
@@ -284,6 +298,11 @@ impl SimulateArgs {
             }
             Some(rule) => SimSpec::single(rule, workload, self.naive).map_err(flag_error)?,
         };
+        self.finish_spec(spec)
+    }
+
+    /// The clock and key namespace flags, then the spec checked whole.
+    fn finish_spec(&self, mut spec: SimSpec) -> anyhow::Result<SimSpec> {
         if self.server_clock {
             spec.clock = SimClock::Server;
         }
@@ -564,6 +583,7 @@ fn print_table(report: &Report, args: &SimulateArgs) {
         );
     }
     print_peaks(report);
+    super::simulate_policy::print(report);
     for t in &report.targets {
         if let (Some(allowed), Some(denied)) =
             (t.exact_log_wrongly_allowed, t.exact_log_wrongly_denied)
