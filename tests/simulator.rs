@@ -157,7 +157,7 @@ async fn compare_mode_runs_all_five_on_identical_traffic_and_the_csv_reads_back(
     let header = std::fs::read_to_string(&path).expect("readable");
     // design.md's columns in its order, then the ones added after them.
     assert!(header.starts_with(
-        "seq,sent_at_ms,server,rule,algorithm,key,allowed,remaining,retry_after_ms,latency_us,fail_open,reset_after_ms,attempt,offset_ms\n"
+        "seq,sent_at_ms,server,rule,algorithm,key,allowed,remaining,retry_after_ms,latency_us,fail_open,reset_after_ms,attempt,offset_ms,binding,tier,would_deny\n"
     ));
     let read = read_records(&path).expect("parses with the csv crate");
     let seen = recorder.0.into_inner().expect("not poisoned");
