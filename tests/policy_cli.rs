@@ -267,3 +267,112 @@ fn errors_name_the_flag_the_file_the_line_and_the_field() {
     let err = run(&["--policies", &missing, "--policy", "api"]);
     assert!(err.contains("missing.toml"), "{err}");
 }
+
+#[test]
+fn simulate_and_replay_take_the_same_file() {
+    let server = common::redis();
+    let url = server.url();
+    let dir = common::tempdir("pcli-runs");
+    let file = write(&dir, "policies.toml", POLICIES);
+    let out = ratelockr(&[
+        "simulate",
+        "--redis",
+        &url,
+        "--json",
+        "--policies",
+        &file,
+        "--policy",
+        "api",
+        "--requests",
+        "40",
+        "--rps",
+        "0",
+        "--servers",
+        "1",
+        "--keys",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report = json(&out);
+    let api = &report["algorithms"][0];
+    assert_eq!(
+        (api["rule"].as_str(), api["algorithm"].as_str()),
+        (Some("api"), Some("policy"))
+    );
+    // daily 2 per key binds: the bucket of 3 would admit one more.
+    assert_eq!(api["allowed"], 4);
+    assert_eq!(api["denied_by"]["daily"], 36);
+    let log = dir.join("log.jsonl");
+    let lines: String = (0..6)
+        .map(|i| {
+            format!(
+                "{{\"ts\":{},\"ip\":\"premium_{}\"}}\n",
+                1_700_000_000_000u64 + i,
+                i % 2
+            )
+        })
+        .collect();
+    std::fs::write(&log, lines).expect("write the log");
+    let log = log.display().to_string();
+    let out = ratelockr(&[
+        "replay",
+        "--redis",
+        &url,
+        "--json",
+        "--log",
+        &log,
+        "--policies",
+        &file,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report = json(&out);
+    let names: Vec<&str> = report["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .filter_map(|r| r["rule"].as_str())
+        .collect();
+    assert_eq!(names, ["api", "trial"]);
+    assert_eq!(report["rules"][0]["policy"]["tier_keys"]["premium"], 2);
+    assert_eq!(report["rules"][1]["policy"]["shadow_denied"], 4);
+    assert_eq!(report["changes"][0]["rule"], "trial");
+    // Policies that key requests differently cannot share one replay without --key.
+    let keyed = write(
+        &dir,
+        "keyed.toml",
+        &POLICIES
+            .replacen("mode = \"enforce\"", "mode = \"enforce\"\nkey = \"ip\"", 1)
+            .replacen(
+                "mode = \"shadow\"",
+                "mode = \"shadow\"\nkey = \"header:x-api-key\"",
+                1,
+            ),
+    );
+    let out = ratelockr(&[
+        "replay",
+        "--redis",
+        &url,
+        "--log",
+        &log,
+        "--policies",
+        &keyed,
+    ]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("key requests differently (ip and header:x-api-key)"),
+        "{err}"
+    );
+    let out = ratelockr(&[
+        "replay",
+        "--redis",
+        &url,
+        "--log",
+        &log,
+        "--policies",
+        &keyed,
+        "--key",
+        "ip",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}

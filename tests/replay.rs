@@ -532,10 +532,17 @@ async fn recovers_from_a_script_flush_inside_pipelines() {
             })
             .collect()
     };
-    let remaining = |outcomes: Vec<replay::decide::DecisionResult>| -> Vec<u64> {
+    // Each reply is the script's four integers: allowed, remaining, retry, reset.
+    let remaining = |outcomes: Vec<replay::decide::ReplyResult>| -> Vec<u64> {
         outcomes
             .iter()
-            .map(|o| o.as_ref().expect("decided").remaining)
+            .map(|o| match o.as_ref().expect("decided") {
+                redis::Value::Array(items) => match items[1] {
+                    redis::Value::Int(n) => n as u64,
+                    ref other => panic!("remaining is not an integer: {other:?}"),
+                },
+                other => panic!("not the script's reply: {other:?}"),
+            })
             .collect()
     };
     // An empty cache: the first call goes as EVAL and caches the script for the rest.

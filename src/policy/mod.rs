@@ -167,10 +167,12 @@ pub struct Policy {
     name: String,
     /// The key expression of replay, serve and the layer (`ip`, `header:x-api-key`, ...);
     /// kept as written: each front parses it.
+    #[cfg_attr(feature = "ts", ts(optional))]
     #[serde(skip_serializing_if = "Option::is_none")]
     key: Option<String>,
     mode: Mode,
     limits: Vec<Limit>,
+    #[cfg_attr(feature = "ts", ts(optional, as = "Option<Vec<Override>>"))]
     #[serde(skip_serializing_if = "Vec::is_empty")]
     overrides: Vec<Override>,
 }

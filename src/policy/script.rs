@@ -88,6 +88,74 @@ impl PolicyCall<'_> {
     }
 }
 
+/// The head of the script's reply, read without allocating: what the replay needs per call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ReplyHead {
+    pub allowed: bool,
+    pub remaining: i64,
+    pub retry_after_ms: u64,
+    pub reset_after_ms: u64,
+    pub would_deny: bool,
+    /// The binding limit's index in the limits decided (0-based).
+    pub binding: usize,
+}
+
+/// The reply's integers when it is 6 + 4n of them, none negative, every flag 0 or 1 and the
+/// binding one of the `n` limits.
+fn checked(reply: &redis::Value, n: usize) -> Result<&[redis::Value], RedisFailure> {
+    let bad = || {
+        RedisFailure::new(
+            FailureKind::Reply,
+            format!(
+                "expected {} integers from the policy script, got {reply:?}",
+                6 + 4 * n
+            ),
+        )
+    };
+    let redis::Value::Array(items) = reply else {
+        return Err(bad());
+    };
+    let ok = items.len() == 6 + 4 * n
+        && items
+            .iter()
+            .all(|item| matches!(item, redis::Value::Int(v) if *v >= 0))
+        && [0, 4]
+            .into_iter()
+            .chain((0..n).map(|i| 6 + 4 * i))
+            .all(|i| int(items, i) <= 1)
+        && (1..=n as i64).contains(&int(items, 5));
+    if ok {
+        Ok(items)
+    } else {
+        Err(bad())
+    }
+}
+
+/// The `i`th integer of a checked reply.
+fn int(items: &[redis::Value], i: usize) -> i64 {
+    match items[i] {
+        redis::Value::Int(v) => v,
+        _ => 0,
+    }
+}
+
+/// Checks the script's reply for `n` limits and reads its head, without allocating: what the
+/// replay needs of each call.
+pub(crate) fn parse_head(reply: &redis::Value, n: usize) -> Result<ReplyHead, RedisFailure> {
+    checked(reply, n).map(head)
+}
+
+fn head(items: &[redis::Value]) -> ReplyHead {
+    ReplyHead {
+        allowed: int(items, 0) == 1,
+        remaining: int(items, 1),
+        retry_after_ms: int(items, 2) as u64,
+        reset_after_ms: int(items, 3) as u64,
+        would_deny: int(items, 4) == 1,
+        binding: int(items, 5) as usize - 1,
+    }
+}
+
 /// The script's reply as a decision of `policy` (its limits in `limits`), refusing anything
 /// but 6 + 4n well-formed integers.
 pub(crate) fn parse_reply(
@@ -97,61 +165,30 @@ pub(crate) fn parse_reply(
     tier: Option<&str>,
     limits: &[Limit],
 ) -> Result<PolicyDecision, RedisFailure> {
-    let bad = || {
-        RedisFailure::new(
-            FailureKind::Reply,
-            format!(
-                "expected {} integers from the policy script, got {reply:?}",
-                6 + 4 * limits.len()
-            ),
-        )
-    };
-    let redis::Value::Array(items) = reply else {
-        return Err(bad());
-    };
-    if items.len() != 6 + 4 * limits.len() {
-        return Err(bad());
-    }
-    let mut ints = Vec::with_capacity(items.len());
-    for item in items {
-        match item {
-            redis::Value::Int(n) if *n >= 0 => ints.push(*n),
-            _ => return Err(bad()),
-        }
-    }
-    let flag = |n: i64| match n {
-        0 => Ok(false),
-        1 => Ok(true),
-        _ => Err(bad()),
-    };
-    let binding = usize::try_from(ints[5])
-        .ok()
-        .and_then(|b| b.checked_sub(1))
-        .and_then(|b| limits.get(b))
-        .ok_or_else(bad)?;
+    let items = checked(reply, limits.len())?;
+    let head = head(items);
+    let binding = &limits[head.binding];
     let results = limits
         .iter()
-        .zip(ints[6..].chunks_exact(4))
-        .map(|(limit, r)| {
-            Ok(LimitResult {
-                name: limit.name().to_string(),
-                algorithm: limit.kind(),
-                allowed: flag(r[0])?,
-                remaining: r[1],
-                retry_after_ms: r[2] as u64,
-                reset_after_ms: r[3] as u64,
-            })
+        .enumerate()
+        .map(|(i, limit)| LimitResult {
+            name: limit.name().to_string(),
+            algorithm: limit.kind(),
+            allowed: int(items, 6 + 4 * i) == 1,
+            remaining: int(items, 7 + 4 * i),
+            retry_after_ms: int(items, 8 + 4 * i) as u64,
+            reset_after_ms: int(items, 9 + 4 * i) as u64,
         })
-        .collect::<Result<Vec<_>, RedisFailure>>()?;
+        .collect();
     Ok(PolicyDecision {
-        allowed: flag(ints[0])?,
-        remaining: ints[1],
-        retry_after_ms: ints[2] as u64,
-        reset_after_ms: ints[3] as u64,
+        allowed: head.allowed,
+        remaining: head.remaining,
+        retry_after_ms: head.retry_after_ms,
+        reset_after_ms: head.reset_after_ms,
         fail_open: false,
         policy: policy.to_string(),
         shadow: mode == Mode::Shadow,
-        would_deny: flag(ints[4])?,
+        would_deny: head.would_deny,
         binding: Some(binding.name().to_string()),
         tier: tier.map(str::to_string),
         limits: results,

@@ -27,7 +27,6 @@
 //! a later call of the same key may have been decided before it.
 
 use crate::conn::{Conn, ConnOptions};
-use crate::decision::Decision;
 use crate::error::{FailureKind, RedisFailure};
 use crate::limiter::Limiter;
 use crate::{acl, scripts};
@@ -43,13 +42,14 @@ const PIPELINE_DEADLINE: Duration = Duration::from_secs(60);
 /// The longest a lane may take to connect.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// One call's result: the decision, or the failure that made it fail open (not a
-/// [`crate::Outcome`], which is how a decision is counted).
-pub type DecisionResult = Result<Decision, RedisFailure>;
+/// One call's result: the script's reply (a rule's four integers, a policy's 6 + 4n), or the
+/// failure that made it fail open. The caller, which knows which script each call ran, reads
+/// the reply.
+pub type ReplyResult = Result<Value, RedisFailure>;
 
 struct Job {
     commands: Vec<redis::Cmd>,
-    reply: oneshot::Sender<Vec<DecisionResult>>,
+    reply: oneshot::Sender<Vec<ReplyResult>>,
 }
 
 /// The lanes.
@@ -65,8 +65,8 @@ impl std::fmt::Debug for Lanes {
     }
 }
 
-/// A lane's answer to come: decisions in the order of the commands it was given.
-pub type Pending = oneshot::Receiver<Vec<DecisionResult>>;
+/// A lane's answer to come: replies in the order of the commands it was given.
+pub type Pending = oneshot::Receiver<Vec<ReplyResult>>;
 
 impl Lanes {
     /// `count` lanes, each on its own connection to the limiter's Redis (a single node or a
@@ -99,8 +99,8 @@ impl Lanes {
         (key_hash % self.senders.len() as u64) as usize
     }
 
-    /// Queues `commands` (EVALSHAs of the five scripts) on lane `lane`; their decisions come
-    /// back in order.
+    /// Queues `commands` (EVALSHAs of the five scripts or the policy script) on lane `lane`;
+    /// their replies come back in order.
     pub async fn submit(&self, lane: usize, commands: Vec<redis::Cmd>) -> Pending {
         let (reply, pending) = oneshot::channel();
         let n = commands.len();
@@ -134,7 +134,7 @@ struct Part {
     evals: Vec<usize>,
 }
 
-async fn run_job(conn: &Conn, warm: &mut Warm, commands: &[redis::Cmd]) -> Vec<DecisionResult> {
+async fn run_job(conn: &Conn, warm: &mut Warm, commands: &[redis::Cmd]) -> Vec<ReplyResult> {
     let mut parts: Vec<Part> = if conn.is_cluster() {
         let mut by_slot: HashMap<Slot, Vec<usize>> = HashMap::new();
         for (i, cmd) in commands.iter().enumerate() {
@@ -173,7 +173,7 @@ async fn run_job(conn: &Conn, warm: &mut Warm, commands: &[redis::Cmd]) -> Vec<D
             .await
         }
     };
-    let mut outcomes: Vec<Option<DecisionResult>> = vec![None; commands.len()];
+    let mut outcomes: Vec<Option<ReplyResult>> = vec![None; commands.len()];
     let mut again = Vec::new();
     for (part, replies) in parts.iter().zip(replies) {
         settle(commands, part, replies, warm, &mut outcomes, &mut again);
@@ -240,7 +240,7 @@ fn settle(
     part: &Part,
     replies: Result<Vec<Value>, RedisFailure>,
     warm: &mut Warm,
-    outcomes: &mut [Option<DecisionResult>],
+    outcomes: &mut [Option<ReplyResult>],
     again: &mut Vec<usize>,
 ) {
     let replies = match replies {
@@ -254,7 +254,7 @@ fn settle(
     };
     for (k, (&i, reply)) in part.indexes.iter().zip(replies).enumerate() {
         let Value::ServerError(error) = reply else {
-            outcomes[i] = Some(scripts::parse_value(&reply));
+            outcomes[i] = Some(Ok(reply));
             continue;
         };
         let kind = error.kind();
@@ -293,14 +293,14 @@ async fn one_by_one(
     conn: &Conn,
     commands: &[redis::Cmd],
     todo: &[usize],
-    outcomes: &mut [Option<DecisionResult>],
+    outcomes: &mut [Option<ReplyResult>],
 ) {
     let mut conn = conn.clone();
     let deadline = tokio::time::Instant::now() + PIPELINE_DEADLINE;
     for &i in todo {
         let sent = tokio::time::timeout_at(deadline, scripts::invoke(&mut conn, &commands[i]));
         outcomes[i] = Some(match sent.await {
-            Ok(reply) => reply.and_then(|value| scripts::parse_value(&value)),
+            Ok(reply) => reply,
             Err(_) => Err(RedisFailure::new(
                 FailureKind::Timeout,
                 format!(

@@ -21,7 +21,9 @@
 //! - [`report`]   the serializable report
 //! - `error`      why a replay could not run, naming the parameter
 //! - `preview`    the first lines of a log as a replay would see them
+//! - `changes`    side by side: how each candidate decides the log differently from the first
 
+mod changes;
 pub mod clf;
 pub mod csvlog;
 pub mod csvrecord;
@@ -51,8 +53,8 @@ pub use input::LogSource;
 pub use key::KeyExpr;
 pub use preview::{preview, Preview, PreviewLine};
 pub use report::{
-    pct, LineIssue, PeakRates, ReplayPoint, ReplayReport, ReplaySeries, RuleReport, Suggestion,
-    SweepPoint, TopKey,
+    pct, KeyChange, LineIssue, PeakRates, PolicyFigures, ReplayPoint, ReplayReport, ReplaySeries,
+    RuleChange, RuleReport, Suggestion, SweepPoint, TopKey,
 };
 pub use run::{run, NoReplayObserver, ReplayObserver, ReplayProgress, MAX_LANES};
 pub use spec::{Compiled, ParseSpec, ReplaySpec};

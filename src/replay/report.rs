@@ -1,9 +1,12 @@
 //! What a replay found: serde types, the CLI's `--json` (design.md's `replay` contract) and the
 //! desktop app's payload; and [`pct`], the one rounding of its percentages.
 
+pub use super::changes::{KeyChange, RuleChange};
 use super::format::LogFormat;
+use crate::policy::Policy;
 use crate::rule::Rule;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// A line that was not decided, and why.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -22,6 +25,9 @@ pub struct ReplayPoint {
     pub allowed: u64,
     pub denied: u64,
     pub fail_open: u64,
+    /// Of `allowed`, a shadow policy's admissions that its limits denied.
+    #[serde(default)]
+    pub shadow_denied: u64,
 }
 
 /// A rule's decisions over log time.
@@ -138,6 +144,28 @@ pub struct RuleReport {
     pub top_keys_exact: bool,
     pub peak_rates: Option<PeakRates>,
     pub suggestion: Option<Suggestion>,
+    /// A policy's run: the policy, and what it counts besides a rule's. `params` is then its
+    /// first limit under its name (what `peak_rates` and `top_keys` measure on), and for a
+    /// shadow policy `keys_denied` and `top_keys` count what its limits denied, though
+    /// admitted.
+    #[cfg_attr(feature = "ts", ts(optional))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PolicyFigures>,
+}
+
+/// A policy's figures in a replay.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicyFigures {
+    pub policy: Policy,
+    /// Requests a shadow policy admitted that its limits denied.
+    pub shadow_denied: u64,
+    /// Denials (shadow ones too) by the limit that decided them.
+    #[cfg_attr(feature = "ts", ts(type = "Record<string, number>"))]
+    pub denied_by: BTreeMap<String, u64>,
+    /// With overrides: distinct client keys per tier (`""`: the policy's own limits).
+    #[cfg_attr(feature = "ts", ts(type = "Record<string, number>"))]
+    pub tier_keys: BTreeMap<String, u64>,
 }
 
 /// One configuration of a sweep: shared with the simulator's sweeps.
@@ -181,6 +209,11 @@ pub struct ReplayReport {
     /// HyperLogLog estimates (about 0.8 % standard error).
     pub keys_exact: bool,
     pub rules: Vec<RuleReport>,
+    /// With several rules (or policies): how each after the first decides the log
+    /// differently from the first, and which keys.
+    #[cfg_attr(feature = "ts", ts(optional, as = "Option<Vec<RuleChange>>"))]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<RuleChange>,
     pub sweep: Vec<SweepPoint>,
     /// Wall-clock time of the replay.
     pub elapsed_ms: u64,

@@ -10,10 +10,12 @@ use super::read::{self, ReadStats, Req};
 use super::report::{pct, ReplayReport, RuleReport, Suggestion, SweepPoint};
 use super::spec::ReplaySpec;
 use super::stats::RuleTally;
-use super::{decide, pace};
+use super::{changes, decide, pace};
 use crate::decision::Decision;
 use crate::keys::KeySpace;
 use crate::limiter::Limiter;
+use crate::policy::script::{parse_head, PolicyCall};
+use crate::policy::{Limit, Policy};
 use crate::record::{ExportError, Record, RecordSink};
 use crate::rule::Rule;
 use crate::scripts::{At, Call};
@@ -56,14 +58,91 @@ impl ReplayObserver for NoReplayObserver {}
 /// the limit, and each lane is a connection taken from a shared server.
 pub const MAX_LANES: usize = 64;
 
-/// One rule of a run: a candidate, or a configuration of the sweep.
+/// One rule of a run: a candidate, a configuration of the sweep, or a policy.
 struct RuleRun {
     stats: RuleTally,
     sweep: Option<std::collections::BTreeMap<String, f64>>,
 }
 
-/// The rules of a spec: the candidates, then the sweep's grid (around the first candidate).
+/// What decides a run's requests: a rule's script, or a policy's stacked one.
+struct Decider {
+    rule: Rule,
+    policy: Option<Policy>,
+}
+
+impl Decider {
+    fn of(run: &RuleRun) -> Decider {
+        Decider {
+            rule: run.stats.rule.clone(),
+            policy: run.stats.policy().cloned(),
+        }
+    }
+
+    /// The largest cost every limit could admit.
+    fn max_cost(&self) -> u64 {
+        match &self.policy {
+            None => self.rule.algorithm().max_cost(),
+            Some(policy) => all_limits(policy)
+                .map(|l| l.algorithm().max_cost())
+                .min()
+                .unwrap_or(1),
+        }
+    }
+}
+
+/// Every limit of a policy, its tiers' included.
+fn all_limits(policy: &Policy) -> impl Iterator<Item = &Limit> {
+    let tiers = policy.overrides().iter().map(|o| o.limits());
+    std::iter::once(policy.limits()).chain(tiers).flatten()
+}
+
+/// The tier of `key` under `policy` (0: the policy's own limits, i + 1: override i) and its
+/// limits.
+pub(super) fn tier_of<'p>(policy: &'p Policy, key: &str) -> (usize, &'p [Limit]) {
+    match policy.overrides().iter().position(|o| o.matches(key)) {
+        Some(i) => (i + 1, policy.overrides()[i].limits()),
+        None => (0, policy.limits()),
+    }
+}
+
+/// Policies side by side (the replay's other mode): no rules, no sweep beside them.
+fn policy_runs(spec: &ReplaySpec) -> Result<Vec<RuleRun>, ReplayError> {
+    let invalid = |parameter, reason: String| ReplayError::InvalidSpec { parameter, reason };
+    if !spec.rules.is_empty() {
+        return Err(invalid(
+            "rules",
+            "replay rules or policies, not both: a rule is a policy of one limit".into(),
+        ));
+    }
+    if !spec.sweep.is_empty() {
+        return Err(invalid(
+            "sweep",
+            "a sweep varies one rule's parameters: replay a rule, not a policy".into(),
+        ));
+    }
+    let mut names = std::collections::BTreeSet::new();
+    let mut runs = Vec::new();
+    for policy in &spec.policies {
+        if !names.insert(policy.name()) {
+            return Err(invalid(
+                "policies",
+                format!("two policies are named {:?}", policy.name()),
+            ));
+        }
+        runs.push(RuleRun {
+            stats: RuleTally::for_policy(policy.clone(), spec.key_capacity),
+            sweep: None,
+        });
+    }
+    Ok(runs)
+}
+
+/// The rules of a spec: the candidates, then the sweep's grid (around the first candidate);
+/// or its policies.
 fn rule_runs(spec: &ReplaySpec) -> Result<Vec<RuleRun>, ReplayError> {
+    if !spec.policies.is_empty() {
+        return policy_runs(spec);
+    }
     if spec.rules.is_empty() {
         return Err(ReplayError::InvalidSpec {
             parameter: "rules",
@@ -122,11 +201,8 @@ pub async fn run(
 ) -> Result<ReplayReport, ReplayError> {
     let compiled = spec.parse.compile()?;
     let runs = rule_runs(spec)?;
-    let max_cost = runs
-        .iter()
-        .map(|r| r.stats.rule.algorithm().max_cost())
-        .min()
-        .unwrap_or(1);
+    let deciders: Vec<Decider> = runs.iter().map(Decider::of).collect();
+    let max_cost = deciders.iter().map(Decider::max_cost).min().unwrap_or(1);
     if !(1..=MAX_LANES).contains(&spec.lanes) {
         return Err(ReplayError::InvalidSpec {
             parameter: "lanes",
@@ -187,7 +263,16 @@ pub async fn run(
         })
     };
 
-    let rules: Vec<Rule> = runs.iter().map(|r| r.stats.rule.clone()).collect();
+    // Eviction is watched on every limit's TTL, a policy's too.
+    let pace_rules: Vec<Rule> = deciders
+        .iter()
+        .flat_map(|d| match &d.policy {
+            None => vec![d.rule.clone()],
+            Some(policy) => all_limits(policy)
+                .filter_map(|l| Rule::new(l.name(), *l.algorithm()).ok())
+                .collect(),
+        })
+        .collect();
     let mut tally = Tally {
         runs,
         sink,
@@ -199,7 +284,7 @@ pub async fn run(
     };
     let mut in_flight: VecDeque<(Vec<Req>, Sent)> = VecDeque::new();
     let mut last_progress = Instant::now();
-    let mut pace = pace::PaceWatch::new(&rules);
+    let mut pace = pace::PaceWatch::new(&pace_rules);
     let progress = |requests: u64, log_ms: Option<u64>| ReplayProgress {
         requests,
         bytes_read: bytes_read.load(Ordering::Relaxed),
@@ -219,12 +304,12 @@ pub async fn run(
                 if let Some(last) = reqs.last() {
                     pace.observe(started.elapsed().as_millis() as u64, last.ms);
                 }
-                let pending = dispatch(&lanes, &keys, &rules, &reqs).await;
+                let pending = dispatch(&lanes, &keys, &deciders, &reqs).await;
                 in_flight.push_back((reqs, pending));
                 // Two batches in flight: Redis decides one while the other's replies are read.
                 if in_flight.len() > 2 {
                     if let Some((reqs, pending)) = in_flight.pop_front() {
-                        let outcomes = collect(limiter, &rules, reqs.len(), pending).await;
+                        let outcomes = collect(limiter, &deciders, &reqs, pending).await;
                         tally.account(&reqs, &outcomes);
                     }
                 }
@@ -240,7 +325,7 @@ pub async fn run(
         }
     };
     while let Some((reqs, pending)) = in_flight.pop_front() {
-        let outcomes = collect(limiter, &rules, reqs.len(), pending).await;
+        let outcomes = collect(limiter, &deciders, &reqs, pending).await;
         tally.account(&reqs, &outcomes);
     }
     let _ = reader.join();
@@ -268,6 +353,17 @@ pub async fn run(
 
     let elapsed_ms = started.elapsed().as_millis() as u64;
     let key_count = all_keys.count();
+    let sides: Vec<changes::Side<'_>> = runs
+        .iter()
+        .filter(|r| r.sweep.is_none())
+        .map(|r| changes::Side {
+            name: r.stats.rule.name(),
+            denied: r.stats.would_deny(),
+            keys_denied: r.stats.keys_denied(),
+            table: r.stats.table(),
+        })
+        .collect();
+    let changes = changes::compare(&sides, spec.top);
     let mut rules_out = Vec::new();
     let mut sweep_out = Vec::new();
     for run in runs {
@@ -294,7 +390,7 @@ pub async fn run(
         }
     }
     sweep_suggestion(&mut rules_out, &sweep_out, spec);
-    let decisions = seq * rules.len() as u64;
+    let decisions = seq * deciders.len() as u64;
     Ok(ReplayReport {
         source: source.describe(),
         format: read_stats.format.unwrap_or(LogFormat::Combined),
@@ -316,6 +412,7 @@ pub async fn run(
         keys: key_count,
         keys_exact: all_keys.is_exact(),
         rules: rules_out,
+        changes,
         sweep: sweep_out,
         elapsed_ms,
         decisions_per_sec: if elapsed_ms == 0 {
@@ -332,26 +429,53 @@ pub async fn run(
 /// A batch on its way: per lane, the pending replies and each reply's decision slot.
 type Sent = Vec<(decide::Pending, Vec<usize>)>;
 
-/// Sends one batch: every request through every rule, each key on its lane. Returns, per lane,
-/// the pending replies and the (request × rules + rule) slot of each.
-async fn dispatch(lanes: &decide::Lanes, keys: &KeySpace, rules: &[Rule], reqs: &[Req]) -> Sent {
+/// Sends one batch: every request through every rule (or policy), each key on its lane.
+/// Returns, per lane, the pending replies and the (request × rules + rule) slot of each.
+async fn dispatch(
+    lanes: &decide::Lanes,
+    keys: &KeySpace,
+    deciders: &[Decider],
+    reqs: &[Req],
+) -> Sent {
     let n = lanes.count();
     let mut commands: Vec<Vec<redis::Cmd>> = (0..n).map(|_| Vec::new()).collect();
     let mut slots: Vec<Vec<usize>> = (0..n).map(|_| Vec::new()).collect();
     for (j, req) in reqs.iter().enumerate() {
         let lane = lanes.lane_of(req.key_hash);
-        for (i, rule) in rules.iter().enumerate() {
-            let limiter_key = keys.limiter(rule, &req.key);
-            let call = Call {
-                algorithm: rule.algorithm(),
-                limiter_key: &limiter_key,
-                stats_keys: None,
-                stats_ttl_secs: COUNTER_TTL_SECS,
-                cost: req.cost,
-                at: At::Virtual(req.ms),
+        for (i, decider) in deciders.iter().enumerate() {
+            let command = match &decider.policy {
+                None => {
+                    let limiter_key = keys.limiter(&decider.rule, &req.key);
+                    Call {
+                        algorithm: decider.rule.algorithm(),
+                        limiter_key: &limiter_key,
+                        stats_keys: None,
+                        stats_ttl_secs: COUNTER_TTL_SECS,
+                        cost: req.cost,
+                        at: At::Virtual(req.ms),
+                    }
+                    .evalsha()
+                }
+                Some(policy) => {
+                    let (_, limits) = tier_of(policy, &req.key);
+                    let state_keys: Vec<String> = limits
+                        .iter()
+                        .map(|l| keys.policy_limit(l.kind(), policy.name(), l.name(), &req.key))
+                        .collect();
+                    PolicyCall {
+                        limits,
+                        keys: &state_keys,
+                        stats_keys: None,
+                        stats_ttl_secs: COUNTER_TTL_SECS,
+                        cost: req.cost,
+                        mode: policy.mode(),
+                        at: At::Virtual(req.ms),
+                    }
+                    .evalsha()
+                }
             };
-            commands[lane].push(call.evalsha());
-            slots[lane].push(j * rules.len() + i);
+            commands[lane].push(command);
+            slots[lane].push(j * deciders.len() + i);
         }
     }
     let mut pending = Vec::new();
@@ -363,24 +487,54 @@ async fn dispatch(lanes: &decide::Lanes, keys: &KeySpace, rules: &[Rule], reqs: 
     pending
 }
 
+/// One decision of a replay: a rule's, or a policy's with what its record adds (as indexes
+/// into the policy, so nothing is allocated per decision).
+#[derive(Debug, Clone, Copy)]
+struct Verdict {
+    decision: Decision,
+    /// 0: the policy's own limits, i + 1: override i.
+    tier: usize,
+    /// The binding limit's index among the tier's limits; None for a rule and on fail-open.
+    binding: Option<usize>,
+    would_deny: bool,
+}
+
+impl Verdict {
+    const FAIL_OPEN: Verdict = Verdict {
+        decision: Decision::FAIL_OPEN,
+        tier: 0,
+        binding: None,
+        would_deny: false,
+    };
+}
+
 /// The second in which a failed replay decision was last logged.
 static LAST_WARNED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// Waits for a batch's replies; a failure becomes a fail-open decision, counted in the
-/// limiter's ledger like any other.
+/// Waits for a batch's replies and reads each as its script answers; a failure becomes a
+/// fail-open decision, counted in the limiter's ledger like any other.
 async fn collect(
     limiter: &Limiter,
-    rules: &[Rule],
-    requests: usize,
+    deciders: &[Decider],
+    reqs: &[Req],
     pending: Sent,
-) -> Vec<Decision> {
-    let mut decisions = vec![Decision::FAIL_OPEN; requests * rules.len()];
+) -> Vec<Verdict> {
+    let r = deciders.len();
+    let mut verdicts = vec![Verdict::FAIL_OPEN; reqs.len() * r];
     for (rx, slots) in pending {
         let outcomes = rx.await.unwrap_or_default();
         for (k, slot) in slots.into_iter().enumerate() {
-            match outcomes.get(k) {
-                Some(Ok(d)) => decisions[slot] = *d,
-                Some(Err(failure)) => {
+            let Some(outcome) = outcomes.get(k) else {
+                limiter.ledger().record_failure(crate::FailureKind::Other);
+                continue;
+            };
+            let read = outcome
+                .as_ref()
+                .map_err(Clone::clone)
+                .and_then(|reply| read_reply(&deciders[slot % r], &reqs[slot / r].key, reply));
+            match read {
+                Ok(verdict) => verdicts[slot] = verdict,
+                Err(failure) => {
                     limiter.ledger().record_failure(failure.kind);
                     // Once a second at most, however many decisions fail.
                     let second = crate::telemetry::now_ms() / 1000;
@@ -388,11 +542,37 @@ async fn collect(
                         tracing::warn!(redis = %limiter.target(), "replay decisions failed open: {failure}");
                     }
                 }
-                None => limiter.ledger().record_failure(crate::FailureKind::Other),
             }
         }
     }
-    decisions
+    verdicts
+}
+
+/// A script's reply as the decision of the rule or policy that sent it.
+fn read_reply(
+    decider: &Decider,
+    key: &str,
+    reply: &redis::Value,
+) -> Result<Verdict, crate::error::RedisFailure> {
+    let Some(policy) = &decider.policy else {
+        return crate::scripts::parse_value(reply).map(|decision| Verdict {
+            decision,
+            ..Verdict::FAIL_OPEN
+        });
+    };
+    let (tier, limits) = tier_of(policy, key);
+    let head = parse_head(reply, limits.len())?;
+    Ok(Verdict {
+        decision: Decision::by_redis(
+            head.allowed,
+            head.remaining.max(0) as u64,
+            head.retry_after_ms,
+            head.reset_after_ms,
+        ),
+        tier,
+        binding: Some(head.binding),
+        would_deny: head.would_deny,
+    })
 }
 
 /// What a run has decided so far, besides the in-flight batches: each rule's figures, the
@@ -412,15 +592,30 @@ struct Tally<'s> {
 
 impl Tally<'_> {
     /// Accounts one batch: `decisions` holds, request by request, every rule's decision.
-    fn account(&mut self, reqs: &[Req], decisions: &[Decision]) {
+    fn account(&mut self, reqs: &[Req], decisions: &[Verdict]) {
         let r = self.runs.len();
         for (j, req) in reqs.iter().enumerate() {
             self.all_keys.insert(req.key_hash);
             let first_ms = *self.first_ms.get_or_insert(req.ms);
             self.last_ms = Some(req.ms);
             for (i, run) in self.runs.iter_mut().enumerate() {
-                let d = &decisions[j * r + i];
-                run.stats.add(&req.key, req.key_hash, req.ms, req.cost, d);
+                let verdict = &decisions[j * r + i];
+                let d = &verdict.decision;
+                run.stats.add(
+                    &req.key,
+                    req.key_hash,
+                    req.ms,
+                    req.cost,
+                    d,
+                    verdict.would_deny,
+                );
+                run.stats.add_policy(
+                    req.key_hash,
+                    verdict.tier,
+                    verdict.binding,
+                    verdict.would_deny,
+                );
+                let (binding, tier) = run.stats.names(verdict.tier, verdict.binding);
                 if self.sink_error.is_none() {
                     if let Some(sink) = self.sink.as_deref_mut() {
                         let record = Record {
@@ -428,7 +623,7 @@ impl Tally<'_> {
                             sent_at_ms: req.ms,
                             server: 0,
                             rule: run.stats.rule.name().to_string(),
-                            algorithm: run.stats.rule.kind().as_str().to_string(),
+                            algorithm: run.stats.label().to_string(),
                             key: req.key.clone(),
                             allowed: d.allowed,
                             remaining: d.remaining_or_unknown(),
@@ -440,9 +635,9 @@ impl Tally<'_> {
                             reset_after_ms: d.reset_after_ms,
                             attempt: 0,
                             offset_ms: req.ms.saturating_sub(first_ms),
-                            binding: String::new(),
-                            tier: String::new(),
-                            would_deny: false,
+                            binding: binding.to_string(),
+                            tier: tier.to_string(),
+                            would_deny: verdict.would_deny,
                         };
                         if let Err(e) = sink.write(&record) {
                             self.sink_error = Some(e);

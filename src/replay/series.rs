@@ -19,8 +19,9 @@ impl SeriesBuilder {
         STEPS_MS[self.step]
     }
 
-    /// Counts one decision at log time `ms` (times arrive in order).
-    pub fn add(&mut self, ms: u64, allowed: bool, fail_open: bool) {
+    /// Counts one decision at log time `ms` (times arrive in order); `would_deny` with
+    /// `allowed`: a shadow policy's admission its limits denied.
+    pub fn add(&mut self, ms: u64, allowed: bool, fail_open: bool, would_deny: bool) {
         // Coarsen while the span from the first bucket to this one would not fit: the series
         // is filled in evenly at the end, so its length is the span, not the busy buckets.
         while let Some(first) = self.points.first().map(|p| p.t_ms) {
@@ -47,6 +48,9 @@ impl SeriesBuilder {
                 point.fail_open += 1;
             } else if allowed {
                 point.allowed += 1;
+                if would_deny {
+                    point.shadow_denied += 1;
+                }
             } else {
                 point.denied += 1;
             }
@@ -64,6 +68,7 @@ impl SeriesBuilder {
                     m.allowed += p.allowed;
                     m.denied += p.denied;
                     m.fail_open += p.fail_open;
+                    m.shadow_denied += p.shadow_denied;
                 }
                 _ => merged.push(ReplayPoint { t_ms: t, ..p }),
             }
@@ -102,9 +107,9 @@ mod tests {
     fn per_second_then_coarser_for_long_logs() {
         let mut s = SeriesBuilder::default();
         for ms in [1_000, 1_500, 3_200] {
-            s.add(ms, true, false);
+            s.add(ms, true, false, false);
         }
-        s.add(3_900, false, false);
+        s.add(3_900, false, false, false);
         let series = s.finish();
         assert_eq!(series.bucket_ms, 1_000);
         let counts: Vec<(u64, u64, u64)> = series
@@ -116,12 +121,12 @@ mod tests {
 
         let mut day = SeriesBuilder::default();
         for second in 0..86_400u64 {
-            day.add(second * 1000, second % 2 == 0, false);
+            day.add(second * 1000, second % 2 == 0, false, false);
         }
         // Two lone requests a year apart: bounded by the span, not the busy buckets.
         let mut sparse = SeriesBuilder::default();
-        sparse.add(0, true, false);
-        sparse.add(365 * 86_400_000, true, false);
+        sparse.add(0, true, false, false);
+        sparse.add(365 * 86_400_000, true, false, false);
         let sparse = sparse.finish();
         assert_eq!((sparse.bucket_ms, sparse.points.len()), (86_400_000, 366));
         let series = day.finish();

@@ -5,6 +5,7 @@ use super::error::ReplayError;
 use super::format::{FieldNames, LogFormat};
 use super::key;
 use super::{keytable, order};
+use crate::policy::Policy;
 use crate::rule::Rule;
 use crate::sweep::SweepAxis;
 use serde::{Deserialize, Serialize};
@@ -102,6 +103,11 @@ pub struct ReplaySpec {
     pub parse: ParseSpec,
     /// The candidate rules, side by side.
     pub rules: Vec<Rule>,
+    /// Or policies side by side (a policy and an edited copy, say), each decided all or
+    /// nothing over its limits, keys under their tier's; not with rules or a sweep.
+    #[cfg_attr(feature = "ts", ts(optional, as = "Option<Vec<Policy>>"))]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<Policy>,
     /// A grid around the first rule (one or two axes).
     #[serde(default)]
     pub sweep: Vec<SweepAxis>,
@@ -123,6 +129,7 @@ impl Default for ReplaySpec {
         ReplaySpec {
             parse: ParseSpec::default(),
             rules: Vec::new(),
+            policies: Vec::new(),
             sweep: Vec::new(),
             top: 10,
             suggest_max_keys_pct: 1.0,

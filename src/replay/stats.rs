@@ -5,10 +5,12 @@
 use super::distinct::Distinct;
 use super::keytable::KeyTable;
 use super::report::pct;
-use super::report::{PeakRates, RuleReport, Suggestion};
+use super::report::{PeakRates, PolicyFigures, RuleReport, Suggestion};
 use super::series::SeriesBuilder;
 use crate::decision::Decision;
+use crate::policy::{Limit, Policy};
 use crate::rule::{Algorithm, Rule};
+use std::collections::BTreeMap;
 
 /// The window over which a key's peak is measured, and the refill rate its token-bucket
 /// requirement uses: the rule's window; for a token bucket, one second and its rate.
@@ -36,6 +38,26 @@ pub struct RuleTally {
     series: SeriesBuilder,
     denied_keys: Distinct,
     table: KeyTable,
+    policy: Option<PolicyTally>,
+}
+
+/// What a policy's run counts besides a rule's.
+#[derive(Debug)]
+struct PolicyTally {
+    policy: Policy,
+    shadow_denied: u64,
+    /// Denials (shadow ones too) per tier and binding limit, indexed as [`tier_limits`].
+    denied_by: Vec<Vec<u64>>,
+    /// Distinct keys per tier.
+    tier_keys: Vec<Distinct>,
+}
+
+/// A policy's limits per tier: 0 its own, i + 1 override i's.
+fn tier_limits(policy: &Policy, tier: usize) -> &[Limit] {
+    match tier {
+        0 => policy.limits(),
+        i => policy.overrides()[i - 1].limits(),
+    }
 }
 
 impl RuleTally {
@@ -51,21 +73,118 @@ impl RuleTally {
             series: SeriesBuilder::default(),
             denied_keys: Distinct::default(),
             table: KeyTable::new(capacity, window_ms, rate),
+            policy: None,
         }
     }
 
-    pub fn add(&mut self, key: &str, key_hash: u64, ms: u64, cost: u64, d: &Decision) {
+    /// A policy's tally: its peaks and top keys are measured on its first limit's window.
+    pub fn for_policy(policy: Policy, capacity: usize) -> Self {
+        let first = *policy.limits()[0].algorithm();
+        let rule =
+            Rule::new(policy.name(), first).expect("a policy's name and limits are a rule's");
+        let tiers = policy.overrides().len() + 1;
+        let denied_by = (0..tiers)
+            .map(|t| vec![0; tier_limits(&policy, t).len()])
+            .collect();
+        RuleTally {
+            policy: Some(PolicyTally {
+                policy,
+                shadow_denied: 0,
+                denied_by,
+                tier_keys: (0..tiers).map(|_| Distinct::default()).collect(),
+            }),
+            ..RuleTally::new(rule, capacity)
+        }
+    }
+
+    pub fn policy(&self) -> Option<&Policy> {
+        self.policy.as_ref().map(|p| &p.policy)
+    }
+
+    /// The algorithm label of records: the rule's script, or `policy`.
+    pub fn label(&self) -> &'static str {
+        match self.policy {
+            Some(_) => crate::sim::POLICY_LABEL,
+            None => self.rule.kind().as_str(),
+        }
+    }
+
+    /// One decision. `would_deny`: a policy's limits denied it (a shadow policy admitted it
+    /// all the same; its key and the top keys count it as denied, its series as
+    /// shadow-denied).
+    pub fn add(
+        &mut self,
+        key: &str,
+        key_hash: u64,
+        ms: u64,
+        cost: u64,
+        d: &Decision,
+        would_deny: bool,
+    ) {
         self.requests += 1;
         if d.fail_open() {
             self.fail_open += 1;
         } else if d.allowed {
             self.allowed += 1;
+            if would_deny {
+                self.denied_keys.insert(key_hash);
+            }
         } else {
             self.denied += 1;
             self.denied_keys.insert(key_hash);
         }
-        self.series.add(ms, d.allowed, d.fail_open());
-        self.table.add(key, ms, cost, d.allowed, d.fail_open());
+        self.series.add(ms, d.allowed, d.fail_open(), would_deny);
+        self.table
+            .add(key, ms, cost, d.allowed && !would_deny, d.fail_open());
+    }
+
+    /// A policy's part of one decision: its tier, the binding limit of a denial.
+    pub fn add_policy(
+        &mut self,
+        key_hash: u64,
+        tier: usize,
+        binding: Option<usize>,
+        would_deny: bool,
+    ) {
+        let Some(p) = &mut self.policy else {
+            return;
+        };
+        if let Some(keys) = p.tier_keys.get_mut(tier) {
+            keys.insert(key_hash);
+        }
+        if !would_deny {
+            return;
+        }
+        if p.policy.mode() == crate::policy::Mode::Shadow {
+            p.shadow_denied += 1;
+        }
+        if let Some(n) = binding.and_then(|b| p.denied_by.get_mut(tier)?.get_mut(b)) {
+            *n += 1;
+        }
+    }
+
+    /// The binding limit's and the tier's names, as a record carries them ("" for none).
+    pub fn names(&self, tier: usize, binding: Option<usize>) -> (&str, &str) {
+        let Some(p) = &self.policy else {
+            return ("", "");
+        };
+        let limit = binding
+            .and_then(|b| tier_limits(&p.policy, tier).get(b))
+            .map_or("", Limit::name);
+        let tier = match tier {
+            0 => "",
+            i => p.policy.overrides()[i - 1].tier(),
+        };
+        (limit, tier)
+    }
+
+    pub fn table(&self) -> &KeyTable {
+        &self.table
+    }
+
+    /// Requests denied, a shadow policy's would-be denials included.
+    pub fn would_deny(&self) -> u64 {
+        self.denied + self.policy.as_ref().map_or(0, |p| p.shadow_denied)
     }
 
     pub fn keys_denied(&self) -> u64 {
@@ -76,10 +195,17 @@ impl RuleTally {
         let keys_denied = self.keys_denied();
         let decided = self.allowed + self.denied;
         let peak_rates = self.peak_rates();
-        let suggestion = self.suggestion(max_keys_denied_pct);
+        // A stack's allowance is not one parameter: no suggestion for a policy.
+        let suggestion = match self.policy {
+            None => self.suggestion(max_keys_denied_pct),
+            Some(_) => None,
+        };
+        let label = self.label();
+        let policy = self.policy.map(PolicyTally::finish);
         RuleReport {
+            policy,
             rule: self.rule.name().to_string(),
-            algorithm: self.rule.kind().as_str().to_string(),
+            algorithm: label.to_string(),
             params: self.rule.clone(),
             requests: self.requests,
             allowed: self.allowed,
@@ -153,5 +279,34 @@ impl RuleTally {
             pct(denied, n as u64),
             "exact",
         ))
+    }
+}
+
+impl PolicyTally {
+    fn finish(self) -> PolicyFigures {
+        let mut denied_by: BTreeMap<String, u64> = BTreeMap::new();
+        for (tier, counts) in self.denied_by.iter().enumerate() {
+            for (limit, n) in tier_limits(&self.policy, tier).iter().zip(counts) {
+                if *n > 0 {
+                    *denied_by.entry(limit.name().to_string()).or_insert(0) += n;
+                }
+            }
+        }
+        let mut tier_keys = BTreeMap::new();
+        if !self.policy.overrides().is_empty() {
+            for (tier, keys) in self.tier_keys.iter().enumerate() {
+                let name = match tier {
+                    0 => String::new(),
+                    i => self.policy.overrides()[i - 1].tier().to_string(),
+                };
+                *tier_keys.entry(name).or_insert(0) += keys.count();
+            }
+        }
+        PolicyFigures {
+            policy: self.policy,
+            shadow_denied: self.shadow_denied,
+            denied_by,
+            tier_keys,
+        }
     }
 }

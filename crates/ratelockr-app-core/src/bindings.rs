@@ -27,10 +27,11 @@ use ratelockr::commandstats::RedisCost;
 use ratelockr::export::style::{BinStep, LineStyle};
 use ratelockr::export::view::{ChartView, KeyStateView, Look, ViewLine, ViewPanel};
 use ratelockr::headers::HttpAnswer;
+use ratelockr::policy::{Limit, LimitResult, Mode, Override, PolicyDecision};
 use ratelockr::replay::{
-    FieldNames, LineIssue, LogFormat, ParseSpec, PeakRates, Preview, PreviewLine, ReplayPoint,
-    ReplayProgress, ReplayReport, ReplaySeries, RuleReport, Suggestion, SweepAxis, SweepPoint,
-    TopKey,
+    FieldNames, KeyChange, LineIssue, LogFormat, ParseSpec, PeakRates, PolicyFigures, Preview,
+    PreviewLine, ReplayPoint, ReplayProgress, ReplayReport, ReplaySeries, RuleChange, RuleReport,
+    Suggestion, SweepAxis, SweepPoint, TopKey,
 };
 use ratelockr::sim::{Pattern, PeakWindow, Retry};
 use ratelockr::sweep::{Bound, SweepChoice};
@@ -122,6 +123,15 @@ pub fn render() -> Vec<(String, String)> {
     one::<Suggestion>(&cfg, &mut out);
     one::<SweepPoint>(&cfg, &mut out);
     one::<LineIssue>(&cfg, &mut out);
+    one::<PolicyFigures>(&cfg, &mut out);
+    one::<RuleChange>(&cfg, &mut out);
+    one::<KeyChange>(&cfg, &mut out);
+    one::<ratelockr::Policy>(&cfg, &mut out);
+    one::<Limit>(&cfg, &mut out);
+    one::<Override>(&cfg, &mut out);
+    one::<Mode>(&cfg, &mut out);
+    one::<PolicyDecision>(&cfg, &mut out);
+    one::<LimitResult>(&cfg, &mut out);
     out.push(("chartStyle.ts".to_string(), chart_style_ts()));
     out.push(("ruleRanges.ts".to_string(), rule_ranges_ts()));
     out.sort();

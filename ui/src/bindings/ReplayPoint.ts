@@ -7,4 +7,8 @@ export type ReplayPoint = {
 /**
  * The bucket's start, ms since the epoch (log time).
  */
-t_ms: number, allowed: number, denied: number, fail_open: number, };
+t_ms: number, allowed: number, denied: number, fail_open: number, 
+/**
+ * Of `allowed`, a shadow policy's admissions that its limits denied.
+ */
+shadow_denied: number, };

@@ -43,9 +43,10 @@ pub struct ReplayArgs {
     #[arg(long, value_enum)]
     pub format: Option<FormatArg>,
     /// The client key: ip, method, path, path[N], field:NAME, header:NAME, joined by +
-    /// (ip+path[1]: the address and the first path segment).
-    #[arg(long, default_value = "ip")]
-    pub key: String,
+    /// (ip+path[1]: the address and the first path segment). Default: ip, or with --policies
+    /// the policies' own `key`.
+    #[arg(long)]
+    pub key: Option<String>,
     /// JSON lines / CSV: the key's field (the same as --key field:NAME).
     #[arg(long, conflicts_with = "key")]
     pub key_field: Option<String>,
@@ -72,10 +73,18 @@ pub struct ReplayArgs {
     #[arg(
         long,
         value_enum,
-        required_unless_present_any = ["rules", "preview"],
-        conflicts_with = "rules"
+        required_unless_present_any = ["rules", "preview", "policies"],
+        conflicts_with_all = ["rules", "policies"]
     )]
     pub algorithm: Option<AlgorithmArg>,
+    /// A policies file (TOML or JSON, or a rules file): replay its policies side by side
+    /// instead, each decided all or nothing over its limits, keys under their tier's.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["rules", "sweep"])]
+    pub policies: Option<PathBuf>,
+    /// The policy of --policies to replay; repeat for several (default: every policy of the
+    /// file). They must key requests alike (their `key`), or give --key.
+    #[arg(long, value_name = "NAME", requires = "policies")]
+    pub policy: Vec<String>,
     #[command(flatten)]
     pub rule: RuleArgs,
     /// Several rules side by side: a JSON list of rules (or {"rules": [...]}) or a TOML file
@@ -119,9 +128,17 @@ pub struct ReplayArgs {
 
 impl ReplayArgs {
     fn parse_spec(&self) -> ParseSpec {
-        let key = match &self.key_field {
-            Some(field) => format!("field:{field}"),
-            None => self.key.clone(),
+        self.parse_spec_keyed(None)
+    }
+
+    /// The log's reading; `policies_key`: the key the policies name, when --key and
+    /// --key-field do not.
+    fn parse_spec_keyed(&self, policies_key: Option<&str>) -> ParseSpec {
+        let key = match (&self.key_field, &self.key, policies_key) {
+            (Some(field), _, _) => format!("field:{field}"),
+            (None, Some(key), _) => key.clone(),
+            (None, None, Some(key)) => key.to_string(),
+            (None, None, None) => ParseSpec::default().key,
         };
         ParseSpec {
             format: self.format.map(Into::into),
@@ -164,6 +181,21 @@ impl ReplayArgs {
             .iter()
             .map(|s| s.parse::<SweepAxis>().map_err(|e| anyhow!(e)))
             .collect::<anyhow::Result<Vec<_>>>()?;
+        if let Some(path) = &self.policies {
+            let policies = super::check_policy::load_policies(path, &self.policy)?;
+            let key = match (&self.key, &self.key_field) {
+                (None, None) => policies_key(&policies)?,
+                _ => None,
+            };
+            return Ok(ReplaySpec {
+                parse: self.parse_spec_keyed(key.as_deref()),
+                policies,
+                top: self.top,
+                key_capacity: self.key_capacity,
+                lanes: self.lanes,
+                ..ReplaySpec::default()
+            });
+        }
         Ok(ReplaySpec {
             parse: self.parse_spec(),
             rules: self.rules()?,
@@ -177,7 +209,21 @@ impl ReplayArgs {
     }
 }
 
-/// The rules of `--rules FILE`.
+/// The one key expression the policies name (None when none names one). A replay reads one
+/// key per request: policies that key differently are refused, naming both.
+fn policies_key(policies: &[ratelockr::Policy]) -> anyhow::Result<Option<String>> {
+    let mut named = policies.iter().filter_map(|p| Some((p.name(), p.key()?)));
+    let Some((first, key)) = named.next() else {
+        return Ok(None);
+    };
+    if let Some((other, other_key)) = named.find(|(_, k)| *k != key) {
+        return Err(anyhow!(
+            "policies {first:?} and {other:?} key requests differently ({key} and {other_key}): replay one at a time with --policy, or give --key for both"
+        ));
+    }
+    Ok(Some(key.to_string()))
+}
+
 /// The progress bar, by bytes of the source when its size is known.
 struct Bar(ProgressBar);
 
@@ -382,7 +428,18 @@ fn print_report(r: &ReplayReport, args: &ReplayArgs) {
         if let Some(s) = &rule.suggestion {
             println!("  suggestion: {} ({})", s.sentence, s.method);
         }
+        if let Some(p) = &rule.policy {
+            super::policy_lines::PolicyLines {
+                name: &rule.rule,
+                denied_by: &p.denied_by,
+                shadow_denied: p.shadow_denied,
+                keys_denied: rule.keys_denied,
+                tier_keys: &p.tier_keys,
+            }
+            .print("  ");
+        }
     }
+    super::replay_changes::print(&r.changes);
     if !r.sweep.is_empty() {
         println!("\nsweep:");
         println!(

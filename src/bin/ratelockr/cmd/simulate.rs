@@ -583,7 +583,7 @@ fn print_table(report: &Report, args: &SimulateArgs) {
         );
     }
     print_peaks(report);
-    super::simulate_policy::print(report);
+    super::policy_lines::print_sim(report);
     for t in &report.targets {
         if let (Some(allowed), Some(denied)) =
             (t.exact_log_wrongly_allowed, t.exact_log_wrongly_denied)
