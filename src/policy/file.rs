@@ -125,6 +125,12 @@ pub fn parse_policies_with(
     })
 }
 
+/// One policy from its JSON form, or what is wrong with it and where
+/// (`limits[1].capacity`): what an editor shows beside the field.
+pub fn parse_policy_json(value: &serde_json::Value) -> Result<Policy, PolicyError> {
+    policy_from_json(value)
+}
+
 /// One policy from its JSON form (what [`Policy`]'s `Deserialize` reads).
 pub(crate) fn policy_from_json(value: &serde_json::Value) -> Result<Policy, PolicyError> {
     policy(&from_json(value), None)

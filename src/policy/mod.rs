@@ -10,6 +10,7 @@
 //! - [`check`]    [`crate::Limiter::check_policy`]: deadline, fail-open, telemetry, metrics
 //! - [`stats`]    the per-second allowed, denied and shadow_denied counters of many policies,
 //!   read in one pipeline
+//! - [`write`]    policies as a file the loaders read back unchanged (TOML or JSON)
 //! - [`watch`]    a policies file in force, reloaded live when it changes (atomic swap; a bad
 //!   file keeps the policies in force)
 //!
@@ -33,10 +34,11 @@ mod glob;
 pub mod script;
 pub mod stats;
 pub mod watch;
+pub mod write;
 
 pub use check::PolicyCheckError;
 pub use decision::{LimitResult, PolicyDecision};
-pub use file::{load_policies_file, parse_policies, Format, PolicyFileError};
+pub use file::{load_policies_file, parse_policies, parse_policy_json, Format, PolicyFileError};
 pub use stats::PolicyStatsPoint;
 pub use watch::{LoadedPolicies, PolicyWatch, Reload, POLL_EVERY};
 

@@ -15,6 +15,8 @@ import type { Topology } from "./bindings/Topology";
 import type { Exported } from "./bindings/Exported";
 import type { MetricsSettings } from "./bindings/MetricsSettings";
 import type { MetricsStatus } from "./bindings/MetricsStatus";
+import type { Policy } from "./bindings/Policy";
+import type { PolicyImport } from "./bindings/PolicyImport";
 import type { Rule } from "./bindings/Rule";
 import type { RuleDraft } from "./bindings/RuleDraft";
 import type { RuleStats } from "./bindings/RuleStats";
@@ -71,6 +73,15 @@ export const api = {
   ruleSave: (original: string | null, draft: RuleDraft) =>
     call<Rule[]>("rule_save", { original, draft }),
   ruleDelete: (name: string) => call<Rule[]>("rule_delete", { name }),
+  policiesList: () => call<Policy[]>("policies_list"),
+  /** `draft`: the policy in its policies-file JSON form; refusals name the path (`limits[1].capacity`). */
+  policyValidate: (draft: unknown) => call<Policy>("policy_validate", { draft }),
+  policySave: (original: string | null, draft: unknown) => call<Policy[]>("policy_save", { original, draft }),
+  policyDelete: (name: string) => call<Policy[]>("policy_delete", { name }),
+  /** A policies file from the open dialog, read into the policy book. */
+  policiesImport: () => call<PolicyImport>("policies_import"),
+  /** The policies and rules as one policies file, where the save dialog confirmed. */
+  policiesExport: () => call<Exported>("policies_export"),
   stats: (rules: string[]) => call<RuleStats[]>("stats", { rules }),
   simStart: (request: SimRequest) => call<SimStatus>("sim_start", { request }),
   simCancel: () => call<SimStatus>("sim_cancel"),

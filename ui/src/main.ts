@@ -8,6 +8,7 @@ import { initHistory } from "./panels/history";
 import { initLive } from "./panels/live";
 import { initMetrics } from "./panels/metrics";
 import { initPerKey } from "./panels/perkey";
+import { initPolicies } from "./panels/policies";
 import { initReplay } from "./panels/replay";
 import { initRules } from "./panels/rules";
 import { initRun } from "./panels/run";
@@ -24,6 +25,7 @@ async function start() {
   initRun();
   initPerKey();
   await initRules();
+  await initPolicies();
   await initWorkload();
   initMetrics();
   await initHistory();

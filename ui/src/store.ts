@@ -3,15 +3,17 @@
  * what changed; the others redraw. No framework: a handful of topics is all there is.
  */
 import type { ConnectionStatus } from "./bindings/ConnectionStatus";
+import type { Policy } from "./bindings/Policy";
 import type { Rule } from "./bindings/Rule";
 import type { SimStatus } from "./bindings/SimStatus";
 import type { KeyChoice } from "./logic/keystate";
 import type { ChartFocus } from "./logic/live";
 
-export type Topic = "rules" | "sim" | "connection" | "history" | "selection" | "key" | "chartKey";
+export type Topic = "rules" | "policies" | "sim" | "connection" | "history" | "selection" | "key" | "chartKey";
 
 export const state = {
   rules: [] as Rule[],
+  policies: [] as Policy[],
   sim: null as SimStatus | null,
   conn: null as ConnectionStatus | null,
   /** What the live chart follows: the current or last run, or the user's rules. */

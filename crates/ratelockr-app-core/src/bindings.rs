@@ -124,6 +124,7 @@ pub fn render() -> Vec<(String, String)> {
     one::<SweepPoint>(&cfg, &mut out);
     one::<LineIssue>(&cfg, &mut out);
     one::<PolicyFigures>(&cfg, &mut out);
+    one::<crate::policies::PolicyImport>(&cfg, &mut out);
     one::<RuleChange>(&cfg, &mut out);
     one::<KeyChange>(&cfg, &mut out);
     one::<ratelockr::Policy>(&cfg, &mut out);

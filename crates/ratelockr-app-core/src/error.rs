@@ -18,6 +18,11 @@ pub enum ErrorCode {
     InvalidWorkload,
     RuleExists,
     RuleNotFound,
+    /// A policy's name, limits, overrides or mode were refused by the engine; `field` is the
+    /// path (`limits[1].capacity`).
+    InvalidPolicy,
+    PolicyExists,
+    PolicyNotFound,
     /// Redis did not answer (the test button, a stats read).
     RedisUnavailable,
     /// The managed redis-server could not be started (missing binary, say).

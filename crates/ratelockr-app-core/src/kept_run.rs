@@ -25,11 +25,25 @@ pub struct StoredRun {
     pub error: Option<AppError>,
 }
 
-/// A rule a run decided with, and whether it was the naive demo limiter.
+/// A rule a run decided with, and whether it was the naive demo limiter; or a policy (then
+/// `rule` is its first limit under its name).
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct RunTarget {
     pub rule: Rule,
     pub naive: bool,
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<ratelockr::Policy>,
+}
+
+impl RunTarget {
+    pub fn of(target: &ratelockr::sim::Target) -> Self {
+        RunTarget {
+            rule: target.rule.clone(),
+            naive: target.naive,
+            policy: target.policy.clone(),
+        }
+    }
 }
 
 /// A run as the history list shows it.
@@ -73,15 +87,7 @@ impl StoredRun {
             status: self.status,
             workload: self.spec.describe(),
             request: self.request.clone(),
-            targets: self
-                .spec
-                .targets
-                .iter()
-                .map(|t| RunTarget {
-                    rule: t.rule.clone(),
-                    naive: t.naive,
-                })
-                .collect(),
+            targets: self.spec.targets.iter().map(RunTarget::of).collect(),
             fresh_state: self.spec.scope.is_some(),
             summary: self.summary(),
             error: self.error.clone(),

@@ -8,7 +8,9 @@
 //! - [`connection`]  the Redis in use: open, status, test
 //! - [`transport`]   single node or cluster, plain TCP or TLS: the TLS form and its errors
 //! - [`topology`]    a cluster's nodes, roles, slots and round trips
+//! - [`book`]        a book of named things the user edits: rules, policies
 //! - [`rules`]       rule drafts validated by the engine, the rule book
+//! - [`policies`]    the policy book: drafts validated by the engine, import and export
 //! - [`settings`]    what is persisted, and how a damaged file is set aside
 //! - [`store`]       the settings in one JSON file, written whole and atomically
 //! - [`sim`]         the simulator form, a run's progress and status, where its events go
@@ -25,6 +27,7 @@
 
 pub mod app;
 pub mod bindings;
+pub mod book;
 pub mod coalesce;
 pub mod connection;
 pub mod error;
@@ -32,6 +35,7 @@ pub mod export_path;
 pub mod history;
 pub mod kept_replay;
 pub mod kept_run;
+pub mod policies;
 pub mod records;
 pub mod relay;
 pub mod replay;

@@ -53,6 +53,14 @@ pub struct RunRecords {
     /// The request's number in the schedule (shared by the targets it was offered to).
     #[ts(type = "Array<number>")]
     pub seq: Vec<u64>,
+    /// Runs of policies only (empty otherwise): the limit that decided each decision and the
+    /// key's tier, as indexes into `labels` (0: none), and whether a limit denied it (a
+    /// shadow policy's admission its limits denied has outcome allowed and `would_deny` 1).
+    pub binding: Vec<u16>,
+    pub tier: Vec<u16>,
+    pub would_deny: Vec<u8>,
+    /// The limit and tier names `binding` and `tier` index; `labels[0]` is "".
+    pub labels: Vec<String>,
 }
 
 impl RunRecords {
@@ -94,18 +102,14 @@ pub struct Columns {
     index: HashMap<String, u16>,
     keys: HashMap<String, u32>,
     unknown_rule: Option<String>,
+    /// Set when a target is a policy: the label dictionary of `binding` and `tier`.
+    labels: Option<HashMap<String, u16>>,
 }
 
 impl Columns {
     pub fn new(id: &str, spec: &ratelockr::sim::SimSpec, started_at_ms: u64) -> Self {
-        let targets: Vec<RunTarget> = spec
-            .targets
-            .iter()
-            .map(|t| RunTarget {
-                rule: t.rule.clone(),
-                naive: t.naive,
-            })
-            .collect();
+        let targets: Vec<RunTarget> = spec.targets.iter().map(RunTarget::of).collect();
+        let policies = targets.iter().any(|t| t.policy.is_some());
         Columns {
             index: targets
                 .iter()
@@ -120,6 +124,7 @@ impl Columns {
             },
             keys: HashMap::new(),
             unknown_rule: None,
+            labels: policies.then(|| HashMap::from([(String::new(), 0)])),
         }
     }
 
@@ -169,6 +174,19 @@ impl Columns {
             .push(r.latency_us.min(u64::from(u32::MAX)) as u32);
         out.attempt.push(r.attempt);
         out.seq.push(r.seq);
+        if let Some(labels) = &mut self.labels {
+            let mut label = |name: &str| match labels.get(name) {
+                Some(&i) => i,
+                None => {
+                    let i = u16::try_from(labels.len()).unwrap_or(u16::MAX);
+                    labels.insert(name.to_string(), i);
+                    i
+                }
+            };
+            out.binding.push(label(r.binding));
+            out.tier.push(label(r.tier));
+            out.would_deny.push(u8::from(r.would_deny));
+        }
     }
 
     /// The columns of a run that lasted `duration_ms` (0: up to the last record), or the name
@@ -183,6 +201,13 @@ impl Columns {
             names[i as usize] = name;
         }
         out.keys = names;
+        if let Some(labels) = self.labels {
+            let mut names = vec![String::new(); labels.len()];
+            for (name, i) in labels {
+                names[usize::from(i)] = name;
+            }
+            out.labels = names;
+        }
         out.duration_ms = if duration_ms == 0 {
             out.t_ms.iter().copied().max().map_or(0, u64::from)
         } else {

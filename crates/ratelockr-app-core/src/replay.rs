@@ -24,6 +24,10 @@ pub struct ReplayRequest {
     /// Names of rules in the rule book.
     #[serde(default)]
     pub rules: Vec<String>,
+    /// Or names of policies in the policy book, side by side (not with rules or a sweep).
+    #[ts(optional, as = "Option<Vec<String>>")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<String>,
     /// A rule typed in the panel, decided beside the book's.
     #[ts(optional)]
     #[serde(default)]

@@ -1,5 +1,6 @@
 //! The rule book: rules as the user edits them, validated by the engine, kept in order.
 
+use super::book::{Book, Named};
 use super::error::{AppError, ErrorCode};
 use ratelockr::{Algorithm, AlgorithmKind, Rule};
 use serde::{Deserialize, Serialize};
@@ -79,72 +80,15 @@ impl RuleDraft {
 }
 
 /// The user's rules, unique by name, in the order they were created.
-#[derive(Debug, Clone, Default)]
-pub struct RuleBook {
-    rules: Vec<Rule>,
-}
+pub type RuleBook = Book<Rule>;
 
-impl RuleBook {
-    pub fn new(rules: Vec<Rule>) -> Self {
-        let mut book = RuleBook::default();
-        for rule in rules {
-            if book.position(rule.name()).is_none() {
-                book.rules.push(rule);
-            }
-        }
-        book
+impl Named for Rule {
+    const WHAT: &'static str = "rule";
+    const EXISTS: ErrorCode = ErrorCode::RuleExists;
+    const NOT_FOUND: ErrorCode = ErrorCode::RuleNotFound;
+    fn name(&self) -> &str {
+        Rule::name(self)
     }
-
-    pub fn rules(&self) -> &[Rule] {
-        &self.rules
-    }
-
-    pub fn get(&self, name: &str) -> Option<&Rule> {
-        self.rules.iter().find(|r| r.name() == name)
-    }
-
-    fn position(&self, name: &str) -> Option<usize> {
-        self.rules.iter().position(|r| r.name() == name)
-    }
-
-    /// Creates a rule (`original` None) or replaces the rule called `original`, which may be
-    /// renamed as long as the new name is free.
-    pub fn upsert(&mut self, original: Option<&str>, rule: Rule) -> Result<(), AppError> {
-        let clash = self.position(rule.name());
-        match original.map(|name| (name, self.position(name))) {
-            None => {
-                if clash.is_some() {
-                    return Err(exists(rule.name()));
-                }
-                self.rules.push(rule);
-            }
-            Some((name, None)) => return Err(not_found(name)),
-            Some((_, Some(at))) => {
-                if clash.is_some_and(|c| c != at) {
-                    return Err(exists(rule.name()));
-                }
-                self.rules[at] = rule;
-            }
-        }
-        Ok(())
-    }
-
-    pub fn remove(&mut self, name: &str) -> Result<Rule, AppError> {
-        let at = self.position(name).ok_or_else(|| not_found(name))?;
-        Ok(self.rules.remove(at))
-    }
-}
-
-fn exists(name: &str) -> AppError {
-    AppError::new(
-        ErrorCode::RuleExists,
-        format!("a rule named {name:?} already exists"),
-    )
-    .with_field("name")
-}
-
-fn not_found(name: &str) -> AppError {
-    AppError::new(ErrorCode::RuleNotFound, format!("no rule named {name:?}"))
 }
 
 #[cfg(test)]
@@ -198,7 +142,7 @@ mod tests {
         book.upsert(Some("b"), rule("c")).expect("rename");
         book.upsert(Some("c"), rule("c")).expect("edit in place");
         assert_eq!(
-            book.rules().iter().map(Rule::name).collect::<Vec<_>>(),
+            book.items().iter().map(Rule::name).collect::<Vec<_>>(),
             ["a", "c"]
         );
         assert_eq!(
@@ -206,6 +150,6 @@ mod tests {
             ErrorCode::RuleNotFound
         );
         book.remove("a").expect("delete");
-        assert_eq!(book.rules().len(), 1);
+        assert_eq!(book.items().len(), 1);
     }
 }

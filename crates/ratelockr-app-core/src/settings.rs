@@ -67,6 +67,8 @@ pub struct Settings {
     pub redis_tls: ratelockr::TlsOptions,
     pub metrics: MetricsSettings,
     pub rules: Vec<Rule>,
+    /// The policies, each in its policies-file JSON form.
+    pub policies: Vec<ratelockr::Policy>,
     /// How much run history is kept.
     pub history: HistorySettings,
 }
@@ -77,6 +79,7 @@ pub const KEY_REDIS_TLS: &str = "redis_tls";
 pub const KEY_METRICS: &str = "metrics";
 pub const KEY_RULES: &str = "rules";
 pub const KEY_HISTORY: &str = "history";
+pub const KEY_POLICIES: &str = "policies";
 
 /// Where settings are written. The app implements it with [`crate::store::JsonStore`]; tests
 /// may use anything.
@@ -113,6 +116,10 @@ impl Settings {
             (
                 KEY_HISTORY,
                 serde_json::to_value(self.history).unwrap_or(Value::Null),
+            ),
+            (
+                KEY_POLICIES,
+                serde_json::to_value(&self.policies).unwrap_or(Value::Array(vec![])),
             ),
         ]
     }
@@ -172,6 +179,30 @@ impl Settings {
                 }
             }
             Some(_) => warnings.push("the saved rules are not a list; ignored".into()),
+        }
+        match get(KEY_POLICIES) {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    match ratelockr::policy::parse_policy_json(item) {
+                        Ok(p) if settings.policies.iter().any(|q| q.name() == p.name()) => {
+                            warnings.push(format!(
+                                "saved policy #{} is a second policy named {:?}; the first one is kept and this one dropped",
+                                i + 1,
+                                p.name()
+                            ))
+                        }
+                        Ok(p) => settings.policies.push(p),
+                        Err(err) => warnings.push(format!(
+                            "saved policy #{} was refused: {}: {}",
+                            i + 1,
+                            err.at,
+                            err.message
+                        )),
+                    }
+                }
+            }
+            Some(_) => warnings.push("the saved policies are not a list; ignored".into()),
         }
         (settings, warnings)
     }

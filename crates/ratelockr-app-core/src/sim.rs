@@ -21,6 +21,9 @@ pub const COMPARE_PREFIX: &str = "compare-";
 pub enum SimTarget {
     /// One of the user's rules.
     Rule { name: String },
+    /// Policies of the policy book, side by side on the same traffic (one, or a policy and
+    /// an edited copy).
+    Policies { names: Vec<String> },
     /// The five algorithms side by side with equal nominal limits: `limit` per `window_ms`.
     Compare {
         #[ts(type = "number")]
@@ -111,9 +114,42 @@ impl SimRequest {
 
     /// The engine's spec; `lookup` finds a user's rule by name. The key namespace (fresh or
     /// shared) is the caller's to set, since a fresh one is named after the run.
-    pub fn to_spec(&self, lookup: impl Fn(&str) -> Option<Rule>) -> Result<SimSpec, AppError> {
+    pub fn to_spec(
+        &self,
+        lookup: impl Fn(&str) -> Option<Rule>,
+        policy: impl Fn(&str) -> Option<ratelockr::Policy>,
+    ) -> Result<SimSpec, AppError> {
         let workload = self.to_workload()?;
         let spec = match &self.target {
+            SimTarget::Policies { .. } if !self.sweep.is_empty() || self.naive => {
+                return Err(AppError::new(
+                    ErrorCode::InvalidWorkload,
+                    "a policy runs on its own: no sweep and no naive limiter beside it",
+                )
+                .with_field("target"));
+            }
+            SimTarget::Policies { names } => {
+                let policies = names
+                    .iter()
+                    .map(|name| {
+                        policy(name).ok_or_else(|| {
+                            AppError::new(
+                                ErrorCode::PolicyNotFound,
+                                format!("no policy named {name:?}"),
+                            )
+                            .with_field("target")
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                if policies.is_empty() {
+                    return Err(AppError::new(
+                        ErrorCode::InvalidWorkload,
+                        "choose a policy to simulate",
+                    )
+                    .with_field("target"));
+                }
+                SimSpec::policies(policies, workload)?
+            }
             SimTarget::Rule { name } => {
                 let rule = lookup(name).ok_or_else(|| {
                     AppError::new(ErrorCode::RuleNotFound, format!("no rule named {name:?}"))

@@ -16,6 +16,10 @@ path: string, parse: ParseSpec,
  */
 rules: Array<string>, 
 /**
+ * Or names of policies in the policy book, side by side (not with rules or a sweep).
+ */
+policies?: Array<string>, 
+/**
  * A rule typed in the panel, decided beside the book's.
  */
 inline?: RuleDraft, 

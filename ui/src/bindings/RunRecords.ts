@@ -45,4 +45,14 @@ attempt: Array<number>,
 /**
  * The request's number in the schedule (shared by the targets it was offered to).
  */
-seq: Array<number>, };
+seq: Array<number>, 
+/**
+ * Runs of policies only (empty otherwise): the limit that decided each decision and the
+ * key's tier, as indexes into `labels` (0: none), and whether a limit denied it (a
+ * shadow policy's admission its limits denied has outcome allowed and `would_deny` 1).
+ */
+binding: Array<number>, tier: Array<number>, would_deny: Array<number>, 
+/**
+ * The limit and tier names `binding` and `tier` index; `labels[0]` is "".
+ */
+labels: Array<string>, };

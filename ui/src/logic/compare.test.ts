@@ -27,6 +27,10 @@ function records(target: number[], key: number[], outcome: number[], retry: numb
     latency_us: zeros,
     attempt: zeros,
     seq: zeros,
+    binding: [],
+    tier: [],
+    would_deny: [],
+    labels: [],
   };
 }
 

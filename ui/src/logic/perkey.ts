@@ -1,5 +1,5 @@
 /** The per-key table: who was denied, how much, since when, for how long in a row. */
-import { OUTCOME, recordIndices, type Records } from "./records";
+import { bindingOf, OUTCOME, recordIndices, tierOf, wouldDeny, type Records } from "./records";
 
 export interface KeyRow {
   /** Index into `Records.keys`. */
@@ -15,21 +15,34 @@ export interface KeyRow {
   firstDeniedMs?: number;
   /** The most denials in a row, in sending order. */
   longestDeniedStreak: number;
+  /** A policy's key: its tier ("" the policy's own limits). */
+  tier?: string;
+  /** A policy's key: its denials (a shadow policy's would-be denials) by the limit that decided, most first: "daily 18, per-second 2". */
+  deniedBy?: string;
 }
 
-export type KeyColumn = "name" | "requests" | "allowed" | "denied" | "failOpen" | "deniedShare" | "firstDeniedMs" | "longestDeniedStreak";
+export type KeyColumn = "name" | "requests" | "allowed" | "denied" | "failOpen" | "deniedShare" | "firstDeniedMs" | "longestDeniedStreak" | "tier" | "deniedBy";
 
 /** One row per key that sent to `target`, top offenders (most denied) first. */
 export function perKey(rec: Records, target: number): KeyRow[] {
   const rows = new Map<number, KeyRow & { streak: number }>();
+  const policy = rec.targets[target]?.policy !== undefined;
+  const by = new Map<number, Map<string, number>>();
   for (const i of recordIndices(rec, target)) {
     const k = rec.key[i];
     let row = rows.get(k);
     if (!row) {
       row = { key: k, name: rec.keys[k] ?? `#${k}`, requests: 0, allowed: 0, denied: 0, failOpen: 0, deniedShare: 0, longestDeniedStreak: 0, streak: 0 };
+      if (policy) row.tier = tierOf(rec, i);
       rows.set(k, row);
     }
     row.requests++;
+    if (policy && wouldDeny(rec, i)) {
+      let counts = by.get(k);
+      if (!counts) by.set(k, (counts = new Map()));
+      const limit = bindingOf(rec, i) || "?";
+      counts.set(limit, (counts.get(limit) ?? 0) + 1);
+    }
     if (rec.outcome[i] === OUTCOME.denied) {
       row.denied++;
       row.firstDeniedMs ??= rec.t_ms[i];
@@ -41,10 +54,18 @@ export function perKey(rec: Records, target: number): KeyRow[] {
       row.streak = 0;
     }
   }
-  const out: KeyRow[] = [...rows.values()].map(({ streak: _streak, ...row }) => ({
-    ...row,
-    deniedShare: row.requests ? row.denied / row.requests : 0,
-  }));
+  const out: KeyRow[] = [...rows.values()].map(({ streak: _streak, ...row }) => {
+    const counts = by.get(row.key);
+    if (policy) {
+      row.deniedBy = counts
+        ? [...counts]
+            .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+            .map(([limit, n]) => `${limit} ${n}`)
+            .join(", ")
+        : "";
+    }
+    return { ...row, deniedShare: row.requests ? row.denied / row.requests : 0 };
+  });
   return sortKeys(out, "denied", "desc");
 }
 

@@ -20,10 +20,19 @@ export type RuleParams = {
   burst?: number;
 };
 
-/** One rule a run decided with (the backend's RunTarget). */
+/** A policy's limits and tiers, as far as the charts read them (the backend's Policy). */
+export interface PolicyParams {
+  name: string;
+  mode: string;
+  limits: (RuleParams & { name: string })[];
+  overrides?: { tier: string; keys: string[]; limits: (RuleParams & { name: string })[] }[];
+}
+
+/** One rule a run decided with (the backend's RunTarget): for a policy, `rule` is its first limit. */
 export interface TargetInfo {
   rule: RuleParams & { name: string };
   naive: boolean;
+  policy?: PolicyParams;
 }
 
 export interface Records {
@@ -42,6 +51,56 @@ export interface Records {
   latency_us: number[];
   attempt: number[];
   seq: number[];
+  /** Runs of policies: the binding limit and the tier of each record (indexes into `labels`, 0 none), and whether a limit denied it. */
+  binding?: number[];
+  tier?: number[];
+  would_deny?: number[];
+  labels?: string[];
+}
+
+/** The limit that decided record `i` ("" for a rule's decision or a fail-open). */
+export function bindingOf(rec: Records, i: number): string {
+  return rec.labels?.[rec.binding?.[i] ?? 0] ?? "";
+}
+
+/** The tier record `i`'s key was held to ("" for the policy's own limits, and for rules). */
+export function tierOf(rec: Records, i: number): string {
+  return rec.labels?.[rec.tier?.[i] ?? 0] ?? "";
+}
+
+/** True when a policy's limit denied record `i` (a shadow policy admitted it all the same). */
+export function wouldDeny(rec: Records, i: number): boolean {
+  return (rec.would_deny?.[i] ?? 0) === 1;
+}
+
+/** Every limit name of a policy, its tiers' included, in order of first appearance. */
+export function limitNames(policy: PolicyParams): string[] {
+  const names: string[] = [];
+  for (const l of [...policy.limits, ...(policy.overrides ?? []).flatMap((o) => o.limits)]) if (!names.includes(l.name)) names.push(l.name);
+  return names;
+}
+
+/** A policy's limits for a tier ("" the policy's own). */
+export function tierLimits(policy: PolicyParams, tier: string): (RuleParams & { name: string })[] {
+  return (tier && policy.overrides?.find((o) => o.tier === tier)?.limits) || policy.limits;
+}
+
+/**
+ * A policy target's denials per bin by the limit that decided them (shadow denials included:
+ * what the limit would have denied), one series per limit name.
+ */
+export function deniedByLimit(rec: Records, target: number, binMs: number, bins: number): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  for (let i = 0; i < rec.t_ms.length; i++) {
+    if (rec.target[i] !== target || !wouldDeny(rec, i)) continue;
+    const b = Math.floor(rec.t_ms[i] / binMs);
+    if (b < 0 || b >= bins) continue;
+    const name = bindingOf(rec, i) || "?";
+    let series = out.get(name);
+    if (!series) out.set(name, (series = new Array(bins).fill(0)));
+    series[b]++;
+  }
+  return out;
 }
 
 export interface BinnedSeries {
@@ -134,29 +193,40 @@ export function envelopeForKey(rule: RuleParams, span: number): number | undefin
  * be admitted since its own first request. Compared with the cumulative admissions, a correct
  * limiter stays under it; the naive one crosses it.
  */
-export function envelope(rec: Records, target: number, binMs: number, bins: number, key?: number): (number | null)[] {
-  const rule = rec.targets[target]?.rule;
-  if (!rule || envelopeForKey(rule, 0) === undefined) return new Array(bins).fill(null);
-  const first = new Map<number, number>();
+export function envelope(rec: Records, target: number, binMs: number, bins: number, key?: number, limit?: string): (number | null)[] {
+  const info = rec.targets[target];
+  // A policy's limit: each key under that limit as its tier has it (a tier without a limit of
+  // that name does not hold its keys to one).
+  const paramsOf = (tier: string): RuleParams | undefined =>
+    limit !== undefined && info?.policy ? tierLimits(info.policy, tier).find((l) => l.name === limit) : info?.rule;
+  const first = new Map<number, { f: number; tier: string }>();
   for (let i = 0; i < rec.t_ms.length; i++) {
     if (rec.target[i] !== target || (key !== undefined && rec.key[i] !== key)) continue;
-    const f = first.get(rec.key[i]);
-    if (f === undefined || rec.t_ms[i] < f) first.set(rec.key[i], rec.t_ms[i]);
+    const seen = first.get(rec.key[i]);
+    if (seen === undefined || rec.t_ms[i] < seen.f) first.set(rec.key[i], { f: rec.t_ms[i], tier: tierOf(rec, i) });
   }
   // Many keys: round first requests down to their bin. An earlier start only raises the bound,
   // so the line stays an upper bound while the work stays bins × distinct starts.
-  let starts = [...first.values()];
-  if (starts.length * bins > 2_000_000) starts = starts.map((f) => Math.floor(f / binMs) * binMs);
-  const counted = new Map<number, number>();
-  for (const f of starts) counted.set(f, (counted.get(f) ?? 0) + 1);
+  const round = first.size * bins > 2_000_000;
+  const counted = new Map<string, { f: number; params: RuleParams; count: number }>();
+  for (const { f, tier } of first.values()) {
+    const params = paramsOf(tier);
+    if (!params || envelopeForKey(params, 0) === undefined) continue;
+    const start = round ? Math.floor(f / binMs) * binMs : f;
+    const id = `${start}|${tier}`;
+    const c = counted.get(id);
+    if (c) c.count++;
+    else counted.set(id, { f: start, params, count: 1 });
+  }
+  if (counted.size === 0) return new Array(bins).fill(null);
   const out: (number | null)[] = [];
   for (let b = 0; b < bins; b++) {
     const end = (b + 1) * binMs;
     let sum = 0;
     let any = false;
-    for (const [f, count] of counted) {
+    for (const { f, params, count } of counted.values()) {
       if (f < end) {
-        sum += count * (envelopeForKey(rule, end - f) ?? 0);
+        sum += count * (envelopeForKey(params, end - f) ?? 0);
         any = true;
       }
     }

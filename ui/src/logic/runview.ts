@@ -5,7 +5,7 @@
 import type { LineStyle } from "../bindings/LineStyle";
 import { CHART_STYLE } from "../bindings/chartStyle";
 import { algorithmInfo } from "./algorithms";
-import { binCount, binTarget, cumulative, envelope, spanMs, type Records } from "./records";
+import { binCount, binTarget, cumulative, deniedByLimit, envelope, limitNames, spanMs, type Records } from "./records";
 
 const LABELS = { offered: "offered", allowed: "allowed", denied: "denied", fail_open: "fail-open", envelope: "rule's envelope" } as const;
 
@@ -113,6 +113,7 @@ export interface ViewOptions {
 
 function targetLabel(rec: Records, t: number): string {
   const target = rec.targets[t];
+  if (target.policy) return `policy ${target.policy.name}`;
   return target.naive ? algorithmInfo("naive_get_set").label : algorithmInfo(target.rule.algorithm).label;
 }
 
@@ -139,18 +140,49 @@ export function buildRunView(runs: RunData[], opts: ViewOptions): RunView {
     const lines: Line[] = kinds
       .filter((k) => k !== "envelope")
       .map((k) => ({ ...OUTCOME_STYLE[k], dash: [...OUTCOME_STYLE[k].dash], kind: k, width: k === "allowed" ? 2 : 1.5, values: shape(values[k]), run: run.id, target: t }));
+    const policy = run.records.targets[t]?.policy;
     if (opts.envelope && opts.measure === "cumulative" && kinds.includes("envelope")) {
-      lines.push({ ...OUTCOME_STYLE.envelope, dash: [...OUTCOME_STYLE.envelope.dash], kind: "envelope", width: 1.5, values: envelope(run.records, t, binMs, bins), run: run.id, target: t });
+      // A policy: one envelope per limit, each key under its tier's limit of that name.
+      const limits = policy ? limitNames(policy) : [undefined];
+      limits.forEach((limit, i) => {
+        const label = limit === undefined ? OUTCOME_STYLE.envelope.label : `envelope of ${limit}`;
+        const dash = i === 0 ? [...OUTCOME_STYLE.envelope.dash] : [2, 3 + i];
+        lines.push({ ...OUTCOME_STYLE.envelope, label, dash, kind: "envelope", width: 1.5, values: envelope(run.records, t, binMs, bins, undefined, limit), run: run.id, target: t });
+      });
     }
     return lines;
+  };
+
+  /** A policy's denials per bin, one line per limit that decided them (shadow: would have). */
+  const limitLines = (run: RunData, t: number): Line[] => {
+    const policy = run.records.targets[t]?.policy;
+    if (!policy) return [];
+    const by = deniedByLimit(run.records, t, binMs, bins);
+    const shadow = policy.mode === "shadow";
+    return limitNames(policy)
+      .filter((name) => by.has(name))
+      .map((name, i) => ({
+        ...OUTCOME_STYLE.denied,
+        label: `${shadow ? "would deny" : "denied"} by ${name}`,
+        color: RUN_COLORS[(i + 1) % RUN_COLORS.length],
+        dash: shadow ? [4, 3] : [],
+        kind: "denied" as LineKind,
+        width: 1.5,
+        values: shape(by.get(name) ?? []),
+        run: run.id,
+        target: t,
+      }));
   };
 
   let plots: Plot[];
   if (opts.layout === "panels") {
     plots = primary.targets.map((target, t) => {
       // Cumulative: admissions against the envelope; offered and denied would dwarf both.
-      const kinds: LineKind[] = opts.measure === "cumulative" ? ["allowed", "fail_open", "envelope"] : ["offered", "allowed", "denied", "fail_open"];
+      const policy = target.policy;
+      // A policy's denials are drawn per limit instead of as one line.
+      const kinds: LineKind[] = opts.measure === "cumulative" ? ["allowed", "fail_open", "envelope"] : policy ? ["offered", "allowed", "fail_open"] : ["offered", "allowed", "denied", "fail_open"];
       const lines = outcomeLines(runs[0], t, kinds);
+      if (policy && opts.measure === "bin") lines.push(...limitLines(runs[0], t));
       if (many) for (const l of lines) l.label = `${l.label} · ${runs[0].name}`;
       runs.slice(1).forEach((run, i) => {
         const m = matchTarget(primary, t, run.records);
@@ -158,7 +190,8 @@ export function buildRunView(runs: RunData[], opts: ViewOptions): RunView {
         const [allowed] = outcomeLines(run, m, ["allowed"]);
         lines.push({ ...allowed, label: `allowed · ${run.name}`, color: RUN_COLORS[(i + 1) % RUN_COLORS.length], dash: [...OVERLAY_DASH], width: 2 });
       });
-      return { title: target.rule.name, target: t, rule: target.rule.name, algorithm: target.naive ? "naive_get_set" : target.rule.algorithm, lines };
+      const title = target.policy ? `${target.rule.name} (policy${target.policy.mode === "shadow" ? ", shadow" : ""})` : target.rule.name;
+      return { title, target: t, rule: target.rule.name, algorithm: target.naive ? "naive_get_set" : target.rule.algorithm, lines };
     });
   } else {
     const lines: Line[] = [];

@@ -12,6 +12,14 @@ import { axesOf } from "./sweep";
 
 export const COMPARE = "__compare";
 
+/** A policy in the target select is `policy:<name>` (rules are their bare names). */
+export const POLICY_PREFIX = "policy:";
+
+/** The policy a target names, or null for a rule or compare. */
+export function policyOf(target: string): string | null {
+  return target.startsWith(POLICY_PREFIX) ? target.slice(POLICY_PREFIX.length) : null;
+}
+
 export type PatternKind = "constant" | "poisson" | "burst" | "ramp" | "spike";
 
 /** The form's values as the inputs hold them (text, so nothing typed is lost). */
@@ -198,7 +206,8 @@ export function requestFromForm(form: WorkloadForm, name?: string): { ok: true; 
     if (p.ok) values[field] = p.value;
     else errors.push({ field: p.field, message: p.message });
   }
-  const sweep = form.target === COMPARE ? { ok: true as const, axes: [] } : axesOf([[form.sweep_x, form.sweep_xs], [form.sweep_y, form.sweep_ys]]);
+  const policy = policyOf(form.target);
+  const sweep = form.target === COMPARE || policy !== null ? { ok: true as const, axes: [] } : axesOf([[form.sweep_x, form.sweep_xs], [form.sweep_y, form.sweep_ys]]);
   if (!sweep.ok) errors.push({ field: "sweep", message: sweep.message });
   if (errors.length) return { ok: false, errors };
   const v = (f: keyof WorkloadForm) => values[f] as number;
@@ -211,7 +220,12 @@ export function requestFromForm(form: WorkloadForm, name?: string): { ok: true; 
           ? { kind: "spike", multiplier: v("spike_multiplier"), start_ms: v("spike_start_ms"), length_ms: v("spike_length_ms") }
           : { kind: form.pattern };
   const request: WorkloadRequest = {
-    target: form.target === COMPARE ? { kind: "compare", limit: v("limit"), window_ms: v("window_ms") } : { kind: "rule", name: form.target },
+    target:
+      form.target === COMPARE
+        ? { kind: "compare", limit: v("limit"), window_ms: v("window_ms") }
+        : policy !== null
+          ? { kind: "policies", names: [policy] }
+          : { kind: "rule", name: form.target },
     pattern,
     // Burst ignores the rate (its schedule is size every interval), but the engine takes 0
     // ("as fast as possible") with the constant pattern only: send a neutral 1.
@@ -220,7 +234,8 @@ export function requestFromForm(form: WorkloadForm, name?: string): { ok: true; 
     keys: v("keys"),
     zipf: form.zipf,
     cost: v("cost"),
-    naive: form.naive,
+    // The naive limiter races a rule's script; a policy runs on its own.
+    naive: form.naive && policy === null,
     continue_state: form.continue_state,
   };
   if (form.length === "requests") request.requests = v("requests");

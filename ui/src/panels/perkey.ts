@@ -31,6 +31,14 @@ const COLUMNS: { key: KeyColumn; label: string; num: boolean }[] = [
   { key: "longestDeniedStreak", label: "Longest streak", num: true },
 ];
 
+/** A policy's keys add their tier and which limits denied them. */
+const POLICY_COLUMNS: { key: KeyColumn; label: string; num: boolean }[] = [
+  { key: "tier", label: "Tier", num: false },
+  { key: "deniedBy", label: "Denied by", num: false },
+];
+
+const columns = () => (rec?.targets[state.selectedTarget]?.policy ? [...COLUMNS, ...POLICY_COLUMNS] : COLUMNS);
+
 let sort: { column: KeyColumn; dir: "asc" | "desc" } = { column: "denied", dir: "desc" };
 let rows: KeyRow[] = [];
 let rec: Records | null = null;
@@ -40,7 +48,7 @@ let seq = 0;
 function renderTargets() {
   const select = $<HTMLSelectElement>("perkey-target");
   const targets = rec?.targets ?? [];
-  select.replaceChildren(...targets.map((t, i) => new Option(`${t.rule.name} (${t.naive ? "naive" : algorithmLabel(t.rule.algorithm)})`, String(i))));
+  select.replaceChildren(...targets.map((t, i) => new Option(`${t.rule.name} (${t.policy ? "policy" : t.naive ? "naive" : algorithmLabel(t.rule.algorithm)})`, String(i))));
   select.value = String(state.selectedTarget);
 }
 
@@ -50,7 +58,7 @@ function renderTable() {
   const head = h(
     "tr",
     {},
-    ...COLUMNS.map((c) => {
+    ...columns().map((c) => {
       const arrow = sort.column === c.key ? (sort.dir === "desc" ? " ▼" : " ▲") : "";
       const th = h("th", { className: (c.num ? "num " : "") + "sortable", text: c.label + arrow, data: { column: c.key } });
       th.addEventListener("click", () => {
@@ -73,6 +81,7 @@ function renderTable() {
       h("td", { className: "num", text: `${(r.deniedShare * 100).toFixed(1)} %` }),
       h("td", { className: "num", text: r.firstDeniedMs === undefined ? "—" : fmtOffset(r.firstDeniedMs) }),
       h("td", { className: "num", text: fmtInt(r.longestDeniedStreak) }),
+      ...(r.tier === undefined ? [] : [h("td", { text: r.tier || "(own limits)" }), h("td", { className: "mono", text: r.deniedBy || "—" })]),
     );
     const open = () => {
       state.selectedKey = r.key;
@@ -86,7 +95,7 @@ function renderTable() {
   const more: HTMLElement[] = [];
   const left = sorted.length - shown;
   if (left > 0) {
-    const td = h("td", { colSpan: COLUMNS.length, className: "hint" }, `${fmtInt(left)} more keys. `);
+    const td = h("td", { colSpan: columns().length, className: "hint" }, `${fmtInt(left)} more keys. `);
     const button = (text: string, rows: number, testid: string) => {
       const b = h("button", { type: "button", className: "ghost small", text, data: { testid } });
       b.addEventListener("click", () => {

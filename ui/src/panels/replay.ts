@@ -20,6 +20,7 @@ import { sortKeys } from "../logic/perkey";
 import { barShare, keyChoices, keyRows, progressShare } from "../logic/replay";
 import { axesOf, sweepParams } from "../logic/sweep";
 import { heatmapTables } from "./heatmap";
+import { describePolicy } from "../logic/policies";
 import { describeRule } from "../logic/rules";
 import { painter, setText } from "../paint";
 import { on, state } from "../store";
@@ -36,6 +37,8 @@ let shownId: string | null = null;
 let running = false;
 /** Rules ticked, by name; the first rule in the book is ticked when nothing is. */
 const chosen = new Set<string>();
+/** Policies ticked, by name: when any is, the replay runs them and no rule. */
+const chosenPolicies = new Set<string>();
 let previewSeq = 0;
 
 const card = () => $("replay-card");
@@ -119,10 +122,39 @@ function setPath(p: string) {
   void refreshPreview();
 }
 
+/** Policies and rules do not mix in one replay: ticking a policy clears the rules, and back. */
+function renderPolicies() {
+  const box = $("replay-policies");
+  for (const name of [...chosenPolicies]) if (!state.policies.some((p) => p.name === name)) chosenPolicies.delete(name);
+  if (state.policies.length === 0) {
+    box.replaceChildren(h("span", { className: "hint", text: "Create a policy in the Policies card (or import a file) to replay the log through it." }));
+  } else {
+    box.replaceChildren(
+      ...state.policies.map((p) => {
+        const input = h("input", { type: "checkbox", checked: chosenPolicies.has(p.name), data: { policy: p.name } });
+        input.addEventListener("change", () => {
+          if (input.checked) {
+            chosenPolicies.add(p.name);
+            chosen.clear();
+            // The policy keys requests its own way: the form follows, unless typed over.
+            const key = $<HTMLInputElement>("replay-key");
+            if (p.key && key.dataset.typed !== "true" && key.value !== p.key) {
+              key.value = p.key;
+              void refreshPreview();
+            }
+          } else chosenPolicies.delete(p.name);
+          renderRules();
+        });
+        return h("label", { className: "inline" }, input, ` ${p.name} `, h("small", { className: "hint", text: describePolicy(p) }));
+      }),
+    );
+  }
+}
+
 function renderRules() {
   const box = $("replay-rules");
   for (const name of [...chosen]) if (!state.rules.some((r) => r.name === name)) chosen.delete(name);
-  if (chosen.size === 0 && state.rules.length > 0) chosen.add(state.rules[0].name);
+  if (chosen.size === 0 && chosenPolicies.size === 0 && state.rules.length > 0) chosen.add(state.rules[0].name);
   if (state.rules.length === 0) {
     box.replaceChildren(h("span", { className: "hint", text: "Create a rule in the Rules card to replay the log through it." }));
   } else {
@@ -130,8 +162,11 @@ function renderRules() {
       ...state.rules.map((rule) => {
         const input = h("input", { type: "checkbox", checked: chosen.has(rule.name), data: { rule: rule.name } });
         input.addEventListener("change", () => {
-          if (input.checked) chosen.add(rule.name);
-          else chosen.delete(rule.name);
+          if (input.checked) {
+            chosen.add(rule.name);
+            chosenPolicies.clear();
+            renderPolicies();
+          } else chosen.delete(rule.name);
           renderSweepParams();
           renderButtons();
         });
@@ -139,6 +174,7 @@ function renderRules() {
       }),
     );
   }
+  renderPolicies();
   renderSweepParams();
   renderButtons();
 }
@@ -164,7 +200,7 @@ function sweepAxes(): { ok: true; axes: SweepAxis[] } | { ok: false; message: st
 }
 
 function renderButtons() {
-  $<HTMLButtonElement>("replay-run").disabled = running || !path || chosen.size === 0;
+  $<HTMLButtonElement>("replay-run").disabled = running || !path || (chosen.size === 0 && chosenPolicies.size === 0);
   $<HTMLButtonElement>("replay-cancel").disabled = !running;
   const done = !running && report !== null;
   $<HTMLButtonElement>("replay-export-csv").disabled = !done;
@@ -198,11 +234,45 @@ function ruleRow(r: RuleReport) {
     h("td", { className: "num", text: `${fmtInt(r.keys_denied)} of ${fmtInt(r.keys)}` }, h("small", { text: pct(r.keys_denied_pct) })),
     h("td", { className: "num" + (r.fail_open > 0 ? " warn" : ""), text: fmtInt(r.fail_open) }),
     h("td", { text: peak ? `${fmtInt(peak.p50)} / ${fmtInt(peak.p90)} / ${fmtInt(peak.p99)}` : "—", title: peak ? `each key's most requests in one ${peak.window_ms} ms window; max ${peak.max}` : "" }),
-    h("td", {
-      text: s ? `${s.parameter} ${fmtInt(s.value)}` : "—",
-      title: s ? `the smallest ${s.parameter} that denies at most ${s.max_keys_denied_pct} % of keys (${s.keys_denied_pct} % here; ${s.method})` : "",
-    }),
+    r.policy
+      ? h("td", { text: policyFigures(r), data: { testid: "replay-denied-by" } })
+      : h("td", {
+          text: s ? `${s.parameter} ${fmtInt(s.value)}` : "—",
+          title: s ? `the smallest ${s.parameter} that denies at most ${s.max_keys_denied_pct} % of keys (${s.keys_denied_pct} % here; ${s.method})` : "",
+        }),
   );
+}
+
+/** A policy's row: which limits denied how many, the shadow denials, the keys per tier. */
+function policyFigures(r: RuleReport): string {
+  const p = r.policy!;
+  const by = Object.entries(p.denied_by)
+    .sort((a, b) => b[1] - a[1])
+    .map(([limit, n]) => `${limit} ${fmtInt(n)}`);
+  const parts = [by.length ? `${p.policy.mode === "shadow" ? "would deny" : "denied"} by ${by.join(", ")}` : "no limit denied"];
+  if (p.shadow_denied > 0) parts.push(`shadow: ${fmtInt(p.shadow_denied)} admitted`);
+  const tiers = Object.entries(p.tier_keys).map(([tier, n]) => `${fmtInt(n)} keys ${tier ? `in ${tier}` : "on own limits"}`);
+  if (tiers.length) parts.push(tiers.join(", "));
+  return parts.join(" · ");
+}
+
+/** Side by side: how each candidate decides the log differently from the first, and for whom. */
+function changesBlock(r: ReplayReport): HTMLElement[] {
+  const signed = (n: number, what: string) => (n === 0 ? `as many ${what}` : `${fmtInt(Math.abs(n))} ${n > 0 ? "more" : "fewer"} ${what}`);
+  return (r.changes ?? []).map((c) => {
+    const keys = (list: typeof c.more) =>
+      list.map((k) => h("li", {}, h("span", { className: "mono", text: k.key }), ` ${fmtInt(k.base_denied)} → ${fmtInt(k.denied)} denied of ${fmtInt(k.requests)}`));
+    return h(
+      "div",
+      { className: "replay-change", data: { testid: "replay-change", rule: c.rule } },
+      h("p", {
+        className: "sweep-choice",
+        text: `${c.rule} beside ${c.base}: ${signed(c.denied, "requests denied")}, ${signed(c.keys_denied, "keys denied")} (${fmtInt(c.newly_denied_keys)} newly, ${fmtInt(c.no_longer_denied_keys)} no longer)${c.exact ? "" : ", estimated"}.`,
+      }),
+      ...(c.more.length ? [h("div", { className: "hint", text: "Denied more:" }), h("ul", { className: "change-keys" }, ...keys(c.more))] : []),
+      ...(c.fewer.length ? [h("div", { className: "hint", text: "Denied less:" }), h("ul", { className: "change-keys" }, ...keys(c.fewer))] : []),
+    );
+  });
 }
 
 function renderResults() {
@@ -216,7 +286,8 @@ function renderResults() {
     return;
   }
   const r = report;
-  const head = h("tr", {}, ...["Rule", "Requests", "Allowed", "Denied", "Keys denied", "Fail-open", "Peak p50/p90/p99", "Suggestion"].map((t, i) => h("th", { className: i > 0 && i < 6 ? "num" : "", text: t })));
+  const policies = r.rules.some((x) => x.policy);
+  const head = h("tr", {}, ...[policies ? "Policy" : "Rule", "Requests", "Allowed", "Denied", "Keys denied", "Fail-open", "Peak p50/p90/p99", policies ? "Denied by" : "Suggestion"].map((t, i) => h("th", { className: i > 0 && i < 6 ? "num" : "", text: t })));
   const skipped = r.malformed + r.filtered + r.no_key + r.out_of_order;
   const about = h("div", {
     className: "hint",
@@ -231,7 +302,7 @@ function renderResults() {
   const suggestions = r.rules
     .filter((x) => x.suggestion?.sentence)
     .map((x) => h("p", { className: "sweep-choice", text: `${x.rule}: ${x.suggestion!.sentence}.`, data: { testid: "replay-suggestion" } }));
-  box.replaceChildren(about, h("table", { className: "summary", data: { testid: "replay-rules-table" } }, head, ...r.rules.map(ruleRow)), ...suggestions);
+  box.replaceChildren(about, h("table", { className: "summary", data: { testid: "replay-rules-table" } }, head, ...r.rules.map(ruleRow)), ...suggestions, ...changesBlock(r));
   const current = select.value;
   select.replaceChildren(...r.rules.map((rule) => new Option(rule.rule, rule.rule)));
   select.value = r.rules.some((x) => x.rule === current) ? current : (r.rules[0]?.rule ?? "");
@@ -318,10 +389,11 @@ async function start() {
   showErrors([]);
   $("replay-note").textContent = "";
   try {
-    const rules = state.rules.filter((r) => chosen.has(r.name)).map((r) => r.name);
+    const policies = state.policies.filter((p) => chosenPolicies.has(p.name)).map((p) => p.name);
+    const rules = policies.length ? [] : state.rules.filter((r) => chosen.has(r.name)).map((r) => r.name);
     running = true;
     renderProgress(null, "Starting…");
-    const started = await api.replayStart({ path, parse: parseSpec(), rules, sweep: sweep.axes });
+    const started = await api.replayStart({ path, parse: parseSpec(), rules, policies, sweep: policies.length ? [] : sweep.axes });
     applyStatus(started);
     void refreshKept(started.id);
   } catch (err) {
@@ -391,6 +463,8 @@ export async function initReplay() {
   });
   initDrop();
   on("rules", renderRules);
+  on("policies", renderRules);
+  $("replay-key").addEventListener("input", () => ($("replay-key").dataset.typed = "true"));
   renderRules();
   const status = await api.replayStatus();
   if (status.path) {

@@ -9,6 +9,7 @@ import { $, h, showFieldErrors } from "../dom";
 import { algorithmLabel } from "../logic/algorithms";
 import { fmtInt } from "../logic/format";
 import { runStatusText } from "../logic/runs";
+import { describePolicy } from "../logic/policies";
 import { describeRule } from "../logic/rules";
 import { sweepParams } from "../logic/sweep";
 import {
@@ -18,6 +19,8 @@ import {
   DEFAULT_FORM,
   formSlot,
   PATTERN_PARAMS,
+  policyOf,
+  POLICY_PREFIX,
   PRESETS,
   requestFromForm,
   type FieldError,
@@ -57,7 +60,8 @@ function sync() {
     el.classList.toggle("hidden", !PATTERN_PARAMS[f.pattern].includes(param));
   }
   form().querySelectorAll<HTMLElement>(".compare-only").forEach((el) => el.classList.toggle("hidden", f.target !== COMPARE));
-  form().querySelectorAll<HTMLElement>(".rule-only").forEach((el) => el.classList.toggle("hidden", f.target === COMPARE));
+  const policy = policyOf(f.target) !== null;
+  form().querySelectorAll<HTMLElement>(".rule-only").forEach((el) => el.classList.toggle("hidden", f.target === COMPARE || policy));
   renderSweepParams(f.target);
   form().querySelectorAll<HTMLElement>(".length-requests").forEach((el) => el.classList.toggle("hidden", f.length !== "requests"));
   form().querySelectorAll<HTMLElement>(".length-duration").forEach((el) => el.classList.toggle("hidden", f.length !== "duration"));
@@ -99,6 +103,7 @@ function renderTargets() {
   select.replaceChildren(
     new Option("All algorithms side by side (compare)", COMPARE),
     ...state.rules.map((r) => new Option(`${r.name} — ${algorithmLabel(r.algorithm)}, ${describeRule(r)}`, r.name)),
+    ...state.policies.map((p) => new Option(`policy ${p.name} — ${describePolicy(p)}`, POLICY_PREFIX + p.name)),
   );
   select.value = [...select.options].some((o) => o.value === current) ? current : COMPARE;
   sync();
@@ -243,6 +248,7 @@ export async function initWorkload() {
     }
   });
   on("rules", renderTargets);
+  on("policies", renderTargets);
   renderTargets();
   // Drawn in the painter's shared frames (../paint.ts). A progress cue that lands, or is
   // drawn, after the run ended must not turn "Cancelled" back into "Running".

@@ -16,6 +16,7 @@ pub mod connection;
 pub mod inspect;
 pub mod metrics;
 pub mod peek;
+pub mod policies;
 pub mod replay;
 pub mod rules;
 pub mod runs;
@@ -25,6 +26,7 @@ pub mod stats;
 use crate::connection::{decision_deadline_setting, Connection};
 use crate::error::{AppError, ErrorCode};
 use crate::history::History;
+use crate::policies::PolicyBook;
 use crate::records::RunRecords;
 use crate::replay::ReplayStatus;
 use crate::rules::RuleBook;
@@ -81,6 +83,7 @@ pub struct AppCore {
     /// The TLS files (paths) and the insecure opt-out saved with `redis_url`.
     redis_tls: Mutex<ratelockr::TlsOptions>,
     rules: Mutex<RuleBook>,
+    policies: Mutex<PolicyBook>,
     persist: Box<dyn Persist>,
     warnings: Mutex<Vec<String>>,
     sim: Mutex<SimSlot>,
@@ -178,6 +181,7 @@ impl AppCore {
             redis_url: Mutex::new(settings.redis_url),
             redis_tls: Mutex::new(settings.redis_tls),
             rules: Mutex::new(RuleBook::new(settings.rules)),
+            policies: Mutex::new(PolicyBook::new(settings.policies)),
             persist,
             warnings: Mutex::new(warnings),
             sim: Mutex::new(SimSlot {
@@ -222,12 +226,32 @@ impl AppCore {
         &self.metrics
     }
 
+    /// Applies `edit` to a book (the rules, the policies) and persists it; when saving fails,
+    /// the book is put back as it was, so memory never claims what the file does not hold.
+    fn edit_book<T: crate::book::Named>(
+        &self,
+        book: &Mutex<crate::book::Book<T>>,
+        edit: impl FnOnce(&mut crate::book::Book<T>) -> Result<(), AppError>,
+    ) -> Result<Vec<T>, AppError> {
+        let mut guard = lock(book);
+        let before = guard.clone();
+        edit(&mut guard)?;
+        let items = guard.items().to_vec();
+        drop(guard);
+        if let Err(err) = self.save() {
+            *lock(book) = before;
+            return Err(err);
+        }
+        Ok(items)
+    }
+
     fn save(&self) -> Result<(), AppError> {
         let settings = Settings {
             redis_url: lock(&self.redis_url).clone(),
             redis_tls: lock(&self.redis_tls).clone(),
             metrics: lock(&self.metrics_slot).settings,
-            rules: lock(&self.rules).rules().to_vec(),
+            rules: lock(&self.rules).items().to_vec(),
+            policies: lock(&self.policies).items().to_vec(),
             history: lock(&self.history).settings(),
         };
         self.persist

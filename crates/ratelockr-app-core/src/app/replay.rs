@@ -44,6 +44,30 @@ impl ReplayObserver for Relay {
 }
 
 impl AppCore {
+    /// The policies a request names, from the policy book.
+    fn replay_policies(&self, request: &ReplayRequest) -> Result<Vec<ratelockr::Policy>, AppError> {
+        if !request.rules.is_empty() || request.inline.is_some() {
+            return Err(AppError::new(
+                ErrorCode::InvalidReplay,
+                "replay rules or policies, not both: a rule is a policy of one limit",
+            )
+            .with_field("policies"));
+        }
+        request
+            .policies
+            .iter()
+            .map(|name| {
+                self.policy(name).ok_or_else(|| {
+                    AppError::new(
+                        ErrorCode::PolicyNotFound,
+                        format!("no policy named {name:?}"),
+                    )
+                    .with_field("policies")
+                })
+            })
+            .collect()
+    }
+
     /// The rules a request names: the book's, then the inline one.
     fn replay_rules(&self, request: &ReplayRequest) -> Result<Vec<Rule>, AppError> {
         let mut rules = Vec::new();
@@ -77,9 +101,14 @@ impl AppCore {
         events: Arc<dyn ReplayEvents>,
     ) -> Result<ReplayStatus, AppError> {
         let file = log_file(&request.path)?;
+        let (rules, policies) = match request.policies.is_empty() {
+            true => (self.replay_rules(request)?, Vec::new()),
+            false => (Vec::new(), self.replay_policies(request)?),
+        };
         let spec = ReplaySpec {
             parse: request.parse.clone(),
-            rules: self.replay_rules(request)?,
+            rules,
+            policies,
             sweep: request.sweep.clone(),
             top: request.top.unwrap_or(10).clamp(1, 1000),
             ..ReplaySpec::default()
@@ -103,6 +132,14 @@ impl AppCore {
             id = history.next_id();
             // Named for what it is: a sweep says so, and over what.
             let what = match spec.sweep.as_slice() {
+                [] if !spec.policies.is_empty() => format!(
+                    "{} replay",
+                    spec.policies
+                        .iter()
+                        .map(|p| p.name())
+                        .collect::<Vec<_>>()
+                        .join(" beside ")
+                ),
                 [] => "Replay".to_string(),
                 axes => format!(
                     "Sweep of {} ({} configurations)",
@@ -311,7 +348,12 @@ async fn run(
     // full copy of the log's each, are not: the rules' own are.
     let mut kept = RulesOnly {
         inner: csv,
-        rules: spec.rules.iter().map(|r| r.name().to_string()).collect(),
+        rules: spec
+            .rules
+            .iter()
+            .map(|r| r.name().to_string())
+            .chain(spec.policies.iter().map(|p| p.name().to_string()))
+            .collect(),
     };
     let sink: &mut dyn RecordSink = &mut kept;
     Ok(replay::run(limiter, source, spec, Some(sink), observer, cancel).await?)

@@ -8,7 +8,7 @@ use ratelockr::Rule;
 
 impl AppCore {
     pub fn rules(&self) -> Vec<Rule> {
-        lock(&self.rules).rules().to_vec()
+        lock(&self.rules).items().to_vec()
     }
 
     pub fn rule_validate(&self, draft: &RuleDraft) -> Result<Rule, AppError> {
@@ -29,21 +29,12 @@ impl AppCore {
         self.edit_rules(|book| book.remove(name).map(drop))
     }
 
-    /// Applies `edit` to the rules and persists them; when saving fails, the rules are put back
-    /// as they were, so memory never claims what the file does not hold.
+    /// Applies `edit` to the rules and persists them (see [`AppCore::edit_book`]).
     fn edit_rules(
         &self,
         edit: impl FnOnce(&mut RuleBook) -> Result<(), AppError>,
     ) -> Result<Vec<Rule>, AppError> {
-        let mut book = lock(&self.rules);
-        let before = book.clone();
-        edit(&mut book)?;
-        let rules = book.rules().to_vec();
-        drop(book);
-        if let Err(err) = self.save() {
-            *lock(&self.rules) = before;
-            return Err(err);
-        }
+        let rules = self.edit_book(&self.rules, edit)?;
         self.metrics.set_active_rules(rules.len());
         Ok(rules)
     }

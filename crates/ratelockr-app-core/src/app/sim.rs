@@ -36,7 +36,10 @@ impl AppCore {
         let mut request = request.clone();
         // The seed actually used is kept, so the run can be repeated from the history.
         request.seed.get_or_insert_with(now_ms);
-        let mut spec = request.to_spec(|name| lock(&self.rules).get(name).cloned())?;
+        let mut spec = request.to_spec(
+            |name| lock(&self.rules).get(name).cloned(),
+            |name| self.policy(name),
+        )?;
         let name = match &request.name {
             Some(name) => history::valid_name(name)?,
             None => default_run_name(&spec),

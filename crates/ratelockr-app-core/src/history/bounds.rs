@@ -105,7 +105,7 @@ mod tests {
 
     fn run_one(history: &mut History, name: &str) -> (String, Vec<String>) {
         let request = request();
-        let spec = request.to_spec(|_| None).expect("spec");
+        let spec = request.to_spec(|_| None, |_| None).expect("spec");
         let id = history.next_id();
         history
             .begin(&id, name.into(), request, spec)
