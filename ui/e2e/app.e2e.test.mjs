@@ -953,6 +953,97 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await fill("#replay-sweep-ys", "");
   });
 
+  it("writes a stacked policy, replays the sample log through it and an edited copy, and exports it in shadow mode", async () => {
+    const field = (path) => `#policy-form [data-field="${path}"]`;
+    await click("#policy-new");
+    await fill("#policy-name", "api");
+    await fill("#policy-key", "ip");
+    await fill(field("limits[0].capacity"), "10");
+    await fill(field("limits[0].refill_per_sec"), "10");
+    await domClick('[data-add-limit="limits"]');
+    await fill(field("limits[1].name"), "daily");
+    await fill(field("limits[1].algorithm"), "fixed_window");
+    await fill(field("limits[1].window_ms"), "86400000");
+    // A refused value is named beside its own field, by the engine.
+    await fill(field("limits[1].limit"), "0");
+    await until(async () => /limit/.test(await text('[data-policy-error-for="limits[1].limit"]')), 5_000, "the daily limit's error shows beside it");
+    await fill(field("limits[1].limit"), "2000");
+    await until(async () => (await text('[data-policy-error-for="limits[1].limit"]')) === "", 5_000, "the error clears");
+    await click("#policy-save");
+    await until(() => browser.execute(() => Boolean(document.querySelector('#policy-list [data-policy="api"]'))), 5_000, "the policy is listed");
+    // An edited copy beside it: the day holds 200, not 2000.
+    await click("#policy-copy");
+    await fill(field("limits[1].limit"), "200");
+    await click("#policy-save");
+    await until(() => browser.execute(() => Boolean(document.querySelector('#policy-list [data-policy="api-edited"]'))), 5_000, "the copy is listed");
+    // Both through the sample log, side by side.
+    await until(() => browser.execute(() => Boolean(document.querySelector('#replay-policies input[data-policy="api-edited"]'))), 5_000, "the policies are offered");
+    await browser.execute(() => {
+      for (const box of document.querySelectorAll("#replay-policies input[data-policy]")) {
+        box.checked = true;
+        box.dispatchEvent(new Event("change", { bubbles: true }));
+      }
+    });
+    assert.equal(await browser.execute(() => document.querySelectorAll("#replay-rules input[data-rule]:checked").length), 0, "no rule beside policies");
+    if (!/access\.log\.gz$/.test(await text("#replay-path"))) await domClick("#replay-open");
+    await until(async () => /access\.log\.gz$/.test(await text("#replay-path")), 10_000, "the log is chosen");
+    await domClick("#replay-run");
+    await until(async () => /^Done/.test(await text("#replay-progress")), 120_000, "the replay ends");
+    const change = await text('[data-testid="replay-change"][data-rule="api-edited"]');
+    assert.match(change, /^api-edited beside api: [\d,]+ more requests denied, [\d,]+ more keys denied/, change);
+    const firstMore = await browser.execute(() => document.querySelector('[data-testid="replay-change"] ul.change-keys li .mono')?.textContent);
+    assert.equal(firstMore, "203.0.113.66", "the scraper loses the most when the day holds 200");
+    assert.match(await text('[data-testid="replay-denied-by"]'), /denied by daily/);
+    await photograph(join(SHOTS, "policy-replay.png"), ["sim-card", "run-card", "chart-card", "perkey-card", "inspector-card"]);
+    // Shadow first: the mode, saved, then the file for serve and the layer.
+    await domClick('#policy-list [data-policy="api"]');
+    await fill("#policy-mode", "shadow");
+    await domClick("#policy-save");
+    await until(async () => /shadow/.test(await text('#policy-list [data-policy="api"]')), 5_000, "api is in shadow mode");
+    const answer = process.env.RATELOCKR_E2E_SAVE_ANSWER;
+    const file = join(exportDir, "policies.toml");
+    writeFileSync(answer, file);
+    try {
+      await click("#policy-export");
+      await until(async () => /^Exported/.test(await text("#policy-note")), 10_000, "the export says where");
+    } finally {
+      rmSync(answer, { force: true });
+    }
+    const toml = readFileSync(file, "utf8");
+    assert.match(toml, /\[\[policies\]\]\nname = "api"\nkey = "ip"\nmode = "shadow"/, toml);
+    assert.match(toml, /name = "daily"\nalgorithm = "fixed_window"\nlimit = 2000/, toml);
+    assert.match(toml, /name = "api-edited"/, toml);
+  });
+
+  it("simulates a policy with a tier: an envelope per limit, denials per limit, tiers in the per-key table", async () => {
+    const field = (path) => `#policy-form [data-field="${path}"]`;
+    await domClick('#policy-list [data-policy="api-edited"]');
+    await domClick("#policy-add-tier");
+    await fill(field("overrides[0].tier"), "premium");
+    await fill(field("overrides[0].keys"), "client-0");
+    await fill(field("overrides[0].limits[0].capacity"), "100");
+    await fill(field("overrides[0].limits[0].refill_per_sec"), "100");
+    await browser.execute(() => document.getElementById("policies-card").scrollIntoView());
+    await new Promise((r) => setTimeout(r, 500));
+    execFileSync("import", ["-window", "root", join(SHOTS, "policy-editor.png")]);
+    await domClick("#policy-save");
+    await until(async () => /1 tier/.test(await text('#policy-list [data-policy="api-edited"]')), 5_000, "the tier is saved");
+    await fill("#sim-pattern", "constant");
+    await runSimulation({ target: "policy:api-edited", rps: 400, requests: 1200, servers: 2, keys: 3 });
+    await until(finished, 60_000, "the run ends");
+    await click('[data-measure="bin"]');
+    await until(async () => /denied by per-second/.test(await text("#run-card")), 10_000, "denials are drawn per limit");
+    await click('[data-measure="cumulative"]');
+    await until(async () => /envelope of per-second/.test(await text("#run-card")) && /envelope of daily/.test(await text("#run-card")), 10_000, "each limit's envelope is drawn");
+    await until(async () => /Tier/.test(await text("#perkey-table")), 10_000, "the per-key table shows tiers");
+    const tiers = await browser.execute(() =>
+      Object.fromEntries([...document.querySelectorAll("#perkey-table tr[data-key]")].map((tr) => [tr.dataset.key, tr.children[8]?.textContent])),
+    );
+    assert.equal(tiers["client-0"], "premium", JSON.stringify(tiers));
+    assert.equal(tiers["client-1"], "(own limits)", JSON.stringify(tiers));
+    await photograph(join(SHOTS, "policy-run.png"), ["replay-card", "perkey-card", "inspector-card"]);
+  });
+
   it("connects to a Redis Cluster and to a TLS Redis through the form, and shows which it is on", async () => {
     const marks = () => text("#conn-pill-marks");
     await fill("#conn-input", await startCluster());

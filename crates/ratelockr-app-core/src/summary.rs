@@ -27,6 +27,14 @@ pub struct SummaryRow {
     /// Admissions beyond what the rule could ever allow: 0 for a correct limiter.
     #[ts(type = "number")]
     pub over_admitted: u64,
+    /// A policy: its denials (a shadow policy's would-be denials) by the limit that decided.
+    #[ts(optional, type = "Record<string, number>")]
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub denied_by: std::collections::BTreeMap<String, u64>,
+    /// A shadow policy: requests admitted that its limits denied.
+    #[ts(optional, type = "number")]
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shadow_denied: u64,
     /// The most admitted for one client key in any window of the rule's length, against the
     /// rule's limit, and where: a boundary burst as a number. Absent when nothing passed.
     #[ts(optional)]
@@ -120,6 +128,8 @@ impl RunSummary {
                     fail_open: t.fail_open,
                     retries: t.retries,
                     over_admitted: t.over_admitted,
+                    denied_by: t.denied_by.clone(),
+                    shadow_denied: t.shadow_denied,
                     peak_window: t.peak_window.clone(),
                     latency_p50_us: t.latency_p50_us,
                     latency_p99_us: t.latency_p99_us,
@@ -142,4 +152,8 @@ pub enum RunStatus {
     Cancelled,
     /// Stopped by an error (or by the app ending mid-run); the records so far are kept.
     Failed,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

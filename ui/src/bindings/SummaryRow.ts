@@ -14,6 +14,14 @@ retries: number,
  */
 over_admitted: number, 
 /**
+ * A policy: its denials (a shadow policy's would-be denials) by the limit that decided.
+ */
+denied_by?: Record<string, number>, 
+/**
+ * A shadow policy: requests admitted that its limits denied.
+ */
+shadow_denied?: number, 
+/**
  * The most admitted for one client key in any window of the rule's length, against the
  * rule's limit, and where: a boundary burst as a number. Absent when nothing passed.
  */

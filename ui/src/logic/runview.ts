@@ -191,7 +191,7 @@ export function buildRunView(runs: RunData[], opts: ViewOptions): RunView {
         lines.push({ ...allowed, label: `allowed · ${run.name}`, color: RUN_COLORS[(i + 1) % RUN_COLORS.length], dash: [...OVERLAY_DASH], width: 2 });
       });
       const title = target.policy ? `${target.rule.name} (policy${target.policy.mode === "shadow" ? ", shadow" : ""})` : target.rule.name;
-      return { title, target: t, rule: target.rule.name, algorithm: target.naive ? "naive_get_set" : target.rule.algorithm, lines };
+      return { title, target: t, rule: target.rule.name, algorithm: target.naive ? "naive_get_set" : target.policy ? "policy" : target.rule.algorithm, lines };
     });
   } else {
     const lines: Line[] = [];

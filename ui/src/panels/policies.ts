@@ -68,9 +68,13 @@ function limitRow(rows: LimitForm[], i: number, path: string): HTMLElement {
   return h(
     "div",
     { className: "policy-limit", data: { limit: at } },
-    h("div", { className: "row" }, name, kind, remove),
-    slot(`${at}.name`),
-    slot(`${at}.algorithm`),
+    h(
+      "div",
+      { className: "limit-head" },
+      h("div", {}, h("label", { text: `Limit ${i + 1}` }), name, slot(`${at}.name`)),
+      h("div", {}, h("label", { text: "Algorithm" }), kind, slot(`${at}.algorithm`)),
+      remove,
+    ),
     h("div", { className: "grid3" }, ...params),
   );
 }

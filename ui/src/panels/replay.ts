@@ -175,6 +175,8 @@ function renderRules() {
     );
   }
   renderPolicies();
+  // A sweep varies one rule's parameters: none beside policies.
+  $("replay-sweep-row").classList.toggle("hidden", chosenPolicies.size > 0);
   renderSweepParams();
   renderButtons();
 }

@@ -157,7 +157,7 @@ function renderSummary(run: RunInfo | undefined) {
         h("td", { text: r.naive ? `${algorithmLabel("naive_get_set")}` : algorithmLabel(r.algorithm) }),
         h("td", { className: "num", text: fmtInt(r.requests) }),
         h("td", { className: "num" }, fmtInt(r.allowed), " ", pct(r.allowed)),
-        h("td", { className: "num" }, fmtInt(r.denied), " ", pct(r.denied)),
+        h("td", { className: "num" }, fmtInt(r.denied), " ", pct(r.denied), ...deniedBy(r)),
         h("td", { className: "num" + (r.fail_open > 0 ? " warn" : ""), text: fmtInt(r.fail_open) }),
         h("td", { className: "num" + (r.over_admitted > 0 ? " bad" : ""), text: fmtInt(r.over_admitted) }),
         peakCell(r.peak_window),
@@ -191,6 +191,15 @@ function renderSummary(run: RunInfo | undefined) {
       ]
     : [];
   el.replaceChildren(caption, h("table", { className: "summary" }, thead, body), ...sweep, latency);
+}
+
+/** A policy's denials by limit under its denied count: "by daily 12, per-second 3"; a shadow policy's would-be denials. */
+function deniedBy(r: { denied_by?: Record<string, number>; shadow_denied?: number }): HTMLElement[] {
+  const by = Object.entries(r.denied_by ?? {}).sort((a, b) => b[1] - a[1]);
+  if (by.length === 0) return [];
+  const text = by.map(([limit, n]) => `${limit} ${fmtInt(n)}`).join(", ");
+  const shadow = (r.shadow_denied ?? 0) > 0;
+  return [h("div", { className: "denied-by", data: { testid: "denied-by" }, text: shadow ? `would deny ${fmtInt(r.shadow_denied ?? 0)}: ${text}` : `by ${text}` })];
 }
 
 /**
