@@ -993,7 +993,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     assert.match(change, /^api-edited beside api: [\d,]+ more requests denied, [\d,]+ more keys denied/, change);
     const firstMore = await browser.execute(() => document.querySelector('[data-testid="replay-change"] ul.change-keys li .mono')?.textContent);
     assert.equal(firstMore, "203.0.113.66", "the scraper loses the most when the day holds 200");
-    assert.match(await text('[data-testid="replay-denied-by"]'), /denied by daily/);
+    assert.match(await text('[data-testid="replay-denied-by"]'), /^daily [\d,]+, per-second [\d,]+/);
     await photograph(join(SHOTS, "policy-replay.png"), ["sim-card", "run-card", "chart-card", "perkey-card", "inspector-card"]);
     // Shadow first: the mode, saved, then the file for serve and the layer.
     await domClick('#policy-list [data-policy="api"]');

@@ -251,7 +251,7 @@ function policyFigures(r: RuleReport): string {
   const by = Object.entries(p.denied_by)
     .sort((a, b) => b[1] - a[1])
     .map(([limit, n]) => `${limit} ${fmtInt(n)}`);
-  const parts = [by.length ? `${p.policy.mode === "shadow" ? "would deny" : "denied"} by ${by.join(", ")}` : "no limit denied"];
+  const parts = [by.length ? `${p.policy.mode === "shadow" ? "would deny: " : ""}${by.join(", ")}` : "none"];
   if (p.shadow_denied > 0) parts.push(`shadow: ${fmtInt(p.shadow_denied)} admitted`);
   const tiers = Object.entries(p.tier_keys).map(([tier, n]) => `${fmtInt(n)} keys ${tier ? `in ${tier}` : "on own limits"}`);
   if (tiers.length) parts.push(tiers.join(", "));
