@@ -361,6 +361,7 @@ mod tests {
                 binding: Some(binding.into()),
                 tier: None,
                 limits,
+                cached: false,
             }
         }
 

@@ -245,6 +245,11 @@ impl Limiter {
     }
 
     /// The observer of decisions, if any (metrics).
+    /// The deny cache, when the options turned it on.
+    pub(crate) fn deny_cache(&self) -> Option<&DenyCache> {
+        self.inner.deny_cache.as_ref()
+    }
+
     pub(crate) fn observer(&self) -> Option<&Arc<dyn DecisionObserver>> {
         self.inner.observer.as_ref()
     }

@@ -210,3 +210,88 @@ async fn a_reset_key_is_asked_of_redis_again() {
         "the reset state admits, the stale denial is gone: {after:?}"
     );
 }
+
+#[tokio::test]
+async fn an_enforced_policy_repeats_its_binding_limits_denial_and_a_shadow_one_always_asks() {
+    use ratelockr::policy::{parse_policies, Format};
+    let server = common::redis();
+    let (limiter, metrics) = cached(&server.url(), "deny-policy");
+    let file = r#"
+[[policies]]
+name = "api"
+  [[policies.limits]]
+  name = "burst"
+  algorithm = "token-bucket"
+  capacity = 5
+  refill_per_sec = 0.001
+  [[policies.limits]]
+  name = "hourly"
+  algorithm = "fixed-window"
+  limit = 2
+  window_ms = 3600000
+[[policies]]
+name = "trial"
+mode = "shadow"
+  [[policies.limits]]
+  name = "hourly"
+  algorithm = "fixed-window"
+  limit = 1
+  window_ms = 3600000
+"#;
+    let policies = parse_policies(file, Format::Toml).expect("valid");
+    let (api, trial) = (&policies[0], &policies[1]);
+    for _ in 0..2 {
+        let d = limiter
+            .check_policy(api, "attacker", 1)
+            .await
+            .expect("valid");
+        assert!(d.allowed, "{d:?}");
+    }
+    let first = limiter
+        .check_policy(api, "attacker", 1)
+        .await
+        .expect("valid");
+    assert!(!first.allowed, "{first:?}");
+    assert_eq!(first.binding.as_deref(), Some("hourly"));
+    let calls = evalsha_calls(&limiter).await;
+    for _ in 0..20 {
+        let d = limiter
+            .check_policy(api, "attacker", 1)
+            .await
+            .expect("valid");
+        assert!(!d.allowed && d.would_deny && !d.fail_open, "{d:?}");
+        assert_eq!(d.binding.as_deref(), Some("hourly"));
+        assert!(
+            d.retry_after_ms >= 1 && d.retry_after_ms <= first.retry_after_ms,
+            "{d:?}"
+        );
+    }
+    // INFO itself is not an EVALSHA: nothing reached Redis's scripts meanwhile.
+    assert_eq!(evalsha_calls(&limiter).await, calls);
+    assert!(metrics
+        .render()
+        .contains("ratelockr_policy_decisions_total{policy=\"api\",result=\"cache_denied\"} 20"));
+    // Another key is not denied by the attacker's entry.
+    assert!(
+        limiter
+            .check_policy(api, "bystander", 1)
+            .await
+            .expect("valid")
+            .allowed
+    );
+    // A shadow policy's would-be denials are counted in Redis: each asks.
+    for _ in 0..3 {
+        let d = limiter
+            .check_policy(trial, "attacker", 1)
+            .await
+            .expect("valid");
+        assert!(d.allowed, "{d:?}");
+    }
+    let before = evalsha_calls(&limiter).await;
+    let d = limiter
+        .check_policy(trial, "attacker", 1)
+        .await
+        .expect("valid");
+    assert!(d.allowed && d.would_deny, "{d:?}");
+    assert_eq!(evalsha_calls(&limiter).await, before + 1);
+}

@@ -2,10 +2,11 @@
 //! deadline, fail-open (or closed) on any Redis failure, telemetry counted in the same call,
 //! metrics through the limiter's observer.
 
-use super::decision::PolicyDecision;
+use super::decision::{LimitResult, PolicyDecision};
 use super::script::{parse_reply, PolicyCall};
 use super::{Limit, Mode, Policy};
 use crate::decision::PolicyOutcome;
+use crate::deny_cache::DenyCache;
 use crate::error::RedisFailure;
 use crate::limiter::{FailureMode, Limiter};
 use crate::rule::{validate_client_key, RuleError};
@@ -114,6 +115,24 @@ impl Limiter {
             .iter()
             .map(|l| keys.policy_limit(l.kind(), policy.name(), l.name(), client_key))
             .collect();
+        // The deny cache, for an enforced policy on the Redis clock: a limit Redis has just
+        // denied denies the stack until its wait is over. A shadow policy always asks Redis,
+        // which counts its would-be denials.
+        let cache = self
+            .deny_cache()
+            .filter(|_| !peek && matches!(at, At::ServerClock) && policy.mode() == Mode::Enforce);
+        let started = Instant::now();
+        if let Some(cache) = cache {
+            if let Some(decision) =
+                cached_denial(cache, policy, tier, limits, &state_keys, cost, started)
+            {
+                tokio::task::consume_budget().await;
+                if let Some(observer) = self.observer() {
+                    observer.policy_decided(policy.name(), decision.outcome(), started.elapsed());
+                }
+                return Ok(Ok(decision));
+            }
+        }
         let second = at.millis().unwrap_or_else(telemetry::now_ms) / 1000;
         let stats = (self.options().telemetry && !peek).then(|| {
             PolicyOutcome::COUNTED.map(|outcome| keys.policy_stats(policy.name(), second, outcome))
@@ -129,12 +148,14 @@ impl Limiter {
             mode: policy.mode(),
             at,
         };
-        let started = Instant::now();
         let result = self.invoke_policy(&call, policy, tier).await;
         let elapsed = started.elapsed();
         let observer = self.observer().filter(|_| !peek);
         match result {
             Ok(decision) => {
+                if let Some(cache) = cache {
+                    remember(cache, &decision, limits, &state_keys, cost, started);
+                }
                 if let Some(observer) = observer {
                     observer.policy_decided(policy.name(), decision.outcome(), elapsed);
                 }
@@ -178,6 +199,79 @@ impl Limiter {
         };
         parse_reply(&reply, policy.name(), policy.mode(), tier, call.limits)
     }
+}
+
+/// The denial the deny cache still holds for one of the stack's limits, as the policy's.
+fn cached_denial(
+    cache: &DenyCache,
+    policy: &Policy,
+    tier: Option<&str>,
+    limits: &[Limit],
+    state_keys: &[String],
+    cost: u64,
+    now: Instant,
+) -> Option<PolicyDecision> {
+    let (limit, hit) = limits
+        .iter()
+        .zip(state_keys)
+        .find_map(|(limit, key)| Some((limit, cache.lookup(key, limit.algorithm(), cost, now)?)))?;
+    let remaining = i64::try_from(hit.remaining).unwrap_or(i64::MAX);
+    Some(PolicyDecision {
+        allowed: false,
+        remaining,
+        retry_after_ms: hit.retry_after_ms,
+        reset_after_ms: hit.reset_after_ms,
+        fail_open: false,
+        policy: policy.name().to_string(),
+        shadow: false,
+        would_deny: true,
+        binding: Some(limit.name().to_string()),
+        tier: tier.map(str::to_string),
+        limits: vec![LimitResult {
+            name: limit.name().to_string(),
+            algorithm: limit.kind(),
+            allowed: false,
+            remaining,
+            retry_after_ms: hit.retry_after_ms,
+            reset_after_ms: hit.reset_after_ms,
+        }],
+        cached: true,
+    })
+}
+
+/// Keeps Redis's denial by the binding limit (the longest wait) while it holds; an admission
+/// ends every limit's cached denial.
+fn remember(
+    cache: &DenyCache,
+    decision: &PolicyDecision,
+    limits: &[Limit],
+    state_keys: &[String],
+    cost: u64,
+    sent: Instant,
+) {
+    if decision.allowed {
+        for key in state_keys {
+            cache.forget(key);
+        }
+        return;
+    }
+    let Some(binding) = decision.binding_limit() else {
+        return;
+    };
+    let Some((limit, key)) = limits
+        .iter()
+        .zip(state_keys)
+        .find(|(l, _)| l.name() == binding.name)
+    else {
+        return;
+    };
+    let denial = crate::Decision::by_redis(
+        false,
+        u64::try_from(binding.remaining).unwrap_or(0),
+        binding.retry_after_ms,
+        binding.reset_after_ms,
+    );
+    cache.insert(key, limit.algorithm(), cost, sent, &denial);
 }
 
 /// A check takes something: a cost of 0 is a peek ([`Limiter::peek_policy_at`]), as a rule's

@@ -34,8 +34,14 @@ pub struct PolicyDecision {
     /// The tier whose limits applied (an override's), `None` for the policy's own.
     pub tier: Option<String>,
     /// Every limit's own verdict and numbers, in the policy's order; empty when Redis could
-    /// not be asked.
+    /// not be asked. A denial repeated by the deny cache carries the denying limit alone.
     pub limits: Vec<LimitResult>,
+    /// Denied in process by the deny cache, repeating Redis's denial by `binding` while it
+    /// holds ([`crate::deny_cache`]): Redis was not asked. Not part of the JSON, which reads
+    /// as Redis's denial.
+    #[serde(skip)]
+    #[cfg_attr(feature = "ts", ts(skip))]
+    pub cached: bool,
 }
 
 /// One limit's part of a policy's decision. When the policy is denied, a limit that would
@@ -67,6 +73,7 @@ impl PolicyDecision {
             binding: None,
             tier: tier.map(str::to_string),
             limits: Vec::new(),
+            cached: false,
         }
     }
 
@@ -74,6 +81,8 @@ impl PolicyDecision {
     pub fn outcome(&self) -> PolicyOutcome {
         if self.fail_open {
             PolicyOutcome::FailOpen
+        } else if self.cached {
+            PolicyOutcome::CacheDenied
         } else if !self.allowed {
             PolicyOutcome::Denied
         } else if self.would_deny {
@@ -133,6 +142,7 @@ mod tests {
                 retry_after_ms: 1500,
                 reset_after_ms: 86_400_000,
             }],
+            cached: false,
         };
         let json = serde_json::to_value(&d).expect("json");
         assert_eq!(

@@ -192,6 +192,7 @@ pub(crate) fn parse_reply(
         binding: Some(binding.name().to_string()),
         tier: tier.map(str::to_string),
         limits: results,
+        cached: false,
     })
 }
 

@@ -21,8 +21,10 @@
 //! - [`report`]   the serializable report
 //! - `error`      why a replay could not run, naming the parameter
 //! - `preview`    the first lines of a log as a replay would see them
+//! - `calls`      each request's script calls on its lane, and their replies read
 //! - `changes`    side by side: how each candidate decides the log differently from the first
 
+mod calls;
 mod changes;
 pub mod clf;
 pub mod csvlog;

@@ -2,6 +2,7 @@
 //! through every rule's script in pipelined lanes ([`super::decide`]) while the next is read;
 //! the decisions are accounted per rule, streamed as records, and summed into the report.
 
+use super::calls::{all_limits, collect, dispatch, Decider, Sent, Verdict};
 use super::distinct::Distinct;
 use super::error::ReplayError;
 use super::format::LogFormat;
@@ -11,16 +12,11 @@ use super::report::{pct, ReplayReport, RuleReport, Suggestion, SweepPoint};
 use super::spec::ReplaySpec;
 use super::stats::RuleTally;
 use super::{changes, decide, pace};
-use crate::decision::Decision;
 use crate::keys::KeySpace;
 use crate::limiter::Limiter;
-use crate::policy::script::{parse_head, PolicyCall};
-use crate::policy::{Limit, Policy};
 use crate::record::{ExportError, Record, RecordSink};
 use crate::rule::Rule;
-use crate::scripts::{At, Call};
 use crate::sweep;
-use crate::telemetry::COUNTER_TTL_SECS;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -62,47 +58,6 @@ pub const MAX_LANES: usize = 64;
 struct RuleRun {
     stats: RuleTally,
     sweep: Option<std::collections::BTreeMap<String, f64>>,
-}
-
-/// What decides a run's requests: a rule's script, or a policy's stacked one.
-struct Decider {
-    rule: Rule,
-    policy: Option<Policy>,
-}
-
-impl Decider {
-    fn of(run: &RuleRun) -> Decider {
-        Decider {
-            rule: run.stats.rule.clone(),
-            policy: run.stats.policy().cloned(),
-        }
-    }
-
-    /// The largest cost every limit could admit.
-    fn max_cost(&self) -> u64 {
-        match &self.policy {
-            None => self.rule.algorithm().max_cost(),
-            Some(policy) => all_limits(policy)
-                .map(|l| l.algorithm().max_cost())
-                .min()
-                .unwrap_or(1),
-        }
-    }
-}
-
-/// Every limit of a policy, its tiers' included.
-fn all_limits(policy: &Policy) -> impl Iterator<Item = &Limit> {
-    let tiers = policy.overrides().iter().map(|o| o.limits());
-    std::iter::once(policy.limits()).chain(tiers).flatten()
-}
-
-/// The tier of `key` under `policy` (0: the policy's own limits, i + 1: override i) and its
-/// limits.
-pub(super) fn tier_of<'p>(policy: &'p Policy, key: &str) -> (usize, &'p [Limit]) {
-    match policy.overrides().iter().position(|o| o.matches(key)) {
-        Some(i) => (i + 1, policy.overrides()[i].limits()),
-        None => (0, policy.limits()),
-    }
 }
 
 /// Policies side by side (the replay's other mode): no rules, no sweep beside them.
@@ -201,7 +156,10 @@ pub async fn run(
 ) -> Result<ReplayReport, ReplayError> {
     let compiled = spec.parse.compile()?;
     let runs = rule_runs(spec)?;
-    let deciders: Vec<Decider> = runs.iter().map(Decider::of).collect();
+    let deciders: Vec<Decider> = runs
+        .iter()
+        .map(|r| Decider::new(&r.stats.rule, r.stats.policy()))
+        .collect();
     let max_cost = deciders.iter().map(Decider::max_cost).min().unwrap_or(1);
     if !(1..=MAX_LANES).contains(&spec.lanes) {
         return Err(ReplayError::InvalidSpec {
@@ -423,155 +381,6 @@ pub async fn run(
         cancelled: cancel.is_cancelled(),
         time_spread: "whole-second times spread evenly over their second by arrival order (i-th of n at i*1000/n ms)".into(),
         warnings: pace.warnings(),
-    })
-}
-
-/// A batch on its way: per lane, the pending replies and each reply's decision slot.
-type Sent = Vec<(decide::Pending, Vec<usize>)>;
-
-/// Sends one batch: every request through every rule (or policy), each key on its lane.
-/// Returns, per lane, the pending replies and the (request × rules + rule) slot of each.
-async fn dispatch(
-    lanes: &decide::Lanes,
-    keys: &KeySpace,
-    deciders: &[Decider],
-    reqs: &[Req],
-) -> Sent {
-    let n = lanes.count();
-    let mut commands: Vec<Vec<redis::Cmd>> = (0..n).map(|_| Vec::new()).collect();
-    let mut slots: Vec<Vec<usize>> = (0..n).map(|_| Vec::new()).collect();
-    for (j, req) in reqs.iter().enumerate() {
-        let lane = lanes.lane_of(req.key_hash);
-        for (i, decider) in deciders.iter().enumerate() {
-            let command = match &decider.policy {
-                None => {
-                    let limiter_key = keys.limiter(&decider.rule, &req.key);
-                    Call {
-                        algorithm: decider.rule.algorithm(),
-                        limiter_key: &limiter_key,
-                        stats_keys: None,
-                        stats_ttl_secs: COUNTER_TTL_SECS,
-                        cost: req.cost,
-                        at: At::Virtual(req.ms),
-                    }
-                    .evalsha()
-                }
-                Some(policy) => {
-                    let (_, limits) = tier_of(policy, &req.key);
-                    let state_keys: Vec<String> = limits
-                        .iter()
-                        .map(|l| keys.policy_limit(l.kind(), policy.name(), l.name(), &req.key))
-                        .collect();
-                    PolicyCall {
-                        limits,
-                        keys: &state_keys,
-                        stats_keys: None,
-                        stats_ttl_secs: COUNTER_TTL_SECS,
-                        cost: req.cost,
-                        mode: policy.mode(),
-                        at: At::Virtual(req.ms),
-                    }
-                    .evalsha()
-                }
-            };
-            commands[lane].push(command);
-            slots[lane].push(j * deciders.len() + i);
-        }
-    }
-    let mut pending = Vec::new();
-    for (lane, (cmds, slots)) in commands.into_iter().zip(slots).enumerate() {
-        if !cmds.is_empty() {
-            pending.push((lanes.submit(lane, cmds).await, slots));
-        }
-    }
-    pending
-}
-
-/// One decision of a replay: a rule's, or a policy's with what its record adds (as indexes
-/// into the policy, so nothing is allocated per decision).
-#[derive(Debug, Clone, Copy)]
-struct Verdict {
-    decision: Decision,
-    /// 0: the policy's own limits, i + 1: override i.
-    tier: usize,
-    /// The binding limit's index among the tier's limits; None for a rule and on fail-open.
-    binding: Option<usize>,
-    would_deny: bool,
-}
-
-impl Verdict {
-    const FAIL_OPEN: Verdict = Verdict {
-        decision: Decision::FAIL_OPEN,
-        tier: 0,
-        binding: None,
-        would_deny: false,
-    };
-}
-
-/// The second in which a failed replay decision was last logged.
-static LAST_WARNED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// Waits for a batch's replies and reads each as its script answers; a failure becomes a
-/// fail-open decision, counted in the limiter's ledger like any other.
-async fn collect(
-    limiter: &Limiter,
-    deciders: &[Decider],
-    reqs: &[Req],
-    pending: Sent,
-) -> Vec<Verdict> {
-    let r = deciders.len();
-    let mut verdicts = vec![Verdict::FAIL_OPEN; reqs.len() * r];
-    for (rx, slots) in pending {
-        let outcomes = rx.await.unwrap_or_default();
-        for (k, slot) in slots.into_iter().enumerate() {
-            let Some(outcome) = outcomes.get(k) else {
-                limiter.ledger().record_failure(crate::FailureKind::Other);
-                continue;
-            };
-            let read = outcome
-                .as_ref()
-                .map_err(Clone::clone)
-                .and_then(|reply| read_reply(&deciders[slot % r], &reqs[slot / r].key, reply));
-            match read {
-                Ok(verdict) => verdicts[slot] = verdict,
-                Err(failure) => {
-                    limiter.ledger().record_failure(failure.kind);
-                    // Once a second at most, however many decisions fail.
-                    let second = crate::telemetry::now_ms() / 1000;
-                    if LAST_WARNED.swap(second, Ordering::Relaxed) != second {
-                        tracing::warn!(redis = %limiter.target(), "replay decisions failed open: {failure}");
-                    }
-                }
-            }
-        }
-    }
-    verdicts
-}
-
-/// A script's reply as the decision of the rule or policy that sent it.
-fn read_reply(
-    decider: &Decider,
-    key: &str,
-    reply: &redis::Value,
-) -> Result<Verdict, crate::error::RedisFailure> {
-    let Some(policy) = &decider.policy else {
-        return crate::scripts::parse_value(reply).map(|decision| Verdict {
-            decision,
-            ..Verdict::FAIL_OPEN
-        });
-    };
-    let (tier, limits) = tier_of(policy, key);
-    let head = parse_head(reply, limits.len())?;
-    Ok(Verdict {
-        decision: Decision::by_redis(
-            head.allowed,
-            head.remaining.max(0) as u64,
-            head.retry_after_ms,
-            head.reset_after_ms,
-        ),
-        tier,
-        binding: Some(head.binding),
-        would_deny: head.would_deny,
     })
 }
 
