@@ -147,9 +147,19 @@ pub(crate) async fn invoke(
                 other => other.map_err(RedisFailure::from),
             }
         }
-        Err(err) if acl::is_noperm(&err) => Err(acl::no_script_permission(&err)),
-        Err(err) if acl::is_refused_in_script(&err) => Err(refused_in_script(&err)),
-        other => other.map_err(RedisFailure::from),
+        other => other.map_err(failure_of),
+    }
+}
+
+/// A script call's error as a failure, a refusal by the user's ACL named: the script's own
+/// command refused inside it (the command named), or the call itself (the permission named).
+pub(crate) fn failure_of(err: redis::RedisError) -> RedisFailure {
+    if acl::is_refused_in_script(&err) {
+        refused_in_script(&err)
+    } else if acl::is_noperm(&err) {
+        acl::no_script_permission(&err)
+    } else {
+        err.into()
     }
 }
 

@@ -3,6 +3,8 @@
 //! that may not EVAL, or not run scripts at all, fails open with a misconfiguration that names
 //! the missing permission.
 
+#[path = "common/cli.rs"]
+mod cli;
 mod common;
 
 use ratelockr::{Algorithm, At, CheckError, FailureKind, Limiter, RedisTarget, Rule};
@@ -209,4 +211,55 @@ async fn the_readmes_acl_user_decides_with_all_five_and_a_policy() {
         }
         other => panic!("the scripts' own commands are checked too: {other:?}"),
     }
+}
+
+/// A replay's pipelined calls name a command refused inside a script as a single decision
+/// does, not as a refusal of the script itself; the password is never printed.
+#[tokio::test]
+async fn a_replay_names_the_command_a_script_may_not_run() {
+    let server = common::redis();
+    let admin = common::limiter(&server, "acl-replay-admin");
+    set_user(
+        &admin,
+        "pipes",
+        "s3cret-pipes",
+        &[
+            "~*", "+evalsha", "+eval", "+ping", "+info", "+client", "+config",
+        ],
+    )
+    .await;
+    let dir = common::tempdir("acl-replay");
+    let log = dir.join("log.jsonl");
+    let lines: String = (0..20)
+        .map(|i| {
+            format!(
+                "{{\"ts\":{},\"ip\":\"k{}\"}}\n",
+                1_700_000_000_000u64 + i * 10,
+                i % 3
+            )
+        })
+        .collect();
+    std::fs::write(&log, lines).expect("write the log");
+    let url = format!("redis://pipes:s3cret-pipes@127.0.0.1:{}", server.port());
+    let out = cli::ratelockr(&[
+        "--redis",
+        &url,
+        "replay",
+        "--log",
+        &log.display().to_string(),
+        "--algorithm",
+        "fixed-window",
+        "--limit",
+        "5",
+        "--window-ms",
+        "1000",
+    ]);
+    let err = cli::text(&out.stderr);
+    assert!(
+        err.contains("the Redis user may not run")
+            && err.contains("which the fixed_window script calls"),
+        "{err}"
+    );
+    assert!(!err.contains("may not run this decision's script"), "{err}");
+    assert!(!err.contains("s3cret-pipes"), "{err}");
 }

@@ -828,3 +828,22 @@ fn check_says_a_failure_once() {
     assert_eq!(stderr.matches("connection refused").count(), 1, "{stderr}");
     assert!(stderr.contains("fail-open"), "{stderr}");
 }
+
+/// `bench --concurrency` is bounded: in process by what is worth holding in flight, over HTTP
+/// by the open files each connection costs (both ends live in this process).
+#[test]
+fn bench_concurrency_is_bounded_and_the_bound_named() {
+    for (args, most) in [
+        (&["bench", "--concurrency", "1000000"][..], "65536"),
+        (&["bench", "--api", "--concurrency", "5000"][..], "400"),
+        (&["bench", "--concurrency", "0"][..], "65536"),
+    ] {
+        let out = ratelockr(args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(&format!("invalid --concurrency: must be from 1 to {most}")),
+            "{args:?}: {err}"
+        );
+    }
+}

@@ -29,7 +29,7 @@
 use crate::conn::{Conn, ConnOptions};
 use crate::error::{FailureKind, RedisFailure};
 use crate::limiter::Limiter;
-use crate::{acl, scripts};
+use crate::scripts;
 use redis::cluster_routing::Slot;
 use redis::{ServerErrorKind, Value};
 use std::collections::{HashMap, HashSet};
@@ -279,12 +279,7 @@ fn settle(
             again.push(i);
             continue;
         }
-        let err = redis::RedisError::from(error);
-        outcomes[i] = Some(Err(if acl::is_noperm(&err) {
-            acl::no_script_permission(&err)
-        } else {
-            err.into()
-        }));
+        outcomes[i] = Some(Err(scripts::failure_of(redis::RedisError::from(error))));
     }
 }
 

@@ -16,6 +16,13 @@ use std::time::Duration;
 /// about 20 per master of a 3-master cluster, so each master gets a share near a third.
 const CLUSTER_RULES: usize = 60;
 
+/// The most decisions `bench` keeps in flight in process: past a few hundred Redis's one
+/// thread is the limit, and past this the tasks only cost memory.
+const MAX_CONCURRENCY: usize = 65_536;
+/// The most keep-alive connections `bench --api` opens to its own endpoint: each is two open
+/// files of this process (the client's end and the server's), under the common limit of 1024.
+const MAX_API_CONNECTIONS: usize = 400;
+
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// The algorithm to measure; repeat it, or leave it out for all five.
@@ -165,9 +172,23 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
         args.duration_secs >= 1,
         "invalid --duration-secs: must be at least 1"
     );
+    // In process, each decision in flight is a task and a queued command on the one
+    // connection; over HTTP each is a keep-alive connection, and the server's end of it a
+    // second file descriptor in this same process.
+    let most = if args.api {
+        MAX_API_CONNECTIONS
+    } else {
+        MAX_CONCURRENCY
+    };
     anyhow::ensure!(
-        args.concurrency >= 1,
-        "invalid --concurrency: must be at least 1"
+        (1..=most).contains(&args.concurrency),
+        "invalid --concurrency: must be from 1 to {most}{}, got {}",
+        if args.api {
+            " with --api (each is a connection, and its server end a second open file of this process)"
+        } else {
+            ""
+        },
+        args.concurrency
     );
     anyhow::ensure!(args.keys >= 1, "invalid --keys: must be at least 1");
     if args.api {
