@@ -52,6 +52,6 @@ binding: string | null,
 tier: string | null, 
 /**
  * Every limit's own verdict and numbers, in the policy's order; empty when Redis could
- * not be asked.
+ * not be asked. A denial repeated by the deny cache carries the denying limit alone.
  */
 limits: Array<LimitResult>, };
