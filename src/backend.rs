@@ -127,6 +127,7 @@ pub async fn probe(
                 response_timeout: deadline,
                 retries: 0,
                 max_delay: None,
+                min_delay: None,
             };
             let mut conn = crate::conn::Conn::connect(target, options).await?;
             return Ok(redis::cmd("PING").query_async::<String>(&mut conn).await?);

@@ -27,6 +27,11 @@ pub(crate) struct ConnOptions {
     pub retries: usize,
     /// The longest wait between retries (None: the client's default).
     pub max_delay: Option<Duration>,
+    /// The first wait before a retry, doubling after (None: the client's default, 100 ms).
+    /// Kept well under a decision's deadline, so that a connect that fails for good (a wrong
+    /// password, a TLS certificate the client refuses) is reported as what it is within the
+    /// deadline instead of as a timeout while its retries wait.
+    pub min_delay: Option<Duration>,
 }
 
 /// A connection to a single Redis or to a Redis Cluster. Cheap to clone: clones share it.
@@ -336,6 +341,10 @@ fn single(options: ConnOptions) -> ConnectionManagerConfig {
         .set_connection_timeout(Some(options.connect_timeout))
         .set_response_timeout(Some(options.response_timeout))
         .set_number_of_retries(options.retries);
+    let config = match options.min_delay {
+        Some(delay) => config.set_min_delay(delay),
+        None => config,
+    };
     match options.max_delay {
         Some(delay) => config.set_max_delay(delay),
         None => config,

@@ -184,6 +184,12 @@ impl Limiter {
                 response_timeout: options.deadline,
                 retries: 2,
                 max_delay: Some(Duration::from_millis(500)),
+                // Two retries wait an eighth and a quarter of the deadline: a connect that
+                // cannot succeed says why before the deadline passes.
+                min_delay: Some(
+                    (options.deadline / 8)
+                        .clamp(Duration::from_millis(5), Duration::from_millis(100)),
+                ),
             },
         );
         let deny_cache = options.deny_cache.map(DenyCache::new);

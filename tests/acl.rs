@@ -263,3 +263,24 @@ async fn a_replay_names_the_command_a_script_may_not_run() {
     assert!(!err.contains("may not run this decision's script"), "{err}");
     assert!(!err.contains("s3cret-pipes"), "{err}");
 }
+
+/// A wrong password is named as a misconfiguration within the default 250 ms deadline, not
+/// reported as a timeout while the connection's retries wait; the password is never printed.
+#[tokio::test]
+async fn a_wrong_password_is_named_within_the_default_deadline() {
+    let server = common::redis();
+    let admin = common::limiter(&server, "acl-pw-admin");
+    set_user(&admin, "pwuser", "the-right-pw", &["~*", "+@all"]).await;
+    let url = format!("redis://pwuser:the-wrong-pw@127.0.0.1:{}", server.port());
+    let limiter = Limiter::new(
+        &RedisTarget::parse(&url).expect("url"),
+        common::options_with_default_deadline("acl-pw"),
+    );
+    match limiter.try_check_at(&rule(), "k", 1, At::ServerClock).await {
+        Err(CheckError::Redis(failure)) => {
+            assert_eq!(failure.kind, FailureKind::Misconfiguration, "{failure}");
+            assert!(!failure.message.contains("the-wrong-pw"), "{failure}");
+        }
+        other => panic!("expected a misconfiguration, got {other:?}"),
+    }
+}

@@ -81,6 +81,7 @@ impl Lanes {
                 response_timeout: PIPELINE_DEADLINE,
                 retries: 2,
                 max_delay: None,
+                min_delay: None,
             };
             let conn = Conn::connect(limiter.target(), options).await?;
             let (tx, rx) = mpsc::channel::<Job>(4);

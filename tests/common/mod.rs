@@ -48,6 +48,15 @@ pub fn options(name: &str) -> LimiterOptions {
     }
 }
 
+/// Options with a unique prefix and the engine's own default deadline (250 ms): what a user
+/// gets without `--deadline-ms`.
+pub fn options_with_default_deadline(name: &str) -> LimiterOptions {
+    LimiterOptions {
+        keys: KeySpace::new(unique(name)),
+        ..LimiterOptions::default()
+    }
+}
+
 /// A limiter on `server` under a unique prefix. Call from inside a tokio runtime.
 pub fn limiter(server: &EmbeddedRedis, name: &str) -> Limiter {
     limiter_with(&server.url(), options(name))
