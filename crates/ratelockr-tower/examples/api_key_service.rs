@@ -6,7 +6,14 @@
 //! curl http://127.0.0.1:3000/api/metrics | grep cache_denied      # the deny cache's hits
 //! ```
 //!
-//! Each API key gets a token bucket (`--capacity`, `--refill-per-sec`). Denials carry
+//! ```text
+//! cargo run -p ratelockr-tower --example api_key_service -- --policies policies.toml --policy api
+//! ```
+//!
+//! With `--policies`, each API key is held to that policy of the file (the file `ratelockr serve
+//! --policies` and the desktop app's export use): its stacked limits in one script call, its
+//! tiers, its mode; the file is reloaded when it changes (shadow to enforce without a restart).
+//! Without it, each API key gets a token bucket (`--capacity`, `--refill-per-sec`). Denials carry
 //! `Retry-After` and the RateLimit fields; admissions carry them too. The deny cache is on, so
 //! a key hammering past its limit costs Redis one call per retry period, and its hits show in
 //! `GET /api/metrics` (the engine's exporter, not rate-limited) as `result="cache_denied"`.
@@ -42,6 +49,13 @@ struct Args {
     /// Requests a key regains per second.
     #[arg(long, default_value_t = 1.0)]
     refill_per_sec: f64,
+    /// A policies file (TOML or JSON): hold each key to --policy of it instead of the token
+    /// bucket, reloaded when the file changes.
+    #[arg(long, value_name = "FILE")]
+    policies: Option<std::path::PathBuf>,
+    /// The policy of --policies.
+    #[arg(long, default_value = "api", requires = "policies")]
+    policy: String,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -61,13 +75,17 @@ fn app(args: &Args) -> anyhow::Result<(Router, Metrics)> {
         },
     };
     let metrics = Metrics::new();
-    let limit = RateLimitLayer::builder(KeyExtractor::header("x-api-key".parse()?))
-        .redis(RedisTarget::parse(&args.redis)?)
-        .rule(Rule::token_bucket(
+    let builder = RateLimitLayer::builder(KeyExtractor::header("x-api-key".parse()?))
+        .redis(RedisTarget::parse(&args.redis)?);
+    let builder = match &args.policies {
+        Some(path) => builder.from_file(path, &args.policy),
+        None => builder.rule(Rule::token_bucket(
             "api",
             args.capacity,
             args.refill_per_sec,
-        )?)
+        )?),
+    };
+    let limit = builder
         .failure_mode(failure_mode)
         .deny_cache(DenyCacheOptions::default())
         .metrics(metrics.clone())
@@ -137,6 +155,8 @@ mod tests {
             instances: 1,
             capacity: 3,
             refill_per_sec: 0.01,
+            policies: None,
+            policy: "api".into(),
         }
     }
 
@@ -216,5 +236,45 @@ mod tests {
         .await;
         assert!(back, "Redis decides again after its restart");
         drop(restarted);
+    }
+
+    /// The README's walk: the service on a policies file in shadow mode admits what the policy
+    /// would deny; the file changed to enforce, the service denies, without a restart.
+    #[tokio::test]
+    async fn a_policies_file_goes_from_shadow_to_enforce_without_a_restart() {
+        let server = common::redis();
+        let dir = common::tempdir("example-policies");
+        let file = dir.join("policies.toml");
+        let policies = |mode: &str| {
+            format!(
+                "[[policies]]\nname = \"api\"\nmode = \"{mode}\"\n[[policies.limits]]\nname = \"daily\"\nalgorithm = \"fixed-window\"\nlimit = 2\nwindow_ms = 86400000\n"
+            )
+        };
+        common::replace_file(&file, &policies("shadow"), 1_000_000);
+        let args = Args {
+            policies: Some(file.clone()),
+            ..args(server.url(), Mode::Open)
+        };
+        let (routes, metrics) = app(&args).expect("app");
+        let (addr, _task) = run(
+            routes,
+            metrics,
+            "127.0.0.1:0".parse().expect("addr"),
+            async { std::future::pending::<()>().await },
+        )
+        .await
+        .expect("serve");
+        for _ in 0..5 {
+            assert_eq!(hello(addr, "dave").await.0, 200, "shadow mode admits");
+        }
+        common::replace_file(&file, &policies("enforce"), 1_000_100);
+        let enforced = common::eventually(Duration::from_secs(15), || async {
+            hello(addr, "dave").await.0 == 429
+        })
+        .await;
+        assert!(enforced, "the service picks up enforce from the file");
+        let (status, marks) = hello(addr, "dave").await;
+        assert_eq!(status, 429);
+        assert!(marks.contains("ratelimit=\"api.daily\";r=0"), "{marks}");
     }
 }
