@@ -232,6 +232,20 @@ async fn stacks_tiers_shadow_and_the_comparison_on_one_log() {
             "{r:?}"
         );
     }
+    // Each top key says which limits denied it, summing to its denials.
+    let free = api
+        .top_keys
+        .iter()
+        .find(|k| k.key == "free-1")
+        .expect("free-1 was denied");
+    assert_eq!(free.denied_by.values().sum::<u64>(), free.denied);
+    assert!(free.denied_by.contains_key("hourly") && free.denied_by.contains_key("per-second"));
+    let vip = api
+        .top_keys
+        .iter()
+        .find(|k| k.key == "vip-1")
+        .expect("vip-1 was denied");
+    assert_eq!(vip.denied_by.keys().collect::<Vec<_>>(), ["per-second"]);
     let api_figures = api.policy.as_ref().expect("figures");
     assert_eq!(api_figures.tier_keys.get("premium"), Some(&1));
     assert_eq!(api_figures.tier_keys.get(""), Some(&1));

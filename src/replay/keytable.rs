@@ -40,6 +40,9 @@ pub struct Entry {
     level: f64,
     level_ms: u64,
     pub level_peak: f64,
+    /// A policy's run: the key's denials by the limit that decided them, by the limit's
+    /// index in the policy's names (see [`KeyTable::note_binding`]).
+    pub by_limit: Vec<u64>,
 }
 
 /// The table.
@@ -144,6 +147,7 @@ impl KeyTable {
             level: 0.0,
             level_ms: ms,
             level_peak: 0.0,
+            by_limit: Vec::new(),
         };
         let i = if self.entries.len() < self.capacity {
             self.entries.push(fresh(0, self.ticks));
@@ -161,6 +165,23 @@ impl KeyTable {
         self.order.insert((self.entries[i].denied, self.ticks, i));
         self.index.insert(key.to_string(), i);
         i
+    }
+
+    /// A policy's denial of `key` (just added) was decided by limit `index` of its names.
+    pub fn note_binding(&mut self, key: &str, index: usize) {
+        let Some(&i) = self.index.get(key) else {
+            return;
+        };
+        let counts = &mut self.entries[i].by_limit;
+        if counts.len() <= index {
+            counts.resize(index + 1, 0);
+        }
+        counts[index] += 1;
+    }
+
+    /// What the table holds of `key`.
+    pub fn entry(&self, key: &str) -> Option<&Entry> {
+        self.index.get(key).map(|&i| &self.entries[i])
     }
 
     /// The `n` keys with the most denials (then the most requests, then by name), denied ones
@@ -183,6 +204,7 @@ impl KeyTable {
                 first_denied_ms: e.first_denied_ms,
                 longest_denied_streak: e.longest_streak,
                 denied_error: e.denied_error,
+                denied_by: std::collections::BTreeMap::new(),
             })
             .collect()
     }

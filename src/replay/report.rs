@@ -58,6 +58,11 @@ pub struct TopKey {
     /// The space-saving error bound of `denied`: the true count is in `[denied - error,
     /// denied]`. Zero unless the rule saw more distinct keys than the table holds.
     pub denied_error: u64,
+    /// A policy's key: its denials (a shadow policy's would-be denials) by the limit that
+    /// decided them.
+    #[cfg_attr(feature = "ts", ts(optional, type = "Record<string, number>"))]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub denied_by: BTreeMap<String, u64>,
 }
 
 /// Percentiles over keys of each key's peak: the most requests (cost units) it sent in one

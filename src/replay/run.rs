@@ -419,6 +419,7 @@ impl Tally<'_> {
                     verdict.would_deny,
                 );
                 run.stats.add_policy(
+                    &req.key,
                     req.key_hash,
                     verdict.tier,
                     verdict.binding,

@@ -45,6 +45,10 @@ pub struct RuleTally {
 #[derive(Debug)]
 struct PolicyTally {
     policy: Policy,
+    /// Every limit name of the policy (its tiers' too), once, in order of appearance.
+    names: Vec<String>,
+    /// Per tier, each of its limits' index in `names`.
+    name_of: Vec<Vec<usize>>,
     shadow_denied: u64,
     /// Denials (shadow ones too) per tier and binding limit, indexed as [`tier_limits`].
     denied_by: Vec<Vec<u64>>,
@@ -86,9 +90,26 @@ impl RuleTally {
         let denied_by = (0..tiers)
             .map(|t| vec![0; tier_limits(&policy, t).len()])
             .collect();
+        let mut names: Vec<String> = Vec::new();
+        let name_of = (0..tiers)
+            .map(|t| {
+                tier_limits(&policy, t)
+                    .iter()
+                    .map(|l| match names.iter().position(|n| n == l.name()) {
+                        Some(i) => i,
+                        None => {
+                            names.push(l.name().to_string());
+                            names.len() - 1
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
         RuleTally {
             policy: Some(PolicyTally {
                 policy,
+                names,
+                name_of,
                 shadow_denied: 0,
                 denied_by,
                 tier_keys: (0..tiers).map(|_| Distinct::default()).collect(),
@@ -138,9 +159,11 @@ impl RuleTally {
             .add(key, ms, cost, d.allowed && !would_deny, d.fail_open());
     }
 
-    /// A policy's part of one decision: its tier, the binding limit of a denial.
+    /// A policy's part of one decision (after [`RuleTally::add`]): its tier, the binding
+    /// limit of a denial.
     pub fn add_policy(
         &mut self,
+        key: &str,
         key_hash: u64,
         tier: usize,
         binding: Option<usize>,
@@ -160,6 +183,9 @@ impl RuleTally {
         }
         if let Some(n) = binding.and_then(|b| p.denied_by.get_mut(tier)?.get_mut(b)) {
             *n += 1;
+        }
+        if let Some(&name) = binding.and_then(|b| p.name_of.get(tier)?.get(b)) {
+            self.table.note_binding(key, name);
         }
     }
 
@@ -201,6 +227,7 @@ impl RuleTally {
             Some(_) => None,
         };
         let label = self.label();
+        let top_keys = self.top_keys(top);
         let policy = self.policy.map(PolicyTally::finish);
         RuleReport {
             policy,
@@ -216,12 +243,32 @@ impl RuleTally {
             keys,
             keys_denied,
             keys_denied_pct: pct(keys_denied, keys),
-            top_keys: self.table.top(top),
+            top_keys,
             top_keys_exact: self.table.is_exact(),
             peak_rates,
             suggestion,
             series: self.series.finish(),
         }
+    }
+
+    /// The most denied keys; a policy's with the limits that denied each.
+    fn top_keys(&self, top: usize) -> Vec<super::report::TopKey> {
+        let mut keys = self.table.top(top);
+        if let Some(p) = &self.policy {
+            for k in &mut keys {
+                let Some(entry) = self.table.entry(&k.key) else {
+                    continue;
+                };
+                k.denied_by = entry
+                    .by_limit
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &n)| n > 0)
+                    .map(|(i, &n)| (p.names[i].clone(), n))
+                    .collect();
+            }
+        }
+        keys
     }
 
     fn peak_rates(&self) -> Option<PeakRates> {

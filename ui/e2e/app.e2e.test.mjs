@@ -994,6 +994,10 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     const firstMore = await browser.execute(() => document.querySelector('[data-testid="replay-change"] ul.change-keys li .mono')?.textContent);
     assert.equal(firstMore, "203.0.113.66", "the scraper loses the most when the day holds 200");
     assert.match(await text('[data-testid="replay-denied-by"]'), /^daily [\d,]+, per-second [\d,]+/);
+    // Which limit denied whom: the scraper, by the day's limit above all.
+    await fill("#replay-keys-rule", "api");
+    const scraper = await browser.execute(() => document.querySelector('#replay-keys tr[data-key="203.0.113.66"] [data-testid="key-denied-by"]')?.textContent);
+    assert.match(scraper ?? "", /^daily [\d,]+/, scraper);
     await photograph(join(SHOTS, "policy-replay.png"), ["sim-card", "run-card", "chart-card", "perkey-card", "inspector-card"]);
     // Shadow first: the mode, saved, then the file for serve and the layer.
     await domClick('#policy-list [data-policy="api"]');

@@ -21,4 +21,9 @@ longest_denied_streak: number,
  * The space-saving error bound of `denied`: the true count is in `[denied - error,
  * denied]`. Zero unless the rule saw more distinct keys than the table holds.
  */
-denied_error: number, };
+denied_error: number, 
+/**
+ * A policy's key: its denials (a shadow policy's would-be denials) by the limit that
+ * decided them.
+ */
+denied_by?: Record<string, number>, };

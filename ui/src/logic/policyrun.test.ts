@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { deniedByLimit, envelope, limitNames } from "./records";
+import { deniedByText } from "./replay";
 import { run } from "./testdata";
 
 const policy = {
@@ -44,5 +45,12 @@ describe("a policy's run", () => {
   it("counts denials per limit that decided them", () => {
     const by = deniedByLimit(policyRun(), 0, 1000, 1);
     expect([...by]).toEqual([["per-second", [1]]]);
+  });
+});
+
+describe("a replayed policy's keys", () => {
+  it("say which limits denied them, most first", () => {
+    expect(deniedByText({ "per-second": 86, daily: 15730 })).toBe("daily 15,730, per-second 86");
+    expect(deniedByText({})).toBe("");
   });
 });

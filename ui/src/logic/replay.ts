@@ -21,7 +21,16 @@ export function keyRows(top: TopKey[]): KeyRow[] {
     deniedShare: k.requests ? k.denied / k.requests : 0,
     firstDeniedMs: k.first_denied_ms ?? undefined,
     longestDeniedStreak: k.longest_denied_streak,
+    ...(k.denied_by ? { deniedBy: deniedByText(k.denied_by) } : {}),
   }));
+}
+
+/** A key's denials by limit, most first: "daily 15,730, per-second 86". */
+export function deniedByText(by: Record<string, number>): string {
+  return Object.entries(by)
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .map(([limit, n]) => `${limit} ${n.toLocaleString("en-US")}`)
+    .join(", ");
 }
 
 /** How far a replay is, 0..1, from the bytes read; undefined when the size is unknown. */

@@ -319,7 +319,12 @@ function renderKeys() {
     table.replaceChildren();
     return;
   }
-  const head = h("tr", {}, ...["Key", "Requests", "Allowed", "Denied", "% denied", "First denial", "Longest denied streak"].map((t, i) => h("th", { className: i ? "num" : "", text: t })));
+  const policy = rule.policy !== undefined;
+  const head = h(
+    "tr",
+    {},
+    ...["Key", "Requests", "Allowed", "Denied", "% denied", "First denial", "Longest denied streak", ...(policy ? ["Denied by"] : [])].map((t, i) => h("th", { className: i && t !== "Denied by" ? "num" : "", text: t })),
+  );
   const rows = sortKeys(keyRows(rule.top_keys), "denied", "desc").map((k) =>
     h(
       "tr",
@@ -331,6 +336,7 @@ function renderKeys() {
       h("td", { className: "num", text: pct(k.deniedShare * 100) }),
       h("td", { className: "num", text: k.firstDeniedMs === undefined ? "—" : fmtClock(k.firstDeniedMs) }),
       h("td", { className: "num", text: fmtInt(k.longestDeniedStreak) }),
+      ...(policy ? [h("td", { className: "mono", text: k.deniedBy ?? "—", data: { testid: "key-denied-by" } })] : []),
     ),
   );
   const note = rule.top_keys_exact ? [] : [h("caption", { text: "More keys than the table holds: denial counts are upper bounds (space-saving)." })];
