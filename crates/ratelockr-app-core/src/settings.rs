@@ -69,6 +69,9 @@ pub struct Settings {
     pub rules: Vec<Rule>,
     /// How much run history is kept.
     pub history: HistorySettings,
+    /// The policies file the Watch panel follows, opened again at start (a file gone by then
+    /// is reported, and kept here until another is chosen).
+    pub watch_file: Option<PathBuf>,
 }
 
 /// The store keys.
@@ -77,6 +80,7 @@ pub const KEY_REDIS_TLS: &str = "redis_tls";
 pub const KEY_METRICS: &str = "metrics";
 pub const KEY_RULES: &str = "rules";
 pub const KEY_HISTORY: &str = "history";
+pub const KEY_WATCH_FILE: &str = "watch_file";
 
 /// Where settings are written. The app implements it with [`crate::store::JsonStore`]; tests
 /// may use anything.
@@ -114,6 +118,13 @@ impl Settings {
                 KEY_HISTORY,
                 serde_json::to_value(self.history).unwrap_or(Value::Null),
             ),
+            (
+                KEY_WATCH_FILE,
+                self.watch_file
+                    .as_ref()
+                    .map(|p| Value::String(p.display().to_string()))
+                    .unwrap_or(Value::Null),
+            ),
         ]
     }
 
@@ -150,6 +161,14 @@ impl Settings {
                 Err(err) => warnings.push(format!(
                     "the saved run history limits are invalid ({err}); using the defaults"
                 )),
+            }
+        }
+        match get(KEY_WATCH_FILE) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(file)) if file.trim().is_empty() => {}
+            Some(Value::String(file)) => settings.watch_file = Some(PathBuf::from(file)),
+            Some(_) => {
+                warnings.push("the saved watched policies file is not a path; ignored".into())
             }
         }
         match get(KEY_RULES) {
