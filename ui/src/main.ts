@@ -11,6 +11,7 @@ import { initPerKey } from "./panels/perkey";
 import { initReplay } from "./panels/replay";
 import { initRules } from "./panels/rules";
 import { initRun } from "./panels/run";
+import { initWatch } from "./panels/watch";
 import { initWorkload } from "./panels/workload";
 
 async function start() {
@@ -29,6 +30,7 @@ async function start() {
   await initHistory();
   await initReplay();
   await initConnection();
+  await initWatch();
   document.body.dataset.ready = "true";
 }
 

@@ -10,7 +10,7 @@ import { algorithmLabel } from "../logic/algorithms";
 import { fmtInt } from "../logic/format";
 import { liveColumns, totals } from "../logic/live";
 import { setData, setText } from "../paint";
-import { yAxis } from "./axes";
+import { recentSecondsAxis, yAxis } from "./axes";
 
 export const COLORS = {
   allowed: "#16a34a",
@@ -140,21 +140,8 @@ export class ChartGrid {
       cursor: { drag: { x: false, y: false } },
       scales: { x: { time: false }, y: { range: (_u, _min, max) => [0, Math.max(5, Math.ceil(max * 1.15))] } },
       axes: [
-        {
-          stroke: "#64748b",
-          grid: { stroke: "#e2e8f0", width: 1 },
-          ticks: { stroke: "#e2e8f0" },
-          font: "11px system-ui",
-          // Seconds before the newest point: "-20 s", "-10 s", "now".
-          splits: (u) => {
-            const last = u.data[0][u.data[0].length - 1] ?? 0;
-            return [last - 20, last - 10, last];
-          },
-          values: (u, splits) => {
-            const last = u.data[0][u.data[0].length - 1] ?? 0;
-            return splits.map((s) => (s === last ? "now" : `${Math.round(s - last)} s`));
-          },
-        },
+        // Seconds before the newest point: "-20 s", "-10 s", "now".
+        recentSecondsAxis(),
         yAxis(),
       ],
       series: [
