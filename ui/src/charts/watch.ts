@@ -1,6 +1,6 @@
 /**
  * Watch's charts: one uPlot per policy of the watched file, allowed / denied / shadow-denied
- * per completed second over the last 30 s, with the policy's mode in plain words, its limits as
+ * stacked per completed second over the last 30 s (the top is every decision of the second), with the policy's mode in plain words, its limits as
  * a legend, and its totals over the window.
  */
 import uPlot from "uplot";
@@ -8,13 +8,16 @@ import "uplot/dist/uPlot.min.css";
 import type { WatchedPolicy } from "../bindings/WatchedPolicy";
 import { h } from "../dom";
 import { fmtInt } from "../logic/format";
-import { describeLimit, modeText, watchColumns, watchTotals } from "../logic/watch";
+import { describeLimit, modeText, stackedColumns, watchTotals } from "../logic/watch";
 import { setData, setText } from "../paint";
 import { recentSecondsAxis, yAxis } from "./axes";
 import { COLORS } from "./live";
 
 /** Each outcome its own colour: the live chart's allowed and denied, and shadow-denied in blue. */
 export const WATCH_COLORS = { allowed: COLORS.allowed, denied: COLORS.denied, shadowDenied: "#2563eb" };
+/** Light tints of the same colours, opaque: a stacked band must not show the one under it. */
+const WATCH_FILLS = { allowed: "#bbf7d0", denied: "#fecaca", shadowDenied: "#bfdbfe" };
+const stepped = uPlot.paths.stepped?.({ align: 1 });
 
 interface Panel {
   root: HTMLElement;
@@ -73,7 +76,7 @@ export class WatchGrid {
     const legend = `${key}${p.limits.map(describeLimit).join(" · ")}${tiers}`;
     setText(panel.limits, legend);
     panel.limits.title = legend;
-    const columns = watchColumns(p.points);
+    const columns = stackedColumns(p.points);
     const drawn = JSON.stringify(columns);
     if (drawn !== panel.drawn) {
       panel.drawn = drawn;
@@ -122,11 +125,13 @@ export class WatchGrid {
       cursor: { drag: { x: false, y: false } },
       scales: { x: { time: false }, y: { range: (_u, _min, max) => [0, Math.max(5, Math.ceil(max * 1.15))] } },
       axes: [recentSecondsAxis(), yAxis()],
+      // Stacked (stackedColumns): the top band first, each later one painted over the lower
+      // part, so the fills are opaque tints. Stepped: a second's count holds for that second.
       series: [
         {},
-        { label: "allowed", stroke: WATCH_COLORS.allowed, fill: `${WATCH_COLORS.allowed}22`, width: 2, points: { show: false } },
-        { label: "denied", stroke: WATCH_COLORS.denied, fill: `${WATCH_COLORS.denied}22`, width: 2, points: { show: false } },
-        { label: "shadow-denied", stroke: WATCH_COLORS.shadowDenied, fill: `${WATCH_COLORS.shadowDenied}18`, width: 2, dash: [6, 3], points: { show: false } },
+        { label: "shadow-denied", stroke: WATCH_COLORS.shadowDenied, fill: WATCH_FILLS.shadowDenied, width: 1.5, dash: [6, 3], paths: stepped, points: { show: false } },
+        { label: "denied", stroke: WATCH_COLORS.denied, fill: WATCH_FILLS.denied, width: 1.5, paths: stepped, points: { show: false } },
+        { label: "allowed", stroke: WATCH_COLORS.allowed, fill: WATCH_FILLS.allowed, width: 1.5, paths: stepped, points: { show: false } },
       ],
     };
     const now = Math.floor(Date.now() / 1000);

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { WatchStatus } from "../bindings/WatchStatus";
 import type { WatchedPolicy } from "../bindings/WatchedPolicy";
-import { createPoller, describeLimit, fmtModified, modeText, shouldPoll, watchColumns, watchMessages, watchTotals } from "./watch";
+import { createPoller, describeLimit, fmtModified, modeText, shouldPoll, stackedColumns, watchColumns, watchMessages, watchTotals } from "./watch";
 
 const point = (second: number, allowed: number, denied: number, shadow_denied: number, fail_open = 0) => ({ second, allowed, denied, shadow_denied, fail_open });
 
@@ -35,6 +35,16 @@ describe("Watch", () => {
       [1, 0],
       [0, 4],
     ]);
+  });
+
+  it("stacks the outcomes: each band one outcome, the top every decision of the second", () => {
+    expect(stackedColumns(points)).toEqual([
+      [100, 101, 102],
+      [4, 6, 6],
+      [4, 2, 2],
+      [3, 2, 2],
+    ]);
+    expect(stackedColumns([])).toEqual([[], [], [], []]);
   });
 
   it("says what each mode does to a request the limits deny", () => {

@@ -40,6 +40,23 @@ export function watchColumns(points: PolicyStatsPoint[]): [number[], number[], n
   return [done.map((p) => p.second), done.map((p) => p.allowed), done.map((p) => p.denied), done.map((p) => p.shadow_denied)];
 }
 
+/**
+ * The columns stacked for drawing: x, then the tops of three bands, allowed + denied +
+ * shadow-denied, allowed + denied, allowed. Drawn in that order, each filled down to zero over
+ * the one before, every band's height is one outcome's count and the top is every decision of
+ * the second (the three outcomes are disjoint: a shadow denial is not also counted allowed).
+ * Each second is a step from its start to the next second's.
+ */
+export function stackedColumns(points: PolicyStatsPoint[]): [number[], number[], number[], number[]] {
+  const [x, allowed, denied, shadow] = watchColumns(points);
+  const both = allowed.map((a, i) => a + denied[i]);
+  const columns: [number[], number[], number[], number[]] = [x, both.map((b, i) => b + shadow[i]), both, allowed];
+  // Drawn as steps, a second's count holds until the next second: the newest completed second
+  // needs its end too, which is where the second in progress starts.
+  if (x.length > 0) for (const c of columns) c.push(c === x ? x[x.length - 1] + 1 : c[c.length - 1]);
+  return columns;
+}
+
 /** The mode in plain words: what it does to a request the limits deny. */
 export function modeText(mode: Mode): { label: string; hint: string } {
   return mode === "shadow"
