@@ -311,6 +311,24 @@ mod tests {
     }
 
     #[test]
+    fn the_watched_file_is_a_path_or_nothing() {
+        let read =
+            |value: Value| Settings::from_entries(|k| (k == KEY_WATCH_FILE).then(|| value.clone()));
+        let (settings, warnings) = read(json!("/etc/ratelockr/policies.toml"));
+        assert_eq!(
+            (settings.watch_file.as_deref(), warnings.len()),
+            (Some(Path::new("/etc/ratelockr/policies.toml")), 0)
+        );
+        assert_eq!(read(json!("  ")).0.watch_file, None);
+        let (settings, warnings) = read(json!(42));
+        assert_eq!(settings.watch_file, None);
+        assert!(
+            warnings[0].contains("watched policies file"),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
     fn a_metrics_port_out_of_range_names_the_field() {
         for port in [70000.0, -1.0, 80.5, f64::NAN] {
             let err = MetricsDraft {

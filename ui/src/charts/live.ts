@@ -11,6 +11,7 @@ import { fmtInt } from "../logic/format";
 import { liveColumns, totals } from "../logic/live";
 import { setData, setText } from "../paint";
 import { recentSecondsAxis, yAxis } from "./axes";
+import { gridColumns, gridPlotSize } from "./grid";
 
 export const COLORS = {
   allowed: "#16a34a",
@@ -63,7 +64,7 @@ export class ChartGrid {
       this.container.append(empty);
     }
     this.order = rules;
-    this.container.style.setProperty("--cols", String(Math.min(Math.max(rules.length, 1), 4)));
+    this.container.style.setProperty("--cols", String(gridColumns(rules.length, 4)));
     for (const name of rules) {
       const panel = this.panels.get(name) ?? this.create(name);
       this.container.append(panel.root);
@@ -96,10 +97,7 @@ export class ChartGrid {
   }
 
   private size(): { width: number; height: number } {
-    const cols = Math.min(Math.max(this.order.length, 1), 4);
-    const gap = 12;
-    const width = Math.max(220, Math.floor((this.container.clientWidth - gap * (cols - 1)) / cols) - 24);
-    return { width, height: 170 };
+    return gridPlotSize(this.container, this.order.length, 4);
   }
 
   private resize() {

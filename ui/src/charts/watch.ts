@@ -11,6 +11,7 @@ import { fmtInt } from "../logic/format";
 import { describeLimit, modeText, stackedColumns, watchTotals } from "../logic/watch";
 import { setData, setText } from "../paint";
 import { recentSecondsAxis, yAxis } from "./axes";
+import { gridColumns, gridPlotSize } from "./grid";
 import { COLORS } from "./live";
 
 /** Each outcome its own colour: the live chart's allowed and denied, and shadow-denied in blue. */
@@ -60,7 +61,7 @@ export class WatchGrid {
       }
     }
     this.order = names;
-    this.container.style.setProperty("--cols", String(Math.min(Math.max(names.length, 1), 3)));
+    this.container.style.setProperty("--cols", String(gridColumns(names.length, 3)));
     for (const name of names) this.container.append((this.panels.get(name) ?? this.create(name)).root);
     this.resize();
   }
@@ -97,10 +98,7 @@ export class WatchGrid {
   }
 
   private size(): { width: number; height: number } {
-    const cols = Math.min(Math.max(this.order.length, 1), 3);
-    const gap = 12;
-    const width = Math.max(220, Math.floor((this.container.clientWidth - gap * (cols - 1)) / cols) - 24);
-    return { width, height: 170 };
+    return gridPlotSize(this.container, this.order.length, 3);
   }
 
   private resize() {
