@@ -1072,14 +1072,22 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await photograph(join(SHOTS, "watch.png"), ["sim-card", "run-card", "chart-card", "perkey-card", "inspector-card", "replay-card"]);
 
     // The card polls only while on screen: back to it after the photograph.
-    await domClick("#nav-watch");
+    const showCard = () => browser.execute(() => document.getElementById("watch-card").scrollIntoView());
+    await showCard();
+    const reads = () => browser.execute(() => Number(document.getElementById("watch-card").dataset.reads ?? 0));
+    const before = await reads();
+    await until(async () => (await reads()) > before, 15_000, "the card polls again once on screen");
     // A broken file: the policies in force stay, and the card says where the file is wrong.
     writeAtomically(policies("enforce", -1));
-    await until(() => visible("#watch-file-error"), 15_000, "the refusal is shown");
+    await until(() => visible("#watch-file-error"), 15_000, "the refusal is shown").catch(async (err) => {
+      execFileSync("import", ["-window", "root", join(SHOTS, "watch-failed.png")]);
+      const card = await browser.execute(() => ({ ...document.getElementById("watch-card").dataset, y: document.getElementById("watch-card").getBoundingClientRect().top, scroll: window.scrollY }));
+      throw new Error(`${err.message}: ${JSON.stringify(card)}; ${readFileSync(file, "utf8").length} bytes on disk`);
+    });
     assert.match(await text("#watch-file-error"), /stay in force.*line 10: policies\[0\]\.limits\[0\]\.limit/);
     assert.equal(await data("mode"), "enforce", "the policies in force stay");
     await photograph(join(SHOTS, "watch-refused.png"), ["sim-card", "run-card", "chart-card", "perkey-card", "inspector-card", "replay-card"]);
-    await domClick("#nav-watch");
+    await showCard();
     writeAtomically(policies("enforce"));
     await until(async () => !(await visible("#watch-file-error")), 15_000, "the file loads again");
   });

@@ -66,7 +66,8 @@ export async function initWatch() {
   const update = () => poller.setActive(shouldPoll({ watching, cardOnScreen: onScreen, windowHidden: document.hidden }));
 
   new IntersectionObserver((entries) => {
-    onScreen = entries.some((e) => e.isIntersecting);
+    // A batch may hold several changes of the one card: the last is the current one.
+    onScreen = entries[entries.length - 1]?.isIntersecting ?? onScreen;
     update();
   }).observe(card);
   document.addEventListener("visibilitychange", update);
