@@ -1052,7 +1052,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     const panel = '#watch-charts [data-policy="e2e-api"]';
     const data = (key) => browser.execute((s, k) => document.querySelector(s)?.dataset[k] ?? "", panel, key);
     await until(async () => (await data("mode")) === "shadow", 10_000, "the policy is shown in shadow");
-    assert.equal(await text(`${panel} .mode-badge`), "SHADOW");
+    assert.equal(await text(`${panel} .mode-badge`), "SHADOW · lets through");
     assert.match(await text(`${panel} .watch-limits`), /key ip · per-minute: Fixed window, 3 per 1 min/);
 
     // 3 pass the limit; 4 more would be denied, and shadow lets them through.
@@ -1065,7 +1065,8 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     // now refused.
     writeAtomically(policies("enforce"));
     await until(async () => (await data("mode")) === "enforce", 15_000, "the mode changes to enforce");
-    assert.equal(await text(`${panel} .mode-badge`), "ENFORCE");
+    assert.equal(await text(`${panel} .mode-badge`), "ENFORCE · denies");
+    assert.match(await text(`${panel} .watch-change`), /^shadow until \d\d:\d\d:\d\d$/, "the shadow denials still charted are dated");
     for (let i = 0; i < 2; i++) assert.equal(check("e2e-api", "203.0.113.7").allowed, false, "enforced");
     await until(async () => (await data("denied")) === "2", 15_000, "the denials arrive");
     assert.equal(await data("shadowDenied"), "4", "the shadow denials stay in the window");

@@ -8,7 +8,7 @@ import "uplot/dist/uPlot.min.css";
 import type { WatchedPolicy } from "../bindings/WatchedPolicy";
 import { h } from "../dom";
 import { fmtInt } from "../logic/format";
-import { describeLimit, modeText, stackedColumns, watchTotals } from "../logic/watch";
+import { describeLimit, modeChange, modeText, stackedColumns, watchTotals } from "../logic/watch";
 import { setData, setText } from "../paint";
 import { recentSecondsAxis, yAxis } from "./axes";
 import { gridColumns, gridPlotSize } from "./grid";
@@ -25,6 +25,10 @@ interface Panel {
   plot: uPlot;
   mode: HTMLElement;
   limits: HTMLElement;
+  /** "shadow until 14:03:27", once the file changed the policy's mode while watched. */
+  change: HTMLElement;
+  /** The mode last drawn. */
+  lastMode?: WatchedPolicy["mode"];
   totals: HTMLElement;
   error: HTMLElement;
   /** The columns last drawn, as JSON: an equal update is skipped. */
@@ -42,14 +46,22 @@ export class WatchGrid {
     this.observer.observe(container);
   }
 
-  /** One panel per policy, in file order, each updated; panels of policies gone are removed. */
-  update(policies: WatchedPolicy[]) {
+  /**
+   * One panel per policy, in file order, each updated; panels of policies gone are removed.
+   * `modifiedMs`: when the file in force was written (a mode change dates from then).
+   */
+  update(policies: WatchedPolicy[], modifiedMs?: number) {
     const names = policies.map((p) => p.name);
     if (names.join("\n") !== this.order.join("\n")) this.layout(names);
     for (const p of policies) {
       const panel = this.panels.get(p.name);
-      if (panel) this.fill(panel, p);
+      if (panel) this.fill(panel, p, modifiedMs ?? Date.now());
     }
+  }
+
+  /** Forgets every panel (another file: its policies are not the ones drawn so far). */
+  clear() {
+    this.layout([]);
   }
 
   private layout(names: string[]) {
@@ -66,7 +78,10 @@ export class WatchGrid {
     this.resize();
   }
 
-  private fill(panel: Panel, p: WatchedPolicy) {
+  private fill(panel: Panel, p: WatchedPolicy, modifiedMs: number) {
+    const change = modeChange(panel.lastMode, p.mode, modifiedMs, Date.now());
+    if (change) setText(panel.change, change);
+    panel.lastMode = p.mode;
     const mode = modeText(p.mode);
     setText(panel.mode, mode.label);
     panel.mode.title = mode.hint;
@@ -110,13 +125,14 @@ export class WatchGrid {
     const mode = h("span", { className: "mode-badge" });
     const title = h("span", { className: "rule-name", text: name, title: name });
     const limits = h("div", { className: "watch-limits" });
+    const change = h("span", { className: "watch-change" });
     const totals = h("div", {
       className: "chart-totals",
       title: "Every decision of this policy in the last 30 seconds, from every process on this Redis.",
     });
     const plotEl = h("div");
     const error = h("div", { className: "chart-error" });
-    const root = h("div", { className: "chart-panel watch-panel", data: { policy: name } }, h("div", { className: "chart-head" }, title, mode), limits, totals, plotEl, error);
+    const root = h("div", { className: "chart-panel watch-panel", data: { policy: name } }, h("div", { className: "chart-head" }, title, change, mode), limits, totals, plotEl, error);
     const opts: uPlot.Options = {
       ...this.size(),
       legend: { show: false },
@@ -136,7 +152,7 @@ export class WatchGrid {
     const seconds = Array.from({ length: 29 }, (_, i) => now - 29 + i);
     const zeros = seconds.map(() => 0);
     const plot = new uPlot(opts, [seconds, zeros, zeros, zeros], plotEl);
-    const panel = { root, plot, mode, limits, totals, error };
+    const panel = { root, plot, mode, limits, change, totals, error };
     this.panels.set(name, panel);
     return panel;
   }

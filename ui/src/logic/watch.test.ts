@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { WatchStatus } from "../bindings/WatchStatus";
 import type { WatchedPolicy } from "../bindings/WatchedPolicy";
-import { createPoller, describeLimit, fmtModified, modeText, shouldPoll, stackedColumns, watchColumns, watchMessages, watchTotals } from "./watch";
+import { createPoller, describeLimit, fmtModified, modeChange, modeText, shouldPoll, stackedColumns, watchColumns, watchMessages, watchTotals } from "./watch";
 
 const point = (second: number, allowed: number, denied: number, shadow_denied: number, fail_open = 0) => ({ second, allowed, denied, shadow_denied, fail_open });
 
@@ -48,10 +48,18 @@ describe("Watch", () => {
   });
 
   it("says what each mode does to a request the limits deny", () => {
-    expect(modeText("shadow").label).toBe("SHADOW");
+    expect(modeText("shadow").label).toBe("SHADOW · lets through");
     expect(modeText("shadow").hint).toMatch(/let through.*shadow-denied/);
-    expect(modeText("enforce").label).toBe("ENFORCE");
+    expect(modeText("enforce").label).toBe("ENFORCE · denies");
     expect(modeText("enforce").hint).toMatch(/refused \(429\)/);
+  });
+
+  it("says until when a policy was in its former mode, once the file changed it", () => {
+    const now = new Date(2026, 10, 24, 15, 0, 0).getTime();
+    const at = new Date(2026, 10, 24, 14, 3, 27).getTime();
+    expect(modeChange("shadow", "enforce", at, now)).toBe("shadow until 14:03:27");
+    expect(modeChange(undefined, "enforce", at, now)).toBeUndefined();
+    expect(modeChange("enforce", "enforce", at, now)).toBeUndefined();
   });
 
   it("describes a limit for the legend in the editor's words", () => {

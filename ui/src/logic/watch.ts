@@ -60,8 +60,18 @@ export function stackedColumns(points: PolicyStatsPoint[]): [number[], number[],
 /** The mode in plain words: what it does to a request the limits deny. */
 export function modeText(mode: Mode): { label: string; hint: string } {
   return mode === "shadow"
-    ? { label: "SHADOW", hint: "Shadow: a request the limits deny is let through, and counted as shadow-denied. Nothing is refused yet." }
-    : { label: "ENFORCE", hint: "Enforce: a request the limits deny is refused (429)." };
+    ? { label: "SHADOW · lets through", hint: "Shadow: a request the limits deny is let through, and counted as shadow-denied. Nothing is refused yet." }
+    : { label: "ENFORCE · denies", hint: "Enforce: a request the limits deny is refused (429)." };
+}
+
+/**
+ * "shadow until 14:03:27": said under a policy whose mode the file changed while watched, so
+ * the shadow denials still in the window are not read as the new mode's. Nothing when the
+ * mode is as first seen.
+ */
+export function modeChange(before: Mode | undefined, now: Mode, atMs: number, nowMs: number): string | undefined {
+  if (before === undefined || before === now) return undefined;
+  return `${before} until ${fmtModified(atMs, nowMs)}`;
 }
 
 /** "per-second: Token bucket, capacity 10, refills 10/s": one limit, for the legend. */

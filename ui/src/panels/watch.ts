@@ -22,6 +22,7 @@ export async function initWatch() {
   let watching = false;
   let onScreen = false;
   let reads = 0;
+  let shownFile: string | undefined;
 
   const render = (s: WatchStatus) => {
     watching = s.file !== undefined;
@@ -40,7 +41,9 @@ export async function initWatch() {
     show($("watch-redis-error"), messages.redis);
     setText(note, messages.empty ?? "");
     note.classList.remove("error");
-    grid.update(s.policies);
+    if (s.file !== shownFile) grid.clear();
+    shownFile = s.file;
+    grid.update(s.policies, s.modified_ms);
     setData(card, "reads", String(++reads));
     setData(card, "file", s.file ?? "");
     setData(card, "fileError", s.file_error ? "true" : "false");
