@@ -77,14 +77,17 @@ test-app: deps-app ui
 # `--all-targets` builds the app with the same features as `test-app` (tauri's `test` feature
 # comes in through the dev-dependencies), so the E2E reuses that build instead of compiling
 # tauri a second time.
+# The CLI too: the Watch test sends traffic with `ratelockr check` from another process.
 test-e2e: deps-e2e ui
 	$(CARGO) build -p ratelockr-app --all-targets
+	$(CARGO) build -p ratelockr --bin ratelockr
 	scripts/e2e.sh
 
 # The README's screenshots (docs/*.png): the E2E run, its pictures kept in docs/. `make test`
 # takes them into a temporary folder and leaves the checkout clean.
 screenshots: deps-e2e ui
 	$(CARGO) build -p ratelockr-app --all-targets
+	$(CARGO) build -p ratelockr --bin ratelockr
 	RATELOCKR_SCREENSHOT_DIR=$(CURDIR)/docs scripts/e2e.sh
 
 # A release build and a .deb in target/release/bundle/ (see scripts/bundle.sh).

@@ -21,11 +21,13 @@ run_inside_x() {
   RATELOCKR_EXPORT_DIR=$(mktemp -d)
   # The Replay panel's open dialog answers with the sample log.
   RATELOCKR_OPEN_LOG=$PWD/samples/access.log.gz
+  # The Watch card's open dialog answers with a policies file the test writes there.
+  RATELOCKR_OPEN_POLICIES=$RATELOCKR_EXPORT_DIR/watch-policies.toml
   # The save dialog answers with the path the test writes in this file, while it exists.
   RATELOCKR_E2E_SAVE_ANSWER=$RATELOCKR_EXPORT_DIR/save-answer.txt
   RATELOCKR_SCREENSHOT_DIR=${RATELOCKR_SCREENSHOT_DIR:-$PWD/target/e2e-shots}
   mkdir -p "$RATELOCKR_SCREENSHOT_DIR"
-  export RATELOCKR_DATA_DIR RATELOCKR_EXPORT_DIR RATELOCKR_OPEN_LOG RATELOCKR_E2E_SAVE_ANSWER RATELOCKR_SCREENSHOT_DIR
+  export RATELOCKR_DATA_DIR RATELOCKR_EXPORT_DIR RATELOCKR_OPEN_LOG RATELOCKR_OPEN_POLICIES RATELOCKR_E2E_SAVE_ANSWER RATELOCKR_SCREENSHOT_DIR
   # Free loopback ports for tauri-driver and the WebKitWebDriver behind it (4444/4445 by
   # default, which another test on the machine may hold).
   read -r port native < <(node -e '

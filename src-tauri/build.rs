@@ -45,6 +45,9 @@ const COMMANDS: &[&str] = &[
     "replay_rename",
     "replay_export_csv",
     "replay_export_chart",
+    "watch_choose",
+    "watch_read",
+    "watch_close",
 ];
 
 fn main() {

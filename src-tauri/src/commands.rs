@@ -2,7 +2,7 @@
 //! dialog and then one). No rate-limiting logic lives here.
 
 use crate::events::WindowEvents;
-use crate::open_dialog::{choose_log, choose_pem, choose_policies_import};
+use crate::open_dialog::{choose_log, choose_pem, choose_policies, choose_policies_import};
 use crate::save_dialog::choose_path;
 use ratelockr::export::ChartView;
 use ratelockr::headers::HttpAnswer;
@@ -13,6 +13,7 @@ use ratelockr_app_core::app::inspect::{self, ResetResult, WorkloadPreview};
 use ratelockr_app_core::app::metrics::MetricsStatus;
 use ratelockr_app_core::app::peek::KeyPeek;
 use ratelockr_app_core::app::stats::RuleStats;
+use ratelockr_app_core::app::watch::WatchStatus;
 use ratelockr_app_core::app::{AppCore, AppInfo};
 use ratelockr_app_core::connection::{ConnectionStatus, ConnectionTest};
 use ratelockr_app_core::error::AppError;
@@ -345,4 +346,25 @@ pub async fn replay_export_chart<R: Runtime>(
     let dest = choose_path(&app, &name, &kind, format.extension())?;
     confirmed_format(&dest)?;
     core.replay_export_chart(&dest, heatmap, id.as_deref())
+}
+
+/// Watch: a policies file from the open dialog, followed from now on (and after a restart).
+#[tauri::command]
+pub async fn watch_choose<R: Runtime>(
+    app: AppHandle<R>,
+    core: Core<'_>,
+) -> Result<WatchStatus, AppError> {
+    let path = choose_policies(&app)?;
+    core.watch_open(&path).await
+}
+
+/// The watched file looked at again, and its policies' last 30 seconds.
+#[tauri::command]
+pub async fn watch_read(core: Core<'_>) -> Result<WatchStatus, AppError> {
+    Ok(core.watch_read().await)
+}
+
+#[tauri::command]
+pub async fn watch_close(core: Core<'_>) -> Result<WatchStatus, AppError> {
+    core.watch_close().await
 }

@@ -4,7 +4,8 @@
 //! - [`commands`]    `#[tauri::command]`s, one-line calls into `ratelockr_app_core`
 //! - [`events`]      simulator and replay events to the window
 //! - [`save_dialog`] where exports go (native dialog, or a directory for tests)
-//! - [`open_dialog`] the log to replay and the TLS files (native dialog, or a path for tests)
+//! - [`open_dialog`] the log to replay, the TLS files and the policies file to watch (native
+//!   dialog, or a path for tests)
 //! - [`window_fit`]  the window shrunk to fit a small screen
 //! - `bindings`      (tests) the commands `ui/src/api.ts` calls are registered and allowed
 
@@ -71,6 +72,9 @@ macro_rules! handler {
             $crate::commands::replay_rename,
             $crate::commands::replay_export_csv,
             $crate::commands::replay_export_chart,
+            $crate::commands::watch_choose,
+            $crate::commands::watch_read,
+            $crate::commands::watch_close,
         ]
     };
 }

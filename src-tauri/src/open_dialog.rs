@@ -1,4 +1,5 @@
-//! Files the user opens: the log to replay, and the TLS files of the connection form. The native
+//! Files the user opens: the log to replay, the TLS files of the connection form, and the
+//! policies file to watch. The native
 //! open dialog, or the path in an environment variable when it is set (the tests cannot click a
 //! GTK dialog).
 
@@ -14,6 +15,21 @@ pub const IMPORT_POLICIES_ENV: &str = "RATELOCKR_IMPORT_POLICIES";
 
 /// Bypasses the TLS files' open dialog: its answer is this path.
 pub const OPEN_PEM_ENV: &str = "RATELOCKR_OPEN_PEM";
+
+/// Bypasses the Watch card's open dialog: its answer is this path.
+pub const OPEN_POLICIES_ENV: &str = "RATELOCKR_OPEN_POLICIES";
+
+/// Asks the user for a policies file to watch (TOML or JSON, as `serve --policies` takes).
+pub fn choose_policies<R: Runtime>(app: &AppHandle<R>) -> Result<String, AppError> {
+    choose(
+        app,
+        OPEN_POLICIES_ENV,
+        "Watch a policies file",
+        ("Policies files", &["toml", "json"]),
+        ErrorCode::PolicyFile,
+        "no policies file chosen",
+    )
+}
 
 /// Asks the user for a log file. Blocks until the dialog closes, so only from async commands.
 pub fn choose_log<R: Runtime>(app: &AppHandle<R>) -> Result<String, AppError> {

@@ -11,7 +11,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync, existsSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync, existsSync, renameSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
@@ -1107,6 +1107,85 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await fill("#conn-tls-insecure", false);
     await click("#conn-apply");
     await until(async () => (await marks()) === "Single nodePlain TCP", 15_000, "back on a plain single node");
+  });
+
+  it("watches a policy file live: shadow denials sent by another process, then enforce without a restart", async () => {
+    // scripts/e2e.sh answers the Watch card's open dialog with this path (RATELOCKR_OPEN_POLICIES).
+    const file = process.env.RATELOCKR_OPEN_POLICIES ?? join(exportDir, "watch-policies.toml");
+    const policies = (mode, limit = 3) =>
+      [
+        "# 3 a minute per IP, rolled out in shadow first",
+        "[[policies]]", 'name = "e2e-api"', 'key = "ip"', `mode = "${mode}"`, "",
+        "  [[policies.limits]]", '  name = "per-minute"', '  algorithm = "fixed-window"', `  limit = ${limit}`, "  window_ms = 60000", "",
+        "[[policies]]", 'name = "e2e-login"', 'mode = "enforce"', "",
+        "  [[policies.limits]]", '  name = "burst"', '  algorithm = "token-bucket"', "  capacity = 5", "  refill_per_sec = 1", "",
+      ].join("\n");
+    // Written whole (a temporary file, then a rename), as a deploy or an editor would.
+    const writeAtomically = (body) => {
+      writeFileSync(`${file}.tmp`, body);
+      renameSync(`${file}.tmp`, file);
+    };
+    writeAtomically(policies("shadow"));
+    // The Redis the app uses, as its connection card shows it; the traffic comes from the CLI,
+    // another process, as from serve or the layer.
+    const url = await until(async () => {
+      const shown = await text("#conn-url");
+      return /^redis:\/\/127\.0\.0\.1:\d+$/.test(shown) && shown;
+    }, 15_000, "the connection card shows the Redis in use");
+    const bin = join(ROOT, "target/debug/ratelockr");
+    assert.ok(existsSync(bin), `${bin} is built (make test-e2e builds it)`);
+    const check = (policy, key) =>
+      JSON.parse(execFileSync(bin, ["check", "--redis", url, "--policies", file, "--policy", policy, "--key", key, "--json"], { encoding: "utf8" }));
+
+    // A newcomer finds it in the top bar.
+    assert.equal(await text("#nav-watch"), "Watch a policy file");
+    await domClick("#nav-watch");
+    await domClick("#watch-choose");
+    await until(async () => (await text("#watch-file")) === file, 10_000, "the file is watched");
+    assert.match(await text("#watch-modified"), /^modified \d\d:\d\d:\d\d$/);
+    assert.match(await text("#watch-redis"), new RegExp(`2 policies in force · counts from ${url.replace(/[.]/g, "\\.")}`));
+    const panel = '#watch-charts [data-policy="e2e-api"]';
+    const data = (key) => browser.execute((s, k) => document.querySelector(s)?.dataset[k] ?? "", panel, key);
+    await until(async () => (await data("mode")) === "shadow", 10_000, "the policy is shown in shadow");
+    assert.equal(await text(`${panel} .mode-badge`), "SHADOW · lets through");
+    assert.match(await text(`${panel} .watch-limits`), /key ip · per-minute: Fixed window, 3 per 1 min/);
+
+    // 3 pass the limit; 4 more would be denied, and shadow lets them through.
+    for (let i = 0; i < 7; i++) assert.equal(check("e2e-api", "203.0.113.7").allowed, true, "shadow admits");
+    await until(async () => (await data("shadowDenied")) === "4", 15_000, "the shadow denials arrive");
+    assert.equal(await data("allowed"), "3");
+    assert.equal(await data("denied"), "0");
+
+    // Enforced on disk: the card follows without a click or a restart, and the same client is
+    // now refused.
+    writeAtomically(policies("enforce"));
+    await until(async () => (await data("mode")) === "enforce", 15_000, "the mode changes to enforce");
+    assert.equal(await text(`${panel} .mode-badge`), "ENFORCE · denies");
+    assert.match(await text(`${panel} .watch-change`), /^shadow until \d\d:\d\d:\d\d$/, "the shadow denials still charted are dated");
+    for (let i = 0; i < 2; i++) assert.equal(check("e2e-api", "203.0.113.7").allowed, false, "enforced");
+    await until(async () => (await data("denied")) === "2", 15_000, "the denials arrive");
+    assert.equal(await data("shadowDenied"), "4", "the shadow denials stay in the window");
+    await photograph(join(SHOTS, "watch.png"), ["sim-card", "run-card", "chart-card", "perkey-card", "inspector-card", "replay-card"]);
+
+    // The card polls only while on screen: back to it after the photograph.
+    const showCard = () => browser.execute(() => document.getElementById("watch-card").scrollIntoView());
+    await showCard();
+    const reads = () => browser.execute(() => Number(document.getElementById("watch-card").dataset.reads ?? 0));
+    const before = await reads();
+    await until(async () => (await reads()) > before, 15_000, "the card polls again once on screen");
+    // A broken file: the policies in force stay, and the card says where the file is wrong.
+    writeAtomically(policies("enforce", -1));
+    await until(() => visible("#watch-file-error"), 15_000, "the refusal is shown").catch(async (err) => {
+      execFileSync("import", ["-window", "root", join(SHOTS, "watch-failed.png")]);
+      const card = await browser.execute(() => ({ ...document.getElementById("watch-card").dataset, y: document.getElementById("watch-card").getBoundingClientRect().top, scroll: window.scrollY }));
+      throw new Error(`${err.message}: ${JSON.stringify(card)}; ${readFileSync(file, "utf8").length} bytes on disk`);
+    });
+    assert.match(await text("#watch-file-error"), /stay in force.*line 10: policies\[0\]\.limits\[0\]\.limit/);
+    assert.equal(await data("mode"), "enforce", "the policies in force stay");
+    await photograph(join(SHOTS, "watch-refused.png"), ["sim-card", "run-card", "chart-card", "perkey-card", "inspector-card", "replay-card"]);
+    await showCard();
+    writeAtomically(policies("enforce"));
+    await until(async () => !(await visible("#watch-file-error")), 15_000, "the file loads again");
   });
 
   it("saves a screenshot of the window", async () => {

@@ -39,6 +39,7 @@ import type { ReplayProgress } from "./bindings/ReplayProgress";
 import type { ReplayRequest } from "./bindings/ReplayRequest";
 import type { ReplayStatus } from "./bindings/ReplayStatus";
 import type { ReplayRunInfo } from "./bindings/ReplayRunInfo";
+import type { WatchStatus } from "./bindings/WatchStatus";
 
 /** Narrows anything thrown by invoke() to an AppError. */
 export function toAppError(err: unknown): AppError {
@@ -124,6 +125,11 @@ export const api = {
   /** A kept replay's chart, or (heatmap) its sweep's heatmaps; `id` omitted: the newest. */
   replayExportChart: (format: ChartFormat, heatmap: boolean, id?: string) =>
     call<Exported>("replay_export_chart", { format, heatmap, id: id ?? null }),
+  /** Watch: a policies file from the open dialog, followed live from now on (code `cancelled` when closed). */
+  watchChoose: () => call<WatchStatus>("watch_choose"),
+  /** The watched file looked at again (reloaded if it changed), and its policies' last 30 s. */
+  watchRead: () => call<WatchStatus>("watch_read"),
+  watchClose: () => call<WatchStatus>("watch_close"),
 };
 
 /** The events the backend emits (see src-tauri/src/events.rs). */

@@ -12,6 +12,7 @@ import { initPolicies } from "./panels/policies";
 import { initReplay } from "./panels/replay";
 import { initRules } from "./panels/rules";
 import { initRun } from "./panels/run";
+import { initWatch } from "./panels/watch";
 import { initWorkload } from "./panels/workload";
 
 async function start() {
@@ -31,6 +32,7 @@ async function start() {
   await initHistory();
   await initReplay();
   await initConnection();
+  await initWatch();
   document.body.dataset.ready = "true";
 }
 

@@ -8,6 +8,7 @@ use crate::app::inspect::{ResetResult, WorkloadPreview};
 use crate::app::metrics::MetricsStatus;
 use crate::app::peek::KeyPeek;
 use crate::app::stats::RuleStats;
+use crate::app::watch::{WatchStatus, WatchedPolicy};
 use crate::app::AppInfo;
 use crate::connection::{ConnectionStatus, ConnectionTest, LinkState};
 use crate::error::{AppError, ErrorCode};
@@ -27,7 +28,7 @@ use ratelockr::commandstats::RedisCost;
 use ratelockr::export::style::{BinStep, LineStyle};
 use ratelockr::export::view::{ChartView, KeyStateView, Look, ViewLine, ViewPanel};
 use ratelockr::headers::HttpAnswer;
-use ratelockr::policy::{Limit, LimitResult, Mode, Override, PolicyDecision};
+use ratelockr::policy::{Limit, LimitResult, Mode, Override, PolicyDecision, PolicyStatsPoint};
 use ratelockr::replay::{
     FieldNames, KeyChange, LineIssue, LogFormat, ParseSpec, PeakRates, PolicyFigures, Preview,
     PreviewLine, ReplayPoint, ReplayProgress, ReplayReport, ReplaySeries, RuleChange, RuleReport,
@@ -133,6 +134,9 @@ pub fn render() -> Vec<(String, String)> {
     one::<Mode>(&cfg, &mut out);
     one::<PolicyDecision>(&cfg, &mut out);
     one::<LimitResult>(&cfg, &mut out);
+    one::<WatchStatus>(&cfg, &mut out);
+    one::<WatchedPolicy>(&cfg, &mut out);
+    one::<PolicyStatsPoint>(&cfg, &mut out);
     out.push(("chartStyle.ts".to_string(), chart_style_ts()));
     out.push(("ruleRanges.ts".to_string(), rule_ranges_ts()));
     out.sort();

@@ -51,6 +51,9 @@ pub enum ErrorCode {
     InvalidReplay,
     /// A log could not be opened, or nothing in it parsed.
     LogUnreadable,
+    /// A policies file could not be read or was refused; the message names the file, the line
+    /// or JSON path and what is wrong, `field` the field.
+    PolicyFile,
     ReplayRunning,
     Internal,
 }

@@ -71,6 +71,9 @@ pub struct Settings {
     pub policies: Vec<ratelockr::Policy>,
     /// How much run history is kept.
     pub history: HistorySettings,
+    /// The policies file the Watch panel follows, opened again at start (a file gone by then
+    /// is reported, and kept here until another is chosen).
+    pub watch_file: Option<PathBuf>,
 }
 
 /// The store keys.
@@ -80,6 +83,7 @@ pub const KEY_METRICS: &str = "metrics";
 pub const KEY_RULES: &str = "rules";
 pub const KEY_HISTORY: &str = "history";
 pub const KEY_POLICIES: &str = "policies";
+pub const KEY_WATCH_FILE: &str = "watch_file";
 
 /// Where settings are written. The app implements it with [`crate::store::JsonStore`]; tests
 /// may use anything.
@@ -121,6 +125,13 @@ impl Settings {
                 KEY_POLICIES,
                 serde_json::to_value(&self.policies).unwrap_or(Value::Array(vec![])),
             ),
+            (
+                KEY_WATCH_FILE,
+                self.watch_file
+                    .as_ref()
+                    .map(|p| Value::String(p.display().to_string()))
+                    .unwrap_or(Value::Null),
+            ),
         ]
     }
 
@@ -157,6 +168,14 @@ impl Settings {
                 Err(err) => warnings.push(format!(
                     "the saved run history limits are invalid ({err}); using the defaults"
                 )),
+            }
+        }
+        match get(KEY_WATCH_FILE) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(file)) if file.trim().is_empty() => {}
+            Some(Value::String(file)) => settings.watch_file = Some(PathBuf::from(file)),
+            Some(_) => {
+                warnings.push("the saved watched policies file is not a path; ignored".into())
             }
         }
         match get(KEY_RULES) {
@@ -320,6 +339,24 @@ mod tests {
         assert!(std::fs::read_to_string(&old)
             .expect("read")
             .contains(":pw@"));
+    }
+
+    #[test]
+    fn the_watched_file_is_a_path_or_nothing() {
+        let read =
+            |value: Value| Settings::from_entries(|k| (k == KEY_WATCH_FILE).then(|| value.clone()));
+        let (settings, warnings) = read(json!("/etc/ratelockr/policies.toml"));
+        assert_eq!(
+            (settings.watch_file.as_deref(), warnings.len()),
+            (Some(Path::new("/etc/ratelockr/policies.toml")), 0)
+        );
+        assert_eq!(read(json!("  ")).0.watch_file, None);
+        let (settings, warnings) = read(json!(42));
+        assert_eq!(settings.watch_file, None);
+        assert!(
+            warnings[0].contains("watched policies file"),
+            "{warnings:?}"
+        );
     }
 
     #[test]

@@ -25,6 +25,28 @@ export function secondsAxis(extra: Partial<uPlot.Axis> = {}): uPlot.Axis {
   return { ...AXIS, values: (_u, splits) => splits.map((s) => `${fmtAxis(s)} s`), ...extra };
 }
 
+/**
+ * The x axis of a moving 30-second window, in unix seconds, labelled from its newest point:
+ * "-20 s", "-10 s", "now" (the live chart, Watch).
+ */
+export function recentSecondsAxis(): uPlot.Axis {
+  const newest = (u: uPlot) => u.data[0][u.data[0].length - 1] ?? 0;
+  return {
+    stroke: AXIS.stroke,
+    grid: AXIS.grid,
+    ticks: { stroke: AXIS.ticks.stroke },
+    font: AXIS.font,
+    splits: (u) => {
+      const last = newest(u);
+      return [last - 20, last - 10, last];
+    },
+    values: (u, splits) => {
+      const last = newest(u);
+      return splits.map((s) => (s === last ? "now" : `${Math.round(s - last)} s`));
+    },
+  };
+}
+
 /** Writes a plot's x range on its root (`data-x-range="min,max"`), where tests can read it. */
 export function markXRange(u: uPlot) {
   const { min, max } = u.scales.x;

@@ -10,7 +10,8 @@ import { algorithmLabel } from "../logic/algorithms";
 import { fmtInt } from "../logic/format";
 import { liveColumns, totals } from "../logic/live";
 import { setData, setText } from "../paint";
-import { yAxis } from "./axes";
+import { recentSecondsAxis, yAxis } from "./axes";
+import { gridColumns, gridPlotSize } from "./grid";
 
 export const COLORS = {
   allowed: "#16a34a",
@@ -63,7 +64,7 @@ export class ChartGrid {
       this.container.append(empty);
     }
     this.order = rules;
-    this.container.style.setProperty("--cols", String(Math.min(Math.max(rules.length, 1), 4)));
+    this.container.style.setProperty("--cols", String(gridColumns(rules.length, 4)));
     for (const name of rules) {
       const panel = this.panels.get(name) ?? this.create(name);
       this.container.append(panel.root);
@@ -96,10 +97,7 @@ export class ChartGrid {
   }
 
   private size(): { width: number; height: number } {
-    const cols = Math.min(Math.max(this.order.length, 1), 4);
-    const gap = 12;
-    const width = Math.max(220, Math.floor((this.container.clientWidth - gap * (cols - 1)) / cols) - 24);
-    return { width, height: 170 };
+    return gridPlotSize(this.container, this.order.length, 4);
   }
 
   private resize() {
@@ -140,21 +138,8 @@ export class ChartGrid {
       cursor: { drag: { x: false, y: false } },
       scales: { x: { time: false }, y: { range: (_u, _min, max) => [0, Math.max(5, Math.ceil(max * 1.15))] } },
       axes: [
-        {
-          stroke: "#64748b",
-          grid: { stroke: "#e2e8f0", width: 1 },
-          ticks: { stroke: "#e2e8f0" },
-          font: "11px system-ui",
-          // Seconds before the newest point: "-20 s", "-10 s", "now".
-          splits: (u) => {
-            const last = u.data[0][u.data[0].length - 1] ?? 0;
-            return [last - 20, last - 10, last];
-          },
-          values: (u, splits) => {
-            const last = u.data[0][u.data[0].length - 1] ?? 0;
-            return splits.map((s) => (s === last ? "now" : `${Math.round(s - last)} s`));
-          },
-        },
+        // Seconds before the newest point: "-20 s", "-10 s", "now".
+        recentSecondsAxis(),
         yAxis(),
       ],
       series: [

@@ -11,6 +11,7 @@
 //! - [`peek`]       a kept run's client key read live, without spending
 //! - [`inspect`]    reset, the HTTP headers of a decision, the workload preview
 //! - [`metrics`]    the Prometheus endpoint on loopback
+//! - [`watch`]      a policies file followed live, and its policies' last 30 s in Redis
 
 pub mod connection;
 pub mod inspect;
@@ -22,6 +23,7 @@ pub mod rules;
 pub mod runs;
 pub mod sim;
 pub mod stats;
+pub mod watch;
 
 use crate::connection::{decision_deadline_setting, Connection};
 use crate::error::{AppError, ErrorCode};
@@ -97,6 +99,8 @@ pub struct AppCore {
     metrics_apply: tokio::sync::Mutex<()>,
     /// One replay at a time, and the last one's report.
     replay: Mutex<ReplaySlot>,
+    /// The policies file the Watch panel follows.
+    watch: Mutex<watch::WatchSlot>,
     data_dir: PathBuf,
 }
 
@@ -162,6 +166,7 @@ impl AppCore {
             Err(err) => without_redis(err, &metrics, &mut warnings)?,
         };
         metrics.set_active_rules(settings.rules.len());
+        let watch = watch::WatchSlot::reopen(settings.watch_file, &mut warnings);
         let history = History::open(&data_dir, settings.history);
         // Entries set aside while opening go to the start-up banner too.
         warnings.extend(history.list().warnings);
@@ -200,6 +205,7 @@ impl AppCore {
             }),
             metrics_apply: tokio::sync::Mutex::new(()),
             replay: Mutex::default(),
+            watch: Mutex::new(watch),
             data_dir,
         })
     }
@@ -253,6 +259,7 @@ impl AppCore {
             rules: lock(&self.rules).items().to_vec(),
             policies: lock(&self.policies).items().to_vec(),
             history: lock(&self.history).settings(),
+            watch_file: lock(&self.watch).file.clone(),
         };
         self.persist
             .save(settings.entries())
