@@ -19,6 +19,8 @@ use crate::conn::Conn;
 use crate::keys::KeySpace;
 use crate::rule::AlgorithmKind;
 use serde::Serialize;
+use std::borrow::Cow;
+use std::path::Path;
 use std::time::Duration;
 
 /// A GCRA with the Redis-side work of go-redis/redis_rate's script (see the file's header).
@@ -73,7 +75,8 @@ pub fn lua_comparisons(costs: &[LuaCost]) -> Vec<PairedRatio> {
 
 /// Issue 24's ratios, on the time in the command (`usec_per_call`), paired round by round:
 /// the fixed window against rate-limiter-flexible's calls (with and without telemetry), every
-/// script against a plain `INCR`, and each script with telemetry against itself without.
+/// script against a plain `INCR`, each script with telemetry against itself without, and,
+/// when earlier versions were measured, each script against its earlier self.
 pub fn goal_ratios(costs: &[LuaCost]) -> Vec<PairedRatio> {
     let find = |label: &str| costs.iter().find(|c| c.script == label);
     let fw = AlgorithmKind::FixedWindow;
@@ -88,10 +91,22 @@ pub fn goal_ratios(costs: &[LuaCost]) -> Vec<PairedRatio> {
     for kind in AlgorithmKind::ALL.into_iter().filter(|&k| bare_too(k)) {
         pairs.push((script_label(kind, true), script_label(kind, false)));
     }
+    for kind in AlgorithmKind::ALL {
+        pairs.push((script_label(kind, true), before_label(kind)));
+    }
+    for kind in AlgorithmKind::ALL {
+        pairs.push((before_label(kind), INCR_LABEL.to_string()));
+    }
+    pairs.push((before_label(fw), RLFLX_LABEL.to_string()));
     pairs
         .iter()
         .filter_map(|(a, b)| PairedRatio::of_usec(find(a)?, find(b)?))
         .collect()
+}
+
+/// The label of an earlier version of a script (`bench --lua --lua-before DIR`).
+pub(crate) fn before_label(kind: AlgorithmKind) -> String {
+    format!("{} (before)", kind.as_str())
 }
 
 /// The scripts also measured without telemetry: the two GCRA-shaped ones, to compare with
@@ -185,7 +200,7 @@ impl PairedRatio {
 struct Case {
     label: String,
     /// The Lua source; `None` for a plain command (`keys` is then the whole command).
-    source: Option<&'static str>,
+    source: Option<Cow<'static, str>>,
     keys: Vec<String>,
     args: Vec<String>,
 }
@@ -193,13 +208,13 @@ struct Case {
 impl Case {
     fn script(
         label: impl Into<String>,
-        source: &'static str,
+        source: impl Into<Cow<'static, str>>,
         keys: Vec<String>,
         args: Vec<String>,
     ) -> Self {
         Case {
             label: label.into(),
-            source: Some(source),
+            source: Some(source.into()),
             keys,
             args,
         }
@@ -230,7 +245,9 @@ async fn reading(
 }
 
 /// Each case's cost under redis-benchmark, in interleaved rounds; medians and every round's
-/// figures reported, the "× INCR" columns against the plain `INCR` of the same round.
+/// figures reported, the "× INCR" columns against the plain `INCR` of the same round. With
+/// `before`, a directory holding earlier versions of the scripts (`token_bucket.lua`, ...),
+/// each found there is measured too, as the engine calls it, on keys of its own.
 pub async fn lua_costs(
     bench: &RedisBenchmark,
     conn: &mut Conn,
@@ -238,6 +255,7 @@ pub async fn lua_costs(
     keyspace: usize,
     per_run: Duration,
     rounds: usize,
+    before: Option<&Path>,
 ) -> anyhow::Result<Vec<LuaCost>> {
     let tb_rule = super::bench_rule(AlgorithmKind::TokenBucket)?;
     let (tb_keys, tb_args) = engine_command(&tb_rule, keys, true);
@@ -279,6 +297,18 @@ pub async fn lua_costs(
             ));
         }
     }
+    // Earlier versions of the scripts, on keys of their own, for before/after in one run.
+    if let Some(dir) = before {
+        for kind in AlgorithmKind::ALL {
+            let path = dir.join(format!("{}.lua", kind.as_str()));
+            let Ok(source) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let (mut k, a) = engine_command(&super::bench_rule(kind)?, keys, true);
+            k[0] = k[0].replacen(":{bench}:", ":{bench}:before:", 1);
+            cases.push(Case::script(before_label(kind), source, k, a));
+        }
+    }
     // Its own keys: a hash where the string bucket lives would be a WRONGTYPE.
     let mut hash_keys = tb_keys.clone();
     hash_keys[0] = hash_keys[0].replacen(":tb:", ":tb-hash:", 1);
@@ -305,7 +335,7 @@ pub async fn lua_costs(
     // The whole command each case sends: EVALSHA <sha> <numkeys> KEYS ARGV, or the command.
     let mut commands = Vec::with_capacity(cases.len());
     for case in &cases {
-        commands.push(match case.source {
+        commands.push(match &case.source {
             Some(source) => {
                 let sha = cache_script(conn, source, &case.keys, &case.args).await?;
                 let mut command = vec!["EVALSHA".to_string(), sha, case.keys.len().to_string()];

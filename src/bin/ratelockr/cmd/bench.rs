@@ -55,6 +55,10 @@ pub struct BenchArgs {
     /// paired ratios are taken over them.
     #[arg(long, default_value_t = 9)]
     pub lua_rounds: usize,
+    /// A directory of earlier versions of the scripts (`token_bucket.lua`, ...) to measure
+    /// beside the current ones in the same `--lua` rounds: before/after in one run.
+    #[arg(long, requires = "lua")]
+    pub lua_before: Option<std::path::PathBuf>,
     /// Also show that reading stats costs the same with a million keys in Redis (starts its
     /// own redis-server).
     #[arg(long)]
@@ -343,6 +347,7 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
                 args.keys,
                 Duration::from_secs(1),
                 args.lua_rounds.max(1),
+                args.lua_before.as_deref(),
             )
             .await?,
         ),
