@@ -338,11 +338,17 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
         }
     }
 
+    // The Lua-cost readings and the profile's loops go through a connection of their own with a
+    // patient timeout: on a loaded machine one INFO or one 20,000-iteration loop can take
+    // longer than a decision's deadline, and that is no reason to lose the run.
+    let mut lua_options = global.limiter_options()?;
+    lua_options.deadline = Duration::from_secs(30);
+    let lua_conn = || Limiter::new(backend.target(), lua_options.clone()).connection();
     let lua = match (&redis_benchmark, args.lua) {
         (Ok(rb), true) => Some(
             lua_cost::lua_costs(
                 rb,
-                &mut limiter.connection(),
+                &mut lua_conn(),
                 limiter.keys(),
                 args.keys,
                 Duration::from_secs(1),
@@ -356,7 +362,7 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
     let profile = match args.lua {
         true => Some(
             lua_profile::lua_profile(
-                &mut limiter.connection(),
+                &mut lua_conn(),
                 limiter.keys(),
                 20_000,
                 args.lua_rounds.max(1),
