@@ -46,7 +46,7 @@ EXAMPLE  (10 per 1000 ms, bursts of 5, server clock, cost 1)
   1) (integer) 1    2) (integer) 4    3) (integer) 0    4) (integer) 100
 ]]
 
--- The hot path is written for Redis's CPU (docs/benchmarks.md, "Lua cost"): the arguments are
+-- The hot path is written for Redis's CPU (docs/benchmarks.md, "Redis CPU per decision"): the arguments are
 -- checked with plain comparisons (x % 1 == 0 also rules out NaN and infinities), and only a
 -- call with a bad one builds the helpers that name it; the cost and stats TTL the engine sends
 -- ('1', '120') are recognised by a string comparison, cheaper than tonumber; no closure is
