@@ -31,8 +31,8 @@ lint: deps-app ui
 fmt:
 	$(CARGO) fmt --all
 
-# Every figure in docs/benchmarks.md, each run on a private redis-server (about 7 minutes):
-# engine vs redis-benchmark for the three algorithms, Lua cost, stats cost, then the token
+# Every figure in docs/benchmarks.md, each run on a private redis-server (about 11 minutes):
+# engine vs redis-benchmark for the five algorithms, Lua cost and its profile, stats cost, then the token
 # bucket at concurrency 64 (lower latency) and on a 2-worker runtime.
 BENCH := $(CARGO) run --release --quiet --bin ratelockr -- --embedded bench
 bench: deps-engine

@@ -46,50 +46,72 @@ EXAMPLE  (100 requests per 60 s)
   1) (integer) 1    2) (integer) 99    3) (integer) 0    4) (integer) 60000
 ]]
 
-local function fail(msg)
-  return redis.error_reply('ratelockr fixed_window: ' .. msg)
+-- The hot path is written for Redis's CPU (docs/benchmarks.md, "Redis CPU per decision"): the arguments are
+-- checked with plain comparisons (x % 1 == 0 also rules out NaN and infinities), and only a
+-- call with a bad one builds the helpers that name it. The cost and stats TTL the engine sends
+-- ('1', '120') are recognised by a string comparison, cheaper than tonumber, and the cost goes
+-- to INCRBY as the very string: a Lua number would be formatted by Redis on every call.
+local nkeys = #KEYS
+local limit, window = tonumber(ARGV[1]), tonumber(ARGV[2])
+local cost_arg, stats_ttl = ARGV[3], ARGV[4]
+local cost = 1
+if cost_arg == '1' then
+  -- As sent.
+elseif cost_arg == nil or cost_arg == '' then
+  cost_arg = '1'
+else
+  cost = tonumber(cost_arg)
+  cost_arg = cost
 end
-
-local function integer_arg(value, name, default, min)
-  min = min or 1
-  if value == nil or value == '' then
-    if default ~= nil then return default end
-    return nil, name .. ' is required'
+if stats_ttl == '120' or stats_ttl == nil or stats_ttl == '' then stats_ttl = 120 else stats_ttl = tonumber(stats_ttl) end
+if not ((nkeys == 1 or nkeys == 3)
+    and limit and limit % 1 == 0 and limit >= 1 and limit <= 1e15
+    and window and window % 1 == 0 and window >= 1 and window <= 1e15
+    and cost and cost % 1 == 0 and cost >= 0 and cost <= limit
+    and stats_ttl and stats_ttl % 1 == 0 and stats_ttl >= 1 and stats_ttl <= 1e15) then
+  local function fail(msg)
+    return redis.error_reply('ratelockr fixed_window: ' .. msg)
   end
-  local n = tonumber(value)
-  if n == nil or n ~= n or n % 1 ~= 0 or n < min or n > 1e15 then
-    return nil, name .. ' must be an integer >= ' .. min .. ', got \'' .. tostring(value) .. '\''
+
+  local function integer_arg(value, name, default, min)
+    if value == nil or value == '' then
+      if default ~= nil then return default end
+      return nil, name .. ' is required'
+    end
+    local n = tonumber(value)
+    if n == nil or n ~= n or n % 1 ~= 0 or n < min or n > 1e15 then
+      return nil, name .. ' must be an integer >= ' .. min .. ', got \'' .. tostring(value) .. '\''
+    end
+    return n
   end
-  return n
-end
 
-if #KEYS ~= 1 and #KEYS ~= 3 then
-  return fail('expected 1 key (counter) or 3 (counter, allowed counter, denied counter), got ' .. #KEYS)
+  if nkeys ~= 1 and nkeys ~= 3 then
+    return fail('expected 1 key (counter) or 3 (counter, allowed counter, denied counter), got ' .. nkeys)
+  end
+  local err
+  limit, err = integer_arg(ARGV[1], 'limit', nil, 1)
+  if not limit then return fail(err) end
+  window, err = integer_arg(ARGV[2], 'window_ms', nil, 1)
+  if not window then return fail(err) end
+  cost, err = integer_arg(ARGV[3], 'cost', 1, 0)
+  if not cost then return fail(err) end
+  if cost > limit then
+    return fail('cost ' .. cost .. ' exceeds limit ' .. limit .. ': such a request can never pass')
+  end
+  stats_ttl, err = integer_arg(ARGV[4], 'stats TTL', 120, 1)
+  if not stats_ttl then return fail(err) end
+  return fail('invalid arguments')
 end
-
-local limit, err = integer_arg(ARGV[1], 'limit')
-if not limit then return fail(err) end
-local window
-window, err = integer_arg(ARGV[2], 'window_ms')
-if not window then return fail(err) end
-local cost
-cost, err = integer_arg(ARGV[3], 'cost', 1, 0)
-if not cost then return fail(err) end
-if cost > limit then
-  return fail('cost ' .. cost .. ' exceeds limit ' .. limit .. ': such a request can never pass')
-end
-local stats_ttl
-stats_ttl, err = integer_arg(ARGV[4], 'stats TTL', 120)
-if not stats_ttl then return fail(err) end
 
 local key = KEYS[1]
 local count, ttl
-local clock = ARGV[5] ~= nil and ARGV[5] ~= ''
-local now
+local now = ARGV[5]
+local clock = now ~= nil and now ~= ''
 if clock then
-  now = tonumber(ARGV[5])
+  now = tonumber(now)
   if not (now and now % 1 == 0 and now >= 0 and now <= 9007199254740992) then
-    return fail('now_ms must be an integer >= 0 (at most 2^53) or "", got \'' .. tostring(ARGV[5]) .. '\'')
+    return redis.error_reply('ratelockr fixed_window: now_ms must be an integer >= 0 (at most 2^53) or "", got \''
+      .. tostring(ARGV[5]) .. '\'')
   end
 end
 
@@ -126,7 +148,7 @@ if clock then
     redis.call('HSET', key, 'count', count)
   end
 else
-  count = redis.call('INCRBY', key, cost)
+  count = redis.call('INCRBY', key, cost_arg)
   ttl = redis.call('PTTL', key)
   if ttl < 0 then
     redis.call('PEXPIRE', key, window)
@@ -134,16 +156,15 @@ else
   end
 end
 
-local allowed, remaining, retry_after
-if count <= limit then
-  allowed, remaining, retry_after = 1, limit - count, 0
-else
+local allowed, remaining, retry_after = 1, limit - count, 0
+if remaining < 0 then
   -- The TTL mode gives the cost back; the clock mode never counted it.
-  if not clock then redis.call('DECRBY', key, cost) end
-  allowed, remaining, retry_after = 0, math.max(limit - (count - cost), 0), ttl + 1
+  if not clock then redis.call('DECRBY', key, cost_arg) end
+  allowed, remaining, retry_after = 0, remaining + cost, ttl + 1
+  if remaining < 0 then remaining = 0 end
 end
 
-if #KEYS == 3 then
+if nkeys == 3 then
   local counter = KEYS[3 - allowed]
   if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, stats_ttl) end
 end

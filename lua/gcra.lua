@@ -46,13 +46,16 @@ EXAMPLE  (10 per 1000 ms, bursts of 5, server clock, cost 1)
   1) (integer) 1    2) (integer) 4    3) (integer) 0    4) (integer) 100
 ]]
 
--- The hot path checks the arguments with plain comparisons (x % 1 == 0 also rules out NaN and
--- infinities); only a call with a bad one builds the helpers that name it.
+-- The hot path is written for Redis's CPU (docs/benchmarks.md, "Redis CPU per decision"): the arguments are
+-- checked with plain comparisons (x % 1 == 0 also rules out NaN and infinities), and only a
+-- call with a bad one builds the helpers that name it; the cost and stats TTL the engine sends
+-- ('1', '120') are recognised by a string comparison, cheaper than tonumber; no closure is
+-- built per call.
 local nkeys = #KEYS
 local limit, period, burst = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local cost, stats_ttl = ARGV[5], ARGV[6]
-if cost == nil or cost == '' then cost = 1 else cost = tonumber(cost) end
-if stats_ttl == nil or stats_ttl == '' then stats_ttl = 120 else stats_ttl = tonumber(stats_ttl) end
+if cost == '1' or cost == nil or cost == '' then cost = 1 else cost = tonumber(cost) end
+if stats_ttl == '120' or stats_ttl == nil or stats_ttl == '' then stats_ttl = 120 else stats_ttl = tonumber(stats_ttl) end
 if not ((nkeys == 1 or nkeys == 3)
     and limit and limit % 1 == 0 and limit >= 1 and limit <= 1e15
     and period and period % 1 == 0 and period >= 1 and period <= 1e15
@@ -103,7 +106,9 @@ end
 local now = ARGV[4]
 if now == nil or now == '' then
   local t = redis.call('TIME')
-  local us = t[2]
+  -- TIME gives seconds and microseconds as strings; Lua's arithmetic reads them as numbers,
+  -- once each.
+  local us = t[2] + 0
   now = t[1] * 1000 + (us - us % 1000) / 1000
 else
   now = tonumber(now)
@@ -113,19 +118,10 @@ else
   end
 end
 
--- Floor division of integers below 2^53, exact: the double quotient may round across an
--- integer, and the remainder says so.
-local function divmod(a, b)
-  local q = math.floor(a / b)
-  local r = a - q * b
-  if r < 0 then
-    q, r = q - 1, r + b
-  elseif r >= b then
-    q, r = q + 1, r - b
-  end
-  return q, r
-end
-
+-- Floor division of integers below 2^53, exact, written out where it is needed (a helper
+-- function would be a closure built on every call): q = a / b; q = q - q % 1 is the floor of
+-- the double quotient, which may round across an integer; the remainder r = a - q * b says
+-- so, and one step puts q and r right.
 local span = burst * period -- burst x T, in units of 1/limit ms
 local tat_ms, frac
 local state = redis.call('GET', KEYS[1])
@@ -160,31 +156,60 @@ end
 local allowed, remaining, retry_after, reset_after = 0, 0, 0, 0
 if not far and diff <= (burst - cost) * period then
   allowed = 1
-  if cost > 0 then
-    diff = diff + cost * period
-    local whole, rest = divmod(diff, limit)
-    reset_after = whole
-    if rest > 0 then reset_after = whole + 1 end
-    redis.call('SET', KEYS[1], struct.pack('<ddd', now + whole, rest, limit), 'PX', reset_after)
-  else
-    local whole, rest = divmod(diff, limit)
-    reset_after = whole
-    if rest > 0 then reset_after = whole + 1 end
+  if cost > 0 then diff = diff + cost * period end
+  -- reset_after = ceil(diff / limit), and the new TAT = now + whole + rest / limit ms.
+  local whole = diff / limit
+  whole = whole - whole % 1
+  local rest = diff - whole * limit
+  if rest < 0 then
+    whole, rest = whole - 1, rest + limit
+  elseif rest >= limit then
+    whole, rest = whole + 1, rest - limit
   end
-  remaining = divmod(span - diff, period)
-elseif not far then
-  if diff < span then remaining = divmod(span - diff, period) end
-  -- The least whole ms w with diff - w x limit <= span - cost x T.
-  local whole, rest = divmod(diff + cost * period - span, limit)
-  retry_after = whole
-  if rest > 0 then retry_after = whole + 1 end
-  whole, rest = divmod(diff, limit)
   reset_after = whole
   if rest > 0 then reset_after = whole + 1 end
+  if cost > 0 then
+    -- The TTL as text made here (%d: cheaper than the %.17g Redis applies to a Lua number, the
+    -- same digits for an integer below 2^53, as every quantity here is).
+    redis.call('SET', KEYS[1], struct.pack('<ddd', now + whole, rest, limit), 'PX',
+      string.format('%d', reset_after))
+  end
+  -- remaining = floor((span - diff) / period)
+  local left = span - diff
+  remaining = left / period
+  remaining = remaining - remaining % 1
+  local r = left - remaining * period
+  if r < 0 then remaining = remaining - 1 elseif r >= period then remaining = remaining + 1 end
+elseif not far then
+  if diff < span then
+    local left = span - diff
+    remaining = left / period
+    remaining = remaining - remaining % 1
+    local r = left - remaining * period
+    if r < 0 then remaining = remaining - 1 elseif r >= period then remaining = remaining + 1 end
+  end
+  -- The least whole ms w with diff - w x limit <= span - cost x T: ceil(need / limit).
+  local need = diff + cost * period - span
+  local q = need / limit
+  q = q - q % 1
+  local r = need - q * limit
+  if r < 0 then q, r = q - 1, r + limit elseif r >= limit then q, r = q + 1, r - limit end
+  retry_after = q
+  if r > 0 then retry_after = q + 1 end
+  q = diff / limit
+  q = q - q % 1
+  r = diff - q * limit
+  if r < 0 then q, r = q - 1, r + limit elseif r >= limit then q, r = q + 1, r - limit end
+  reset_after = q
+  if r > 0 then reset_after = q + 1 end
 else
-  local whole, rest = divmod(frac + cost * period - span, limit)
-  retry_after = ahead + whole
-  if rest > 0 then retry_after = retry_after + 1 end
+  local need = frac + cost * period - span
+  local q = need / limit
+  q = q - q % 1
+  local r = need - q * limit
+  if r < 0 then q, r = q - 1, r + limit elseif r >= limit then q, r = q + 1, r - limit end
+  retry_after = ahead + q
+  if r > 0 then retry_after = retry_after + 1 end
   reset_after = ahead
   if frac > 0 then reset_after = ahead + 1 end
 end

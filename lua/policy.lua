@@ -86,14 +86,18 @@ EXAMPLE  (10 per second as a token bucket AND 2,000 per day as a fixed window, s
 local nkeys = #KEYS
 local n = tonumber(ARGV[1])
 local cost, mode, stats_ttl, member = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-if cost == nil or cost == '' then cost = 1 else cost = tonumber(cost) end
-if stats_ttl == nil or stats_ttl == '' then stats_ttl = 120 else stats_ttl = tonumber(stats_ttl) end
+-- The cost and stats TTL the engine sends ('1', '120') are recognised by a string comparison,
+-- cheaper than tonumber, and the cost goes to INCRBY as the very string: a Lua number would be
+-- formatted by Redis on every call.
+local cost_arg = '1'
+if cost == '1' or cost == nil or cost == '' then cost = 1 else cost = tonumber(cost); cost_arg = cost end
+if stats_ttl == '120' or stats_ttl == nil or stats_ttl == '' then stats_ttl = 120 else stats_ttl = tonumber(stats_ttl) end
 local shadow = mode == 'shadow'
 local fw_clock = ARGV[7] == '1'
 
 -- Everything known of limit i lives in one flat array, 12 slots from b = 12 * (i - 1): the
 -- kind and the three parameters (b+1 .. b+4), the limit's verdict (b+5), and what the first
--- pass read (b+6 .. b+11). One table, sized for one limit at once, rather than a table per
+-- pass read (b+6 .. b+12). One table, sized for one limit at once, rather than a table per
 -- field that each grow on their first store: fewer allocations on Redis's thread.
 local v = {false, false, false, false, false, false, false, false, false, false, false, false}
 local valid = n and n % 1 == 0 and n >= 1 and n <= 8 and (nkeys == n or nkeys == n + 3)
@@ -222,8 +226,9 @@ end
 local now = ARGV[2]
 if now == nil or now == '' then
   local t = redis.call('TIME')
-  -- TIME gives seconds and microseconds as strings; Lua's arithmetic reads them as numbers.
-  local us = t[2]
+  -- TIME gives seconds and microseconds as strings; Lua's arithmetic reads them as numbers,
+  -- once each.
+  local us = t[2] + 0
   now = t[1] * 1000 + (us - us % 1000) / 1000
 else
   now = tonumber(now)
@@ -233,23 +238,10 @@ else
   end
 end
 
--- Floor division of integers below 2^53, exact (as in gcra.lua and sliding_window_counter.lua).
-local function divmod(a, b)
-  local q = math.floor(a / b)
-  local r = a - q * b
-  if r < 0 then
-    q, r = q - 1, r + b
-  elseif r >= b then
-    q, r = q + 1, r - b
-  end
-  return q, r
-end
-
-local function ceil_div(a, b)
-  local q, r = divmod(a, b)
-  if r > 0 then q = q + 1 end
-  return q
-end
+-- Floor division of integers below 2^53, exact, written out where it is needed (a helper
+-- function would be a closure built on every call), as in gcra.lua: q = a / b; q = q - q % 1
+-- is the floor of the double quotient, which may round across an integer; the remainder
+-- r = a - q * b says so, and one step puts q and r right. A ceiling adds 1 when r > 0.
 
 -- The first pass: read and decide every limit, writing nothing. What the second pass needs
 -- is kept in v[b+6 .. b+11]; what each kind keeps there is said where it is set.
@@ -316,7 +308,10 @@ for i = 1, n do
       if t > at then at = t end
       stored_index, current, previous = w, c, p
     end
-    local index, elapsed = divmod(at, window)
+    local index = at / window
+    index = index - index % 1
+    local elapsed = at - index * window
+    if elapsed < 0 then index, elapsed = index - 1, elapsed + window elseif elapsed >= window then index, elapsed = index + 1, elapsed - window end
     if stored_index ~= nil and stored_index < index then
       if stored_index == index - 1 then previous = current else previous = 0 end
       current = 0
@@ -326,6 +321,7 @@ for i = 1, n do
     -- the estimate in 1/window units; this window's count; the previous one's; the window's
     -- index; elapsed ms in it; the clock it is read on (never behind the latest seen)
     v[b + 6], v[b + 7], v[b + 8], v[b + 9], v[b + 10], v[b + 11] = used, current, previous, index, elapsed, at
+    v[b + 12] = stored_index == index -- the stored window is this one: w and p stay as they are
   elseif kind == 'sw' then
     local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
     local at = now
@@ -380,41 +376,80 @@ for i = 1, n do
       tokens = tokens - cost
       if now > last then last = now end
       stored = tokens
-      redis.call('SET', key, struct.pack('<dd', tokens, last), 'EX', math.ceil(capacity / rate * 2))
+      local ttl = capacity / rate * 2
+      local fraction = ttl % 1
+      if fraction > 0 then ttl = ttl - fraction + 1 end
+      redis.call('SET', key, struct.pack('<dd', tokens, last), 'EX', ttl)
     end
-    -- token_bucket.lua's wait_for: the least whole ms after `last` at which the next call's
-    -- refill of the stored tokens reaches the target, from the caller's clock.
-    local function wait_for(target)
-      if stored >= target then return 0 end
-      local d = math.ceil((target - stored) * 1000 / rate)
-      while d > 1 and stored + (d - 1) * rate / 1000 >= target do d = d - 1 end
-      while stored + d * rate / 1000 < target do d = d + 1 end
-      return math.max(last + d - now, 0)
+    -- token_bucket.lua's waits: the least whole ms after `last` at which the next call's
+    -- refill of the stored tokens reaches the target (the cost when denied, the capacity),
+    -- from the caller's clock.
+    local first = 1
+    if not yes then first = 0 end
+    for target_is_capacity = first, 1 do
+      local target, needed = cost, true
+      if target_is_capacity == 1 then target, needed = capacity, tokens < capacity end
+      if needed and stored < target then
+        local d = (target - stored) * 1000 / rate
+        local fraction = d % 1
+        if fraction > 0 then d = d - fraction + 1 end
+        while d > 1 and stored + (d - 1) * rate / 1000 >= target do d = d - 1 end
+        while stored + d * rate / 1000 < target do d = d + 1 end
+        local wait = last + d - now
+        if wait < 0 then wait = 0 end
+        if target_is_capacity == 1 then reset_after = wait else retry_after = wait end
+      end
     end
-    if not yes then retry_after = wait_for(cost) end
-    if tokens < capacity then reset_after = wait_for(capacity) end
     remaining = tokens - tokens % 1
   elseif kind == 'gc' then
     local limit, period, burst = v[b + 2], v[b + 3], v[b + 4]
     local span = burst * period
     local diff, ahead, far, frac = v[b + 6], v[b + 7], v[b + 8], v[b + 9]
     if yes then
+      if charge then diff = diff + cost * period end
+      local whole = diff / limit
+      whole = whole - whole % 1
+      local rest = diff - whole * limit
+      if rest < 0 then whole, rest = whole - 1, rest + limit elseif rest >= limit then whole, rest = whole + 1, rest - limit end
+      reset_after = whole
+      if rest > 0 then reset_after = whole + 1 end
       if charge then
-        diff = diff + cost * period
-        local whole, rest = divmod(diff, limit)
-        reset_after = whole
-        if rest > 0 then reset_after = whole + 1 end
         redis.call('SET', key, struct.pack('<ddd', now + whole, rest, limit), 'PX', reset_after)
-      else
-        reset_after = ceil_div(diff, limit)
       end
-      remaining = divmod(span - diff, period)
+      local left = span - diff
+      remaining = left / period
+      remaining = remaining - remaining % 1
+      local r = left - remaining * period
+      if r < 0 then remaining = remaining - 1 elseif r >= period then remaining = remaining + 1 end
     elseif not far then
-      if diff < span then remaining = divmod(span - diff, period) end
-      retry_after = ceil_div(diff + cost * period - span, limit)
-      reset_after = ceil_div(diff, limit)
+      if diff < span then
+        local left = span - diff
+        remaining = left / period
+        remaining = remaining - remaining % 1
+        local r = left - remaining * period
+        if r < 0 then remaining = remaining - 1 elseif r >= period then remaining = remaining + 1 end
+      end
+      local need = diff + cost * period - span
+      local q = need / limit
+      q = q - q % 1
+      local r = need - q * limit
+      if r < 0 then q, r = q - 1, r + limit elseif r >= limit then q, r = q + 1, r - limit end
+      retry_after = q
+      if r > 0 then retry_after = q + 1 end
+      q = diff / limit
+      q = q - q % 1
+      r = diff - q * limit
+      if r < 0 then q, r = q - 1, r + limit elseif r >= limit then q, r = q + 1, r - limit end
+      reset_after = q
+      if r > 0 then reset_after = q + 1 end
     else
-      retry_after = ahead + ceil_div(frac + cost * period - span, limit)
+      local need = frac + cost * period - span
+      local q = need / limit
+      q = q - q % 1
+      local r = need - q * limit
+      if r < 0 then q, r = q - 1, r + limit elseif r >= limit then q, r = q + 1, r - limit end
+      retry_after = ahead + q
+      if r > 0 then retry_after = retry_after + 1 end
       reset_after = ahead
       if frac > 0 then reset_after = ahead + 1 end
     end
@@ -426,27 +461,51 @@ for i = 1, n do
       if charge then
         current = current + cost
         used = used + cost * window
-        -- %.17g: Redis turns a Lua number into text with 14 digits, too few for every ms.
-        redis.call('HSET', key, 'w', string.format('%.17g', index), 'c', current, 'p', previous,
-          't', string.format('%.17g', at))
+        -- Written exactly, as sliding_window_counter.lua writes them: %d for integers below
+        -- 2^53 (Lua's tostring has 14 digits, too few for every ms); in the same window only
+        -- the count and the latest clock change.
+        local form = '%d'
+        if at >= 9007199254740992 or at <= -9007199254740992 then form = '%.17g' end
+        if v[b + 12] then
+          redis.call('HSET', key, 'c', current, 't', string.format(form, at))
+        else
+          redis.call('HSET', key, 'w', string.format(form, index), 'c', current, 'p', previous,
+            't', string.format(form, at))
+        end
         redis.call('PEXPIRE', key, 2 * window)
       end
     else
       local need = used - (limit - cost) * window
       local wait
       if previous > 0 then
-        local q = ceil_div(need, previous)
+        local q = need / previous
+        q = q - q % 1
+        local r = need - q * previous
+        if r < 0 then q, r = q - 1, r + previous elseif r >= previous then q, r = q + 1, r - previous end
+        if r > 0 then q = q + 1 end
         if elapsed + q < window then wait = q end
       end
       if wait == nil then
         local excess = (current + cost - limit) * window
         local into = 0
-        if excess > 0 then into = ceil_div(excess, current) end
+        if excess > 0 then
+          into = excess / current
+          into = into - into % 1
+          local r = excess - into * current
+          if r < 0 then into, r = into - 1, r + current elseif r >= current then into, r = into + 1, r - current end
+          if r > 0 then into = into + 1 end
+        end
         wait = window - elapsed + into
       end
       retry_after = behind + wait
     end
-    if used < limit * window then remaining = divmod(limit * window - used, window) end
+    if used < limit * window then
+      local left = limit * window - used
+      remaining = left / window
+      remaining = remaining - remaining % 1
+      local r = left - remaining * window
+      if r < 0 then remaining = remaining - 1 elseif r >= window then remaining = remaining + 1 end
+    end
     if current > 0 then
       reset_after = behind + 2 * window - elapsed
     elseif previous > 0 then
@@ -510,7 +569,7 @@ for i = 1, n do
     local limit, window = v[b + 2], v[b + 3]
     local used, ttl = v[b + 6], v[b + 7]
     if yes and charge then
-      local count = redis.call('INCRBY', key, cost)
+      local count = redis.call('INCRBY', key, cost_arg)
       if ttl < 0 then
         redis.call('PEXPIRE', key, window)
         ttl = window

@@ -49,13 +49,16 @@ EXAMPLE  (10 per 1000 ms, now_ms 1700000000250, cost 1)
   1) (integer) 1    2) (integer) 9    3) (integer) 0    4) (integer) 1750
 ]]
 
--- The hot path checks the arguments with plain comparisons (x % 1 == 0 also rules out NaN and
--- infinities); only a call with a bad one builds the helpers that name it.
+-- The hot path is written for Redis's CPU (docs/benchmarks.md, "Redis CPU per decision"): the arguments are
+-- checked with plain comparisons (x % 1 == 0 also rules out NaN and infinities), and only a
+-- call with a bad one builds the helpers that name it; the cost and stats TTL the engine sends
+-- ('1', '120') are recognised by a string comparison, cheaper than tonumber; no closure is
+-- built per call, and an admission rewrites only the fields that changed.
 local nkeys = #KEYS
 local limit, window = tonumber(ARGV[1]), tonumber(ARGV[2])
 local cost, stats_ttl = ARGV[4], ARGV[5]
-if cost == nil or cost == '' then cost = 1 else cost = tonumber(cost) end
-if stats_ttl == nil or stats_ttl == '' then stats_ttl = 120 else stats_ttl = tonumber(stats_ttl) end
+if cost == '1' or cost == nil or cost == '' then cost = 1 else cost = tonumber(cost) end
+if stats_ttl == '120' or stats_ttl == nil or stats_ttl == '' then stats_ttl = 120 else stats_ttl = tonumber(stats_ttl) end
 if not ((nkeys == 1 or nkeys == 3)
     and limit and limit % 1 == 0 and limit >= 1 and limit <= 1e15
     and window and window % 1 == 0 and window >= 1 and window <= 1e15
@@ -103,7 +106,9 @@ end
 local now = ARGV[3]
 if now == nil or now == '' then
   local t = redis.call('TIME')
-  local us = t[2]
+  -- TIME gives seconds and microseconds as strings; Lua's arithmetic reads them as numbers,
+  -- once each.
+  local us = t[2] + 0
   now = t[1] * 1000 + (us - us % 1000) / 1000
 else
   now = tonumber(now)
@@ -113,19 +118,10 @@ else
   end
 end
 
--- Floor division of integers below 2^53, exact: the double quotient may round across an
--- integer, and the remainder says so.
-local function divmod(a, b)
-  local q = math.floor(a / b)
-  local r = a - q * b
-  if r < 0 then
-    q, r = q - 1, r + b
-  elseif r >= b then
-    q, r = q + 1, r - b
-  end
-  return q, r
-end
-
+-- Floor division of integers below 2^53, exact, written out where it is needed (a helper
+-- function would be a closure built on every call): q = a / b; q = q - q % 1 is the floor of
+-- the double quotient, which may round across an integer; the remainder r = a - q * b says
+-- so, and one step puts q and r right.
 local key = KEYS[1]
 local state = redis.call('HMGET', key, 'w', 'c', 'p', 't')
 local at = now
@@ -141,7 +137,15 @@ if state[1] then
   stored_index, current, previous = w, c, p
 end
 
-local index, elapsed = divmod(at, window)
+local index = at / window
+index = index - index % 1
+local elapsed = at - index * window
+if elapsed < 0 then
+  index, elapsed = index - 1, elapsed + window
+elseif elapsed >= window then
+  index, elapsed = index + 1, elapsed - window
+end
+local same_window = stored_index == index
 if stored_index ~= nil and stored_index < index then
   -- The stored window is over: it becomes the previous one, or is too old to count at all.
   if stored_index == index - 1 then previous = current else previous = 0 end
@@ -157,9 +161,17 @@ if used <= (limit - cost) * window then
   if cost > 0 then
     current = current + cost
     used = used + cost * window
-    -- %.17g: Redis turns a Lua number into text with 14 digits, too few for every ms.
-    redis.call('HSET', key, 'w', string.format('%.17g', index), 'c', current, 'p', previous,
-      't', string.format('%.17g', at))
+    -- Written exactly: %d gives the digits %.17g would for an integer below 2^53, for less
+    -- work (Lua's own tostring has 14 digits, too few for every ms). In the same window only
+    -- the count and the latest clock change.
+    local form = '%d'
+    if at >= 9007199254740992 or at <= -9007199254740992 then form = '%.17g' end
+    if same_window then
+      redis.call('HSET', key, 'c', current, 't', string.format(form, at))
+    else
+      redis.call('HSET', key, 'w', string.format(form, index), 'c', current, 'p', previous,
+        't', string.format(form, at))
+    end
     redis.call('PEXPIRE', key, 2 * window)
   end
 else
@@ -167,7 +179,11 @@ else
   local need = used - (limit - cost) * window
   local wait
   if previous > 0 then
-    local q, r = divmod(need, previous)
+    -- ceil(need / previous)
+    local q = need / previous
+    q = q - q % 1
+    local r = need - q * previous
+    if r < 0 then q, r = q - 1, r + previous elseif r >= previous then q, r = q + 1, r - previous end
     if r > 0 then q = q + 1 end
     if elapsed + q < window then wait = q end
   end
@@ -176,9 +192,12 @@ else
     local excess = (current + cost - limit) * window
     local into = 0
     if excess > 0 then
-      local q, r = divmod(excess, current)
-      into = q
-      if r > 0 then into = q + 1 end
+      -- ceil(excess / current)
+      into = excess / current
+      into = into - into % 1
+      local r = excess - into * current
+      if r < 0 then into, r = into - 1, r + current elseif r >= current then into, r = into + 1, r - current end
+      if r > 0 then into = into + 1 end
     end
     wait = window - elapsed + into
   end
@@ -186,7 +205,14 @@ else
 end
 
 local remaining = 0
-if used < limit * window then remaining = divmod(limit * window - used, window) end
+if used < limit * window then
+  -- floor((limit x window - used) / window)
+  local left = limit * window - used
+  remaining = left / window
+  remaining = remaining - remaining % 1
+  local r = left - remaining * window
+  if r < 0 then remaining = remaining - 1 elseif r >= window then remaining = remaining + 1 end
+end
 local reset_after = 0
 if current > 0 then
   reset_after = behind + 2 * window - elapsed

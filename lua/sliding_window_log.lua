@@ -40,52 +40,68 @@ EXAMPLE  (5 requests per 1000 ms, server clock)
   1) (integer) 1    2) (integer) 4    3) (integer) 0    4) (integer) 1000
 ]]
 
-local function fail(msg)
-  return redis.error_reply('ratelockr sliding_window_log: ' .. msg)
-end
-
-local function integer_arg(value, name, default, min)
-  min = min or 1
-  if value == nil or value == '' then
-    if default ~= nil then return default end
-    return nil, name .. ' is required'
+-- The hot path is written for Redis's CPU (docs/benchmarks.md, "Redis CPU per decision"): the arguments are
+-- checked with plain comparisons (x % 1 == 0 also rules out NaN and infinities), and only a
+-- call with a bad one builds the helpers that name it; the cost and stats TTL the engine sends
+-- ('1', '120') are recognised by a string comparison, cheaper than tonumber.
+local nkeys = #KEYS
+local limit, window = tonumber(ARGV[1]), tonumber(ARGV[2])
+local member, cost, stats_ttl = ARGV[4], ARGV[5], ARGV[6]
+if cost == '1' or cost == nil or cost == '' then cost = 1 else cost = tonumber(cost) end
+if stats_ttl == '120' or stats_ttl == nil or stats_ttl == '' then stats_ttl = 120 else stats_ttl = tonumber(stats_ttl) end
+if not ((nkeys == 1 or nkeys == 3)
+    and limit and limit % 1 == 0 and limit >= 1 and limit <= 1e15
+    and window and window % 1 == 0 and window >= 1 and window <= 1e15
+    and member ~= nil and member ~= ''
+    and cost and cost % 1 == 0 and cost >= 0 and cost <= limit
+    and stats_ttl and stats_ttl % 1 == 0 and stats_ttl >= 1 and stats_ttl <= 1e15) then
+  local function fail(msg)
+    return redis.error_reply('ratelockr sliding_window_log: ' .. msg)
   end
-  local n = tonumber(value)
-  if n == nil or n ~= n or n % 1 ~= 0 or n < min or n > 1e15 then
-    return nil, name .. ' must be an integer >= ' .. min .. ', got \'' .. tostring(value) .. '\''
+
+  local function integer_arg(value, name, default, min)
+    if value == nil or value == '' then
+      if default ~= nil then return default end
+      return nil, name .. ' is required'
+    end
+    local n = tonumber(value)
+    if n == nil or n ~= n or n % 1 ~= 0 or n < min or n > 1e15 then
+      return nil, name .. ' must be an integer >= ' .. min .. ', got \'' .. tostring(value) .. '\''
+    end
+    return n
   end
-  return n
+
+  if nkeys ~= 1 and nkeys ~= 3 then
+    return fail('expected 1 key (log) or 3 (log, allowed counter, denied counter), got ' .. nkeys)
+  end
+  local err
+  limit, err = integer_arg(ARGV[1], 'limit', nil, 1)
+  if not limit then return fail(err) end
+  window, err = integer_arg(ARGV[2], 'window_ms', nil, 1)
+  if not window then return fail(err) end
+  if member == nil or member == '' then return fail('member (a unique request id) is required') end
+  cost, err = integer_arg(ARGV[5], 'cost', 1, 0)
+  if not cost then return fail(err) end
+  if cost > limit then
+    return fail('cost ' .. cost .. ' exceeds limit ' .. limit .. ': such a request can never pass')
+  end
+  stats_ttl, err = integer_arg(ARGV[6], 'stats TTL', 120, 1)
+  if not stats_ttl then return fail(err) end
+  return fail('invalid arguments')
 end
 
-if #KEYS ~= 1 and #KEYS ~= 3 then
-  return fail('expected 1 key (log) or 3 (log, allowed counter, denied counter), got ' .. #KEYS)
-end
-
-local limit, err = integer_arg(ARGV[1], 'limit')
-if not limit then return fail(err) end
-local window
-window, err = integer_arg(ARGV[2], 'window_ms')
-if not window then return fail(err) end
-local member = ARGV[4]
-if member == nil or member == '' then return fail('member (a unique request id) is required') end
-local cost
-cost, err = integer_arg(ARGV[5], 'cost', 1, 0)
-if not cost then return fail(err) end
-if cost > limit then
-  return fail('cost ' .. cost .. ' exceeds limit ' .. limit .. ': such a request can never pass')
-end
-local stats_ttl
-stats_ttl, err = integer_arg(ARGV[6], 'stats TTL', 120)
-if not stats_ttl then return fail(err) end
-
-local now
-if ARGV[3] == nil or ARGV[3] == '' then
+local now = ARGV[3]
+if now == nil or now == '' then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  -- TIME gives seconds and microseconds as strings; Lua's arithmetic reads them as numbers,
+  -- once each.
+  local us = t[2] + 0
+  now = t[1] * 1000 + (us - us % 1000) / 1000
 else
-  now = tonumber(ARGV[3])
+  now = tonumber(now)
   if now == nil or now ~= now or now % 1 ~= 0 or now < 0 then
-    return fail('now_ms must be an integer >= 0 or "", got \'' .. tostring(ARGV[3]) .. '\'')
+    return redis.error_reply('ratelockr sliding_window_log: now_ms must be an integer >= 0 or "", got \''
+      .. tostring(ARGV[3]) .. '\'')
   end
 end
 
@@ -98,8 +114,14 @@ if newest[2] ~= nil then
   if newest_score > now then now = newest_score end
 end
 
--- Exclusive lower bound of the window; %.17g prints an integer score exactly.
-local oldest_out = string.format('%.17g', now - window)
+-- Exclusive lower bound of the window, printed exactly: %d writes the digits %.17g would
+-- for an integer below 2^53, for less work; beyond, %.17g.
+local oldest_out = now - window
+if oldest_out < 9007199254740992 and oldest_out > -9007199254740992 then
+  oldest_out = string.format('%d', oldest_out)
+else
+  oldest_out = string.format('%.17g', oldest_out)
+end
 local count = redis.call('ZCOUNT', key, '(' .. oldest_out, '+inf')
 
 local allowed, remaining, retry_after, reset_after
@@ -129,7 +151,8 @@ elseif count + cost <= limit then
   reset_after = now + window - caller
 else
   allowed = 0
-  remaining = math.max(limit - count, 0)
+  remaining = limit - count
+  if remaining < 0 then remaining = 0 end
   -- Room for `cost` more appears once the (count + cost - limit)-th oldest entry leaves.
   local nth = count + cost - limit - 1
   local entry = redis.call('ZRANGEBYSCORE', key, '(' .. oldest_out, '+inf', 'WITHSCORES', 'LIMIT', nth, 1)
@@ -138,7 +161,7 @@ else
   reset_after = tonumber(last[2]) + window - caller
 end
 
-if #KEYS == 3 and cost > 0 then
+if nkeys == 3 and cost > 0 then
   local counter = KEYS[3 - allowed]
   if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, stats_ttl) end
 end

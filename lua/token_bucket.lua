@@ -42,15 +42,16 @@ EXAMPLE  (10 tokens, 5 per second, server clock, cost 1)
   1) (integer) 1    2) (integer) 9    3) (integer) 0    4) (integer) 200
 ]]
 
--- The hot path is written for Redis's CPU: the arguments are checked with plain comparisons
--- (x % 1 == 0 also rules out NaN and infinities), and only a call with a bad one builds the
--- helpers that name it; one small function (the waits), few library calls. docs/benchmarks.md
--- has the figures.
+-- The hot path is written for Redis's CPU (docs/benchmarks.md, "Redis CPU per decision"): the arguments are
+-- checked with plain comparisons (x % 1 == 0 also rules out NaN and infinities), and only a
+-- call with a bad one builds the helpers that name it; the cost and stats TTL the engine sends
+-- ('1', '120') are recognised by a string comparison, cheaper than tonumber; no closure is
+-- built per call, and no library call where arithmetic does.
 local nkeys = #KEYS
 local capacity, rate = tonumber(ARGV[1]), tonumber(ARGV[2])
 local cost, stats_ttl = ARGV[4], ARGV[5]
-if cost == nil or cost == '' then cost = 1 else cost = tonumber(cost) end
-if stats_ttl == nil or stats_ttl == '' then stats_ttl = 120 else stats_ttl = tonumber(stats_ttl) end
+if cost == '1' or cost == nil or cost == '' then cost = 1 else cost = tonumber(cost) end
+if stats_ttl == '120' or stats_ttl == nil or stats_ttl == '' then stats_ttl = 120 else stats_ttl = tonumber(stats_ttl) end
 if not ((nkeys == 1 or nkeys == 3)
     and capacity and capacity % 1 == 0 and capacity >= 1 and capacity <= 1e15
     and rate and rate > 0 and rate <= 1.7976931348623157e308
@@ -98,8 +99,9 @@ end
 local now = ARGV[3]
 if now == nil or now == '' then
   local t = redis.call('TIME')
-  -- TIME gives seconds and microseconds as strings; Lua's arithmetic reads them as numbers.
-  local us = t[2]
+  -- TIME gives seconds and microseconds as strings; Lua's arithmetic reads them as numbers,
+  -- once each.
+  local us = t[2] + 0
   now = t[1] * 1000 + (us - us % 1000) / 1000
 else
   now = tonumber(now)
@@ -132,36 +134,45 @@ if elapsed > 0 then
   if tokens > capacity then tokens = capacity end
 end
 
-local allowed = 0
-local retry_after = 0
+local allowed, retry_after, reset_after = 0, 0, 0
 if tokens >= cost then
   allowed = 1
   if cost > 0 then
     tokens = tokens - cost
     if now > last then last = now end
     stored = tokens
-    -- One SET writes the state and its TTL; the next call starts from these very doubles.
-    redis.call('SET', KEYS[1], struct.pack('<dd', tokens, last),
-      'EX', math.ceil(capacity / rate * 2))
+    -- One SET writes the state and its TTL, ceil(capacity / rate * 2) seconds; the next call
+    -- starts from these very doubles.
+    local ttl = capacity / rate * 2
+    local fraction = ttl % 1
+    if fraction > 0 then ttl = ttl - fraction + 1 end
+    -- As text made here: %d is cheaper than the %.17g Redis applies to a Lua number, and
+    -- the same digits for an integer below 2^53.
+    if ttl < 9007199254740992 then ttl = string.format('%d', ttl) end
+    redis.call('SET', KEYS[1], struct.pack('<dd', tokens, last), 'EX', ttl)
   end
 end
 
--- The least whole ms d after `last` at which the next call's refill of the stored tokens
--- reaches `target` (the division can round either way; the loops settle it in the next call's
--- own arithmetic), as a wait from the caller's clock, which may be behind `last`.
-local function wait_for(target)
-  if stored >= target then return 0 end
-  local d = math.ceil((target - stored) * 1000 / rate)
-  while d > 1 and stored + (d - 1) * rate / 1000 >= target do d = d - 1 end
-  while stored + d * rate / 1000 < target do d = d + 1 end
-  return math.max(last + d - now, 0)
+-- The waits: the least whole ms d after `last` at which the next call's refill of the stored
+-- tokens reaches the target (the division can round either way; the loops settle it in the
+-- next call's own arithmetic), as a wait from the caller's clock, which may be behind `last`.
+-- The retry target is the cost (denials only), the reset target the capacity. A denial
+-- writes nothing: the refill is linear below capacity, so the stored state yields the same
+-- tokens later as this call's would.
+for target_is_capacity = allowed, 1 do
+  local target, needed = cost, true
+  if target_is_capacity == 1 then target, needed = capacity, tokens < capacity end
+  if needed and stored < target then
+    local d = (target - stored) * 1000 / rate
+    local fraction = d % 1
+    if fraction > 0 then d = d - fraction + 1 end
+    while d > 1 and stored + (d - 1) * rate / 1000 >= target do d = d - 1 end
+    while stored + d * rate / 1000 < target do d = d + 1 end
+    local wait = last + d - now
+    if wait < 0 then wait = 0 end
+    if target_is_capacity == 1 then reset_after = wait else retry_after = wait end
+  end
 end
-
--- A denial writes nothing: the refill is linear below capacity, so the stored state yields
--- the same tokens later as this call's would.
-if allowed == 0 then retry_after = wait_for(cost) end
-local reset_after = 0
-if tokens < capacity then reset_after = wait_for(capacity) end
 
 if nkeys == 3 and cost > 0 then
   local counter = KEYS[3 - allowed]

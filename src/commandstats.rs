@@ -49,9 +49,16 @@ impl EvalshaStats {
 /// Parses the `cmdstat_evalsha:calls=…,usec=…,…` line of `INFO commandstats`; no line means
 /// no calls yet.
 pub(crate) fn parse_evalsha(info: &str) -> Result<EvalshaStats, RedisFailure> {
+    parse_command(info, "evalsha")
+}
+
+/// The counters of any command (`incr`, `evalsha`, lower case as Redis prints them), as
+/// [`parse_evalsha`] reads EVALSHA's.
+pub(crate) fn parse_command(info: &str, command: &str) -> Result<EvalshaStats, RedisFailure> {
+    let prefix = format!("cmdstat_{command}:");
     let Some(line) = info
         .lines()
-        .find_map(|l| l.trim().strip_prefix("cmdstat_evalsha:"))
+        .find_map(|l| l.trim().strip_prefix(prefix.as_str()))
     else {
         return Ok(EvalshaStats::default());
     };
@@ -62,7 +69,7 @@ pub(crate) fn parse_evalsha(info: &str) -> Result<EvalshaStats, RedisFailure> {
             .ok_or_else(|| {
                 RedisFailure::new(
                     FailureKind::Reply,
-                    format!("INFO commandstats has no {name} for evalsha: {line:?}"),
+                    format!("INFO commandstats has no {name} for {command}: {line:?}"),
                 )
             })
     };

@@ -121,6 +121,21 @@ impl RedisBenchmark {
         requests: u64,
         keyspace: usize,
     ) -> anyhow::Result<CeilingReport> {
+        let mut command: Vec<String> = vec!["EVALSHA".into(), sha.into(), keys.len().to_string()];
+        command.extend(keys.iter().cloned());
+        command.extend(args.iter().cloned());
+        self.command(label, &command, requests, keyspace).await
+    }
+
+    /// Runs any command (`INCR key`, `EVALSHA ...`) `requests` times, pipelined as the
+    /// ceiling is, and returns calls per second; `__rand_int__` as for [`Self::evalsha`].
+    pub async fn command(
+        &self,
+        label: &str,
+        command: &[String],
+        requests: u64,
+        keyspace: usize,
+    ) -> anyhow::Result<CeilingReport> {
         let mut argv: Vec<String> = self.endpoint.clone();
         argv.extend([
             "-c".into(),
@@ -132,12 +147,8 @@ impl RedisBenchmark {
             "-r".into(),
             keyspace.to_string(),
             "--csv".into(),
-            "EVALSHA".into(),
-            sha.into(),
-            keys.len().to_string(),
         ]);
-        argv.extend(keys.iter().cloned());
-        argv.extend(args.iter().cloned());
+        argv.extend(command.iter().cloned());
         let output = tokio::process::Command::new(&self.program)
             .args(&argv)
             .kill_on_drop(true)
@@ -241,220 +252,6 @@ pub fn engine_command(rule: &Rule, keys: &KeySpace, telemetry: bool) -> (Vec<Str
         }
     };
     (script_keys, args)
-}
-
-/// A GCRA with the Redis-side work of go-redis/redis_rate's script (see the file's header).
-pub(crate) const GCRA_REFERENCE_LUA: &str = include_str!("../../bench/gcra_reference.lua");
-
-/// lua/token_bucket.lua with design.md's first state, a hash whose TTL every call renews: the
-/// "before" of the string state, for before/after.
-pub(crate) const TOKEN_BUCKET_HASH_LUA: &str = include_str!("../../bench/token_bucket_hash.lua");
-
-/// The token bucket's four commands without its logic (see the file's header).
-pub(crate) const TOKEN_BUCKET_COMMANDS_LUA: &str =
-    include_str!("../../bench/token_bucket_commands_only.lua");
-
-/// The label of the GCRA reference in reports.
-pub(crate) const GCRA_LABEL: &str = "GCRA (redis_rate's calls)";
-/// The label of the hash-state token bucket (the "before") in reports.
-pub(crate) const HASH_LABEL: &str = "token_bucket, state in a hash (before)";
-
-/// The comparisons, each paired round by round: the token bucket and lua/gcra.lua against the
-/// redis_rate-shaped GCRA (all without telemetry, as redis_rate has none), the token bucket
-/// against its own hash-state version (both with telemetry, as the engine calls it), and the
-/// five scripts against the token bucket, as the engine calls them.
-pub fn lua_comparisons(costs: &[LuaCost]) -> Vec<PairedRatio> {
-    let find = |label: &str| costs.iter().find(|c| c.script == label);
-    let tb = script_label(AlgorithmKind::TokenBucket, true);
-    let tb_bare = script_label(AlgorithmKind::TokenBucket, false);
-    let gcra_bare = script_label(AlgorithmKind::Gcra, false);
-    let mut pairs = vec![
-        (tb_bare.clone(), GCRA_LABEL.to_string()),
-        (gcra_bare, GCRA_LABEL.to_string()),
-        (tb.clone(), HASH_LABEL.to_string()),
-    ];
-    for kind in AlgorithmKind::ALL {
-        if kind != AlgorithmKind::TokenBucket {
-            pairs.push((script_label(kind, true), tb.clone()));
-        }
-    }
-    pairs
-        .iter()
-        .filter_map(|(a, b)| PairedRatio::of(find(a)?, find(b)?))
-        .collect()
-}
-
-/// The scripts also measured without telemetry: the two GCRA-shaped ones, to compare with
-/// the redis_rate-shaped reference, which has none.
-fn bare_too(kind: AlgorithmKind) -> bool {
-    matches!(kind, AlgorithmKind::TokenBucket | AlgorithmKind::Gcra)
-}
-
-/// One script's Redis-side cost.
-#[derive(Debug, Clone, Serialize)]
-pub struct LuaCost {
-    pub script: String,
-    /// The median of the rounds.
-    pub calls_per_sec: f64,
-    /// `return 1`'s calls per second ÷ this script's: how many trivial EVALSHAs one call costs.
-    pub relative_cost: f64,
-    /// Redis's CPU per call (INFO cpu), the median of the rounds: steadier than throughput
-    /// when other processes share the machine.
-    pub redis_cpu_us_per_call: Option<f64>,
-    /// This script's CPU per call ÷ `return 1`'s.
-    pub relative_cpu: Option<f64>,
-    pub rounds: Vec<f64>,
-    /// Redis's CPU per call in each round, in round order (pairs with other scripts' rounds).
-    pub cpu_rounds: Vec<f64>,
-    pub command: String,
-}
-
-/// Two scripts' Redis CPU per call, as a ratio taken round by round: each round ran both
-/// within seconds of each other, so the machine's drift between rounds cancels.
-#[derive(Debug, Clone, Serialize)]
-pub struct PairedRatio {
-    /// "a ÷ b".
-    pub label: String,
-    pub median: f64,
-    pub min: f64,
-    pub max: f64,
-    /// Rounds in which `a` cost Redis no more than `b`.
-    pub rounds_at_most_one: usize,
-    pub rounds: usize,
-}
-
-impl PairedRatio {
-    /// `a`'s CPU ÷ `b`'s, per round; `None` when either has no CPU figures.
-    pub fn of(a: &LuaCost, b: &LuaCost) -> Option<Self> {
-        let ratios: Vec<f64> = a
-            .cpu_rounds
-            .iter()
-            .zip(&b.cpu_rounds)
-            .map(|(a, b)| a / b)
-            .collect();
-        (!ratios.is_empty()).then(|| PairedRatio {
-            label: format!("{} ÷ {}", a.script, b.script),
-            median: median(ratios.clone()),
-            min: ratios.iter().copied().fold(f64::INFINITY, f64::min),
-            max: ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            rounds_at_most_one: ratios.iter().filter(|r| **r <= 1.0).count(),
-            rounds: ratios.len(),
-        })
-    }
-}
-
-/// Each script's throughput under redis-benchmark against a trivial `EVALSHA` (`return 1`),
-/// run in interleaved rounds so that a noisy neighbour hurts all alike; medians reported.
-pub async fn lua_costs(
-    bench: &RedisBenchmark,
-    conn: &mut Conn,
-    keys: &KeySpace,
-    keyspace: usize,
-    per_run: Duration,
-    rounds: usize,
-) -> anyhow::Result<Vec<LuaCost>> {
-    struct Case {
-        label: String,
-        source: &'static str,
-        keys: Vec<String>,
-        args: Vec<String>,
-    }
-    let mut cases = vec![Case {
-        label: "return 1".into(),
-        source: "return 1",
-        keys: vec![],
-        args: vec![],
-    }];
-    for kind in AlgorithmKind::ALL {
-        let rule = super::bench_rule(kind)?;
-        for telemetry in [true, false] {
-            if !telemetry && !bare_too(kind) {
-                continue;
-            }
-            let (k, a) = engine_command(&rule, keys, telemetry);
-            cases.push(Case {
-                label: script_label(kind, telemetry),
-                source: crate::scripts::source(kind),
-                keys: k,
-                args: a,
-            });
-        }
-    }
-    // Its own keys: a hash where the string bucket lives would be a WRONGTYPE.
-    let mut hash_keys = cases[1].keys.clone();
-    hash_keys[0] = hash_keys[0].replacen(":tb:", ":tb-hash:", 1);
-    cases.push(Case {
-        label: HASH_LABEL.into(),
-        source: TOKEN_BUCKET_HASH_LUA,
-        keys: hash_keys,
-        args: cases[1].args.clone(),
-    });
-    cases.push(Case {
-        label: "token_bucket's commands alone".into(),
-        source: TOKEN_BUCKET_COMMANDS_LUA,
-        // Its own keys too: what it writes is not a bucket.
-        keys: vec![keys
-            .limiter(
-                &super::bench_rule(AlgorithmKind::TokenBucket)?,
-                "__rand_int__",
-            )
-            .replacen(":tb:", ":tb-commands:", 1)],
-        args: vec![],
-    });
-    cases.push(Case {
-        label: GCRA_LABEL.into(),
-        source: GCRA_REFERENCE_LUA,
-        keys: vec![format!("{}:gcra:{{bench}}:__rand_int__", keys.prefix())],
-        args: ["100", "100", "1", "1"].map(String::from).to_vec(),
-    });
-    let mut shas = Vec::with_capacity(cases.len());
-    for case in &cases {
-        shas.push(cache_script(conn, case.source, &case.keys, &case.args).await?);
-    }
-    let mut results: Vec<Vec<CeilingReport>> = cases.iter().map(|_| Vec::new()).collect();
-    let mut cpu: Vec<Vec<f64>> = cases.iter().map(|_| Vec::new()).collect();
-    for _ in 0..rounds.max(1) {
-        for (((case, sha), runs), cpu) in cases.iter().zip(&shas).zip(&mut results).zip(&mut cpu) {
-            let (label, k, a) = (&case.label, &case.keys, &case.args);
-            let probe = bench.evalsha(label, sha, k, a, 20_000, keyspace).await?;
-            let requests = (probe.calls_per_sec * per_run.as_secs_f64()).max(20_000.0) as u64;
-            let before = super::redis_cpu_secs(conn).await;
-            runs.push(bench.evalsha(label, sha, k, a, requests, keyspace).await?);
-            if let (Some(b), Some(a)) = (before, super::redis_cpu_secs(conn).await) {
-                cpu.push((a - b) * 1e6 / requests as f64);
-            }
-        }
-    }
-    let cpu_rounds = cpu.clone();
-    let cpu: Vec<Option<f64>> = cpu
-        .into_iter()
-        .map(|c| (!c.is_empty()).then(|| median(c)))
-        .collect();
-    let trivial_cpu = cpu[0];
-    let medians: Vec<f64> = results
-        .iter()
-        .map(|runs| median(runs.iter().map(|r| r.calls_per_sec).collect()))
-        .collect();
-    let trivial = medians[0];
-    Ok(cases
-        .into_iter()
-        .zip(results)
-        .zip(medians)
-        .zip(cpu)
-        .zip(cpu_rounds)
-        .map(
-            |((((case, runs), calls_per_sec), cpu), cpu_rounds)| LuaCost {
-                script: case.label,
-                calls_per_sec,
-                relative_cost: trivial / calls_per_sec,
-                redis_cpu_us_per_call: cpu,
-                relative_cpu: cpu.zip(trivial_cpu).map(|(c, t)| c / t),
-                command: runs.last().map(|r| r.command.clone()).unwrap_or_default(),
-                rounds: runs.iter().map(|r| r.calls_per_sec).collect(),
-                cpu_rounds,
-            },
-        )
-        .collect())
 }
 
 /// The median of a few figures (the mean of the middle two for an even count).
@@ -579,39 +376,6 @@ mod tests {
         let csv = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"\n\"EVALSHA abc 3 k a,b  1 120\",\"36509.68\",\"21.592\",\"1.376\",\"19.999\",\"36.831\",\"43.615\",\"52.095\"\n";
         assert_eq!(parse_csv_rps(csv), Some(36509.68));
         assert_eq!(parse_csv_rps("garbage"), None);
-    }
-
-    #[test]
-    fn every_script_is_paired_with_the_token_bucket_and_gcra_with_the_reference() {
-        let cost = |script: String, cpu: f64| LuaCost {
-            script,
-            calls_per_sec: 1.0,
-            relative_cost: 1.0,
-            redis_cpu_us_per_call: Some(cpu),
-            relative_cpu: None,
-            rounds: vec![1.0],
-            cpu_rounds: vec![cpu],
-            command: String::new(),
-        };
-        let mut costs: Vec<LuaCost> = AlgorithmKind::ALL
-            .into_iter()
-            .map(|k| cost(script_label(k, true), 20.0))
-            .collect();
-        costs.push(cost(script_label(AlgorithmKind::Gcra, false), 15.0));
-        costs.push(cost(GCRA_LABEL.into(), 30.0));
-        let pairs = lua_comparisons(&costs);
-        let labels: Vec<&str> = pairs.iter().map(|p| p.label.as_str()).collect();
-        assert_eq!(
-            labels,
-            [
-                "gcra (no telemetry) ÷ GCRA (redis_rate's calls)",
-                "gcra ÷ token_bucket",
-                "sliding_window_log ÷ token_bucket",
-                "sliding_window_counter ÷ token_bucket",
-                "fixed_window ÷ token_bucket",
-            ]
-        );
-        assert_eq!(pairs[0].median, 0.5);
     }
 
     #[test]

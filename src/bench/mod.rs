@@ -3,7 +3,9 @@
 //! - [`api`]      decisions per second over HTTP keep-alive through `POST /api/check`
 //! - [`engine`]   decisions per second and latency percentiles through [`Limiter`](crate::Limiter)
 //! - [`ceiling`]  redis-benchmark running the very same script with EVALSHA, pipelined: the
-//!   physical limit the engine is measured against, and the Lua cost of each script
+//!   physical limit the engine is measured against
+//! - [`lua_cost`] each script's Redis cost per call beside a plain `INCR` and peers' scripts
+//! - [`lua_profile`] what each piece of a script (a command, a check) costs inside Redis
 //! - [`stats`]    the cost of reading 30 seconds of stats, with and without a million keys
 //! - [`replay`]   log parsing, a generated log replayed end to end beside the ceiling, a sweep
 //! - [`cluster`]  a failover and a resharding mid-run on a private Redis Cluster
@@ -16,6 +18,8 @@ pub mod ceiling;
 pub mod cluster;
 pub mod engine;
 mod load;
+pub mod lua_cost;
+pub mod lua_profile;
 pub mod replay;
 pub mod stats;
 

@@ -5,7 +5,9 @@ use super::bench_replay::{self, ReplayBenchArgs};
 use crate::console::print_json;
 use crate::opts::{AlgorithmArg, Global};
 use clap::Args;
-use ratelockr::bench::{self, ceiling, engine::EngineBench, stats, Conditions};
+use ratelockr::bench::{
+    self, ceiling, engine::EngineBench, lua_cost, lua_profile, stats, Conditions,
+};
 use ratelockr::{AlgorithmKind, Limiter, Metrics};
 use serde::Serialize;
 use std::process::ExitCode;
@@ -52,13 +54,18 @@ pub struct BenchArgs {
     /// Skip the redis-benchmark ceiling.
     #[arg(long)]
     pub no_ceiling: bool,
-    /// Also measure each script's Redis-side cost against a trivial EVALSHA (redis-benchmark).
+    /// Also measure each script's Redis-side cost beside a plain INCR, a trivial EVALSHA and
+    /// peers' scripts (redis-benchmark), and profile the pieces scripts are made of.
     #[arg(long)]
     pub lua: bool,
     /// Interleaved rounds of the Lua-cost runs (one second each per script); medians and
     /// paired ratios are taken over them.
     #[arg(long, default_value_t = 9)]
     pub lua_rounds: usize,
+    /// A directory of earlier versions of the scripts (`token_bucket.lua`, ...) to measure
+    /// beside the current ones in the same `--lua` rounds: before/after in one run.
+    #[arg(long, requires = "lua")]
+    pub lua_before: Option<std::path::PathBuf>,
     /// Also show that reading stats costs the same with a million keys in Redis (starts its
     /// own redis-server).
     #[arg(long)]
@@ -150,9 +157,13 @@ struct Output {
     conditions: Conditions,
     ceiling_note: Option<String>,
     results: Vec<AlgorithmResult>,
-    lua: Option<Vec<ceiling::LuaCost>>,
+    lua: Option<Vec<lua_cost::LuaCost>>,
     /// Paired per-round ratios of Redis CPU per call (`--lua`).
-    lua_comparisons: Option<Vec<ceiling::PairedRatio>>,
+    lua_comparisons: Option<Vec<lua_cost::PairedRatio>>,
+    /// Issue 24's ratios, paired per round, on the time in the command (`--lua`).
+    lua_goals: Option<Vec<lua_cost::PairedRatio>>,
+    /// What each piece of a script costs inside Redis (`--lua`).
+    lua_profile: Option<Vec<lua_profile::PieceCost>>,
     stats: Option<stats::StatsReport>,
 }
 
@@ -348,19 +359,38 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
         }
     }
 
+    // The Lua-cost readings and the profile's loops go through a connection of their own with a
+    // patient timeout: on a loaded machine one INFO or one 20,000-iteration loop can take
+    // longer than a decision's deadline, and that is no reason to lose the run.
+    let mut lua_options = global.limiter_options()?;
+    lua_options.deadline = Duration::from_secs(30);
+    let lua_conn = || Limiter::new(backend.target(), lua_options.clone()).connection();
     let lua = match (&redis_benchmark, args.lua) {
         (Ok(rb), true) => Some(
-            ceiling::lua_costs(
+            lua_cost::lua_costs(
                 rb,
-                &mut limiter.connection(),
+                &mut lua_conn(),
                 limiter.keys(),
                 args.keys,
                 Duration::from_secs(1),
                 args.lua_rounds.max(1),
+                args.lua_before.as_deref(),
             )
             .await?,
         ),
         _ => None,
+    };
+    let profile = match args.lua {
+        true => Some(
+            lua_profile::lua_profile(
+                &mut lua_conn(),
+                limiter.keys(),
+                20_000,
+                args.lua_rounds.max(1),
+            )
+            .await?,
+        ),
+        false => None,
     };
     let stats = match args.stats {
         true => Some(stats::run(2_000, 1_000_000).await?),
@@ -371,8 +401,10 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
         conditions,
         ceiling_note: note,
         results,
-        lua_comparisons: lua.as_deref().map(ceiling::lua_comparisons),
+        lua_comparisons: lua.as_deref().map(lua_cost::lua_comparisons),
+        lua_goals: lua.as_deref().map(lua_cost::goal_ratios),
         lua,
+        lua_profile: profile,
         stats,
     };
     if global.json {
@@ -449,23 +481,46 @@ fn print_tail(output: &Output) {
         c.load_average.map_or_else(|| "?".into(), |l| format!("{l:.2}"))
     );
     if let Some(costs) = &output.lua {
-        println!("\nLua cost (redis-benchmark, EVALSHA, medians):");
+        println!(
+            "\nLua cost (redis-benchmark, medians; × = against a plain INCR in the same rounds):"
+        );
+        let us = |v: Option<f64>, x: Option<f64>| match (v, x) {
+            (Some(v), Some(x)) => format!("{v:>6.2} us = {x:>5.2}x"),
+            _ => format!("{:>17}", "?"),
+        };
+        println!(
+            "  {:<50} {:>9}  {:>17}  {:>17}",
+            "script", "calls/s", "in the command", "Redis CPU"
+        );
         for cost in costs {
-            let cpu = match (cost.redis_cpu_us_per_call, cost.relative_cpu) {
-                (Some(us), Some(x)) => format!("  Redis CPU {us:>5.1} us/call = {x:>5.2}x"),
-                _ => String::new(),
-            };
             println!(
-                "  {:<40} {:>9.0} calls/s = {:>5.2}x the cost of `return 1`{cpu}",
-                cost.script, cost.calls_per_sec, cost.relative_cost
+                "  {:<50} {:>9.0}  {}  {}",
+                cost.script,
+                cost.calls_per_sec,
+                us(cost.usec_per_call, cost.relative_usec),
+                us(cost.redis_cpu_us_per_call, cost.relative_cpu)
             );
         }
     }
-    for pair in output.lua_comparisons.iter().flatten() {
+    let pairs = output.lua_goals.iter().chain(&output.lua_comparisons);
+    for pair in pairs.flatten() {
         println!(
-            "  {}, Redis CPU per call, paired by round: median {:.2} (range {:.2}–{:.2}; at most 1.00 in {} of {} rounds)",
-            pair.label, pair.median, pair.min, pair.max, pair.rounds_at_most_one, pair.rounds
+            "  {} ({}, paired by round): median {:.2} (range {:.2}–{:.2}; at most 1.00 in {} of {} rounds; difference {:+.2} us)",
+            pair.label,
+            pair.measure,
+            pair.median,
+            pair.min,
+            pair.max,
+            pair.rounds_at_most_one,
+            pair.rounds,
+            pair.median_difference_us
         );
+    }
+    if let Some(pieces) = &output.lua_profile {
+        println!("\nInside Redis, per piece (a loop in one script, the empty loop subtracted; medians, us):");
+        for piece in pieces {
+            println!("  {:<45} {:>6.3}", piece.piece, piece.us);
+        }
     }
     if let Some(s) = &output.stats {
         println!(
