@@ -67,9 +67,33 @@ pub fn lua_comparisons(costs: &[LuaCost]) -> Vec<PairedRatio> {
             pairs.push((script_label(kind, true), tb.clone()));
         }
     }
-    pairs
+    let mut ratios: Vec<PairedRatio> = pairs
         .iter()
         .filter_map(|(a, b)| PairedRatio::of(find(a)?, find(b)?))
+        .collect();
+    ratios.extend(stack_ratios(costs));
+    ratios
+}
+
+/// Each stack against the sum of its limits' standalone scripts (with telemetry, as the
+/// engine calls both), on Redis's CPU and on the time in the command, paired by round.
+fn stack_ratios(costs: &[LuaCost]) -> Vec<PairedRatio> {
+    use super::policy_cost::{stack_label, STACKS};
+    let find = |label: &str| costs.iter().find(|c| c.script == label);
+    STACKS
+        .iter()
+        .filter_map(|kinds| {
+            let stack = find(&stack_label(kinds))?;
+            let parts: Vec<&LuaCost> = kinds
+                .iter()
+                .map(|&k| find(&script_label(k, true)))
+                .collect::<Option<_>>()?;
+            Some([
+                PairedRatio::of_sum(stack, &parts, false)?,
+                PairedRatio::of_sum(stack, &parts, true)?,
+            ])
+        })
+        .flatten()
         .collect()
 }
 
@@ -181,6 +205,25 @@ impl PairedRatio {
     /// `a`'s CPU ÷ `b`'s, per round; `None` when either has no CPU figures.
     pub fn of(a: &LuaCost, b: &LuaCost) -> Option<Self> {
         Self::paired(a, b, "redis_cpu", &a.cpu_rounds, &b.cpu_rounds)
+    }
+
+    /// `a`'s cost ÷ the sum of `parts`' (each round's own figures), on Redis's CPU or (with
+    /// `usec`) the time in the command: a stacked decision against its standalone scripts.
+    pub fn of_sum(a: &LuaCost, parts: &[&LuaCost], usec: bool) -> Option<Self> {
+        let rounds = |c: &LuaCost| match usec {
+            true => c.usec_rounds.clone(),
+            false => c.cpu_rounds.clone(),
+        };
+        let n = parts.iter().map(|p| rounds(p).len()).min()?;
+        let sum: Vec<f64> = (0..n)
+            .map(|i| parts.iter().map(|p| rounds(p)[i]).sum())
+            .collect();
+        let names: Vec<&str> = parts.iter().map(|p| p.script.as_str()).collect();
+        let label = format!("{} ÷ ({})", a.script, names.join(" + "));
+        let measure = if usec { "usec_per_call" } else { "redis_cpu" };
+        let mut ratio = Self::paired(a, a, measure, &rounds(a), &sum)?;
+        ratio.label = label;
+        Some(ratio)
     }
 
     /// `a`'s time in the command ÷ `b`'s, per round.
@@ -360,6 +403,11 @@ pub async fn lua_costs(
         vec![own("gcra")],
         ["100", "100", "1", "1"].map(String::from).to_vec(),
     ));
+    // Stacked decisions of one, two and three limits (issue 19), against the sum of their
+    // standalone scripts above.
+    for (label, k, a) in super::policy_cost::stack_commands(keys)? {
+        cases.push(Case::script(label, crate::scripts::POLICY_LUA, k, a));
+    }
     // The whole command each case sends: EVALSHA <sha> <numkeys> KEYS ARGV, or the command.
     let mut commands = Vec::with_capacity(cases.len());
     for case in &cases {

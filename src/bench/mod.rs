@@ -20,6 +20,7 @@ pub mod engine;
 mod load;
 pub mod lua_cost;
 pub mod lua_profile;
+pub mod policy_cost;
 pub mod replay;
 pub mod stats;
 
