@@ -23,6 +23,9 @@ pub(crate) const STACKS: [&[AlgorithmKind]; 3] = [
     ],
 ];
 
+/// A stack's label, KEYS and ARGV.
+pub(crate) type StackCommand = (String, Vec<String>, Vec<String>);
+
 /// A stack's label in reports: "policy of 2 limits (token_bucket + fixed_window)".
 pub(crate) fn stack_label(kinds: &[AlgorithmKind]) -> String {
     let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
@@ -37,9 +40,7 @@ pub(crate) fn stack_label(kinds: &[AlgorithmKind]) -> String {
 /// Each stack's label, KEYS and ARGV as the engine sends them: the limits' state keys under
 /// the policy's hash tag with redis-benchmark's `__rand_int__` for the client, this second's
 /// telemetry counters, the server's clock, a cost of 1.
-pub(crate) fn stack_commands(
-    keys: &KeySpace,
-) -> anyhow::Result<Vec<(String, Vec<String>, Vec<String>)>> {
+pub(crate) fn stack_commands(keys: &KeySpace) -> anyhow::Result<Vec<StackCommand>> {
     let second = crate::telemetry::now_ms() / 1000;
     STACKS
         .iter()
