@@ -3,45 +3,14 @@
 //! decides as enforcement while admitting, and the side-by-side comparison names the keys.
 
 mod common;
+#[path = "common/replays.rs"]
+mod replays;
 
 use common::{limiter, redis};
-use ratelockr::export::ExportError;
 use ratelockr::policy::{parse_policies, Format};
-use ratelockr::replay::{self, LogSource, NoReplayObserver, ReplayError, ReplayReport, ReplaySpec};
-use ratelockr::sim::{Record, RecordSink};
-use ratelockr::{Algorithm, AlgorithmKind, Limiter, Policy, Rule};
-use tokio_util::sync::CancellationToken;
-
-#[derive(Default)]
-struct Records(Vec<Record>);
-
-impl RecordSink for Records {
-    fn write(&mut self, record: &Record) -> Result<(), ExportError> {
-        self.0.push(record.clone());
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<(), ExportError> {
-        Ok(())
-    }
-}
-
-async fn replay(
-    limiter: &Limiter,
-    log: &str,
-    spec: &ReplaySpec,
-) -> Result<(ReplayReport, Vec<Record>), ReplayError> {
-    let mut records = Records::default();
-    let report = replay::run(
-        limiter,
-        &LogSource::Text(log.to_string()),
-        spec,
-        Some(&mut records),
-        &NoReplayObserver,
-        CancellationToken::new(),
-    )
-    .await?;
-    Ok((report, records.0))
-}
+use ratelockr::replay::ReplaySpec;
+use ratelockr::{Algorithm, AlgorithmKind, Policy, Rule};
+use replays::replay;
 
 /// A log of `n` requests per key, `gap_ms` apart, keys interleaved, at explicit ms.
 fn log(keys: &[&str], n: u64, gap_ms: u64) -> String {

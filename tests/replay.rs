@@ -3,54 +3,24 @@
 //! end, the private namespace, and NOSCRIPT recovery inside pipelines.
 
 mod common;
+#[path = "common/replays.rs"]
+mod replays;
 
 use common::{limiter, query, redis};
-use ratelockr::export::{CsvSink, ExportError};
+use ratelockr::export::CsvSink;
 use ratelockr::replay::{
     self, LogFormat, LogSource, NoReplayObserver, ParseSpec, ReplayError, ReplayReport, ReplaySpec,
 };
-use ratelockr::sim::{Record, RecordSink};
-use ratelockr::{Limiter, Rule};
+use ratelockr::Rule;
+use replays::replay;
 use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
-
-/// Keeps every record.
-#[derive(Default)]
-struct Records(Vec<Record>);
-
-impl RecordSink for Records {
-    fn write(&mut self, record: &Record) -> Result<(), ExportError> {
-        self.0.push(record.clone());
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<(), ExportError> {
-        Ok(())
-    }
-}
 
 fn spec(rules: Vec<Rule>) -> ReplaySpec {
     ReplaySpec {
         rules,
         ..ReplaySpec::default()
     }
-}
-
-async fn replay(
-    limiter: &Limiter,
-    log: &str,
-    spec: &ReplaySpec,
-) -> Result<(ReplayReport, Vec<Record>), ReplayError> {
-    let mut records = Records::default();
-    let report = replay::run(
-        limiter,
-        &LogSource::Text(log.to_string()),
-        spec,
-        Some(&mut records),
-        &NoReplayObserver,
-        CancellationToken::new(),
-    )
-    .await?;
-    Ok((report, records.0))
 }
 
 /// JSON lines at explicit milliseconds: no spreading, so every time is the script's `now_ms`.

@@ -2,6 +2,7 @@
 //! its tiers, each limit's fields following its algorithm), validation while typing with every
 //! message beside its field, save, delete, and import and export of a policies file.
 import { api, toAppError } from "../api";
+import { checkDraft } from "./draft-check";
 import type { Policy } from "../bindings/Policy";
 import { $, h, showFieldErrors } from "../dom";
 import { algorithmInfo, algorithmLabel } from "../logic/algorithms";
@@ -136,19 +137,13 @@ async function validate(): Promise<boolean> {
   form.name = $<HTMLInputElement>("policy-name").value;
   form.key = $<HTMLInputElement>("policy-key").value;
   form.mode = $<HTMLSelectElement>("policy-mode").value === "shadow" ? "shadow" : "enforce";
-  const errors: FieldError[] = [];
   const name = policyNameProblem(form.name, state.policies, editing);
-  if (name && (nameTouched || form.name.trim() !== "")) errors.push({ field: "name", message: name });
-  const parsed = draftFromForm(form);
-  if (!parsed.ok) errors.push(...parsed.errors);
-  if (errors.length === 0 && parsed.ok && !name) {
-    try {
-      await api.policyValidate(parsed.draft);
-    } catch (err) {
-      const e = toAppError(err);
-      errors.push({ field: e.field ?? "_form", message: e.message });
-    }
-  }
+  const errors = await checkDraft({
+    nameProblem: name,
+    showName: nameTouched || form.name.trim() !== "",
+    parsed: draftFromForm(form),
+    engine: (draft) => api.policyValidate(draft),
+  });
   showErrors(errors);
   return errors.length === 0 && !name;
 }

@@ -1,6 +1,7 @@
 //! The rules card: the list, the editor (its fields follow the algorithm), validation while
 //! typing, save, delete, and resetting a rule's (or one client key's) limiter state.
 import { api, toAppError } from "../api";
+import { checkDraft } from "./draft-check";
 import type { AlgorithmKind } from "../bindings/AlgorithmKind";
 import type { Rule } from "../bindings/Rule";
 import { $, h, showFieldErrors } from "../dom";
@@ -68,19 +69,13 @@ function showErrors(errors: FieldError[]) {
 /** Client-side problems first (names, text that is no number), then the engine's verdict. */
 async function validate(): Promise<boolean> {
   const form = readForm();
-  const errors: FieldError[] = [];
   const name = nameProblem(form.name, state.rules, editing);
-  if (name && (nameTouched || form.name.trim() !== "")) errors.push({ field: "name", message: name });
-  const parsed = draftFromForm(form);
-  if (!parsed.ok) errors.push(...parsed.errors);
-  if (errors.length === 0 && parsed.ok && !name) {
-    try {
-      await api.ruleValidate(parsed.draft);
-    } catch (err) {
-      const e = toAppError(err);
-      errors.push({ field: e.field ?? "_form", message: e.message });
-    }
-  }
+  const errors = await checkDraft({
+    nameProblem: name,
+    showName: nameTouched || form.name.trim() !== "",
+    parsed: draftFromForm(form),
+    engine: (draft) => api.ruleValidate(draft),
+  });
   showErrors(errors);
   return errors.length === 0 && !name;
 }
