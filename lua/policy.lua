@@ -466,7 +466,7 @@ for i = 1, n do
           args[#args + 1] = at
           args[#args + 1] = member .. '#' .. j
         end
-        redis.call('ZADD', key, unpack(args))
+        redis.call('ZADD', key, (table.unpack or unpack)(args)) -- 5.4 (Dragonfly) has only table.unpack, 5.1 only unpack
       end
       redis.call('PEXPIRE', key, window)
       reset_after = at + window - now

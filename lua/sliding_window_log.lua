@@ -123,7 +123,7 @@ elseif count + cost <= limit then
       args[#args + 1] = now
       args[#args + 1] = member .. '#' .. i
     end
-    redis.call('ZADD', key, unpack(args))
+    redis.call('ZADD', key, (table.unpack or unpack)(args)) -- 5.4 (Dragonfly) has only table.unpack, 5.1 only unpack
   end
   redis.call('PEXPIRE', key, window)
   reset_after = now + window - caller
