@@ -553,4 +553,6 @@ if nkeys > n and cost > 0 then
   if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, stats_ttl) end
 end
 
+-- Lua 5.4 integers (math.floor returns one): a 5.4 server (Dragonfly) replies a float as a double.
+for i = 1, #reply do reply[i] = math.floor(reply[i]) end
 return reply

@@ -9,11 +9,12 @@
 //! - passes a key to `redis.call` that is not a `KEYS[...]` element (statically: the argument
 //!   is `KEYS[...]` or a local assigned only from `KEYS[...]`);
 //! - replies a number with a fraction where the contract means an integer: that one needs a
-//!   server, and is checked in tests/lua_scripts.rs (on Redis and on Valkey).
+//!   server, and is checked in tests/lua_scripts.rs (on Redis and on Valkey);
+//! - replies a number that Lua 5.4 may hold as a float (Dragonfly sends those as doubles).
 //!
-//! Kept: `struct.pack`/`struct.unpack` for the token bucket's and GCRA's packed doubles.
-//! Redis and Valkey both load the `struct` library into their Lua; Dragonfly's support for it
-//! is not checked here (no Dragonfly on this machine), see the README's compatibility table.
+//! Kept: `struct.pack`/`struct.unpack` for the token bucket's and GCRA's packed doubles. Redis,
+//! Valkey and (by its source) Dragonfly load the `struct` library into their Lua; no Dragonfly
+//! runs here, see the README's compatibility table.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -279,4 +280,37 @@ fn source_command(source: &str, code: &str, at: usize) -> String {
         .nth(1)
         .unwrap_or_default()
         .to_uppercase()
+}
+
+/// Lua 5.4 has an integer subtype, and a 5.4 server (Dragonfly) replies a float-typed number
+/// as a double even when it is whole (`4 / 2` is `2.0`). Each reply is therefore made of
+/// integers by construction: every element of a returned table is an integer literal, a
+/// `math.floor(...)`/`math.ceil(...)` (integers in 5.4), or a name only ever assigned integer
+/// literals; policy.lua floors its whole reply just before returning it.
+#[test]
+fn every_reply_element_is_an_integer_in_lua_5_4() {
+    let integer = |e: &str| !e.is_empty() && e.chars().all(|c| c.is_ascii_digit());
+    for (name, source) in scripts() {
+        let code = code_only(&source);
+        for (at, _) in code.match_indices("return {") {
+            let body = &code[at + "return {".len()..];
+            let body = &body[..body.find('}').expect("a closing brace")];
+            for element in split_top_level(body) {
+                let ok = integer(element)
+                    || element.starts_with("math.floor(")
+                    || element.starts_with("math.ceil(")
+                    || (!assignments(&code, element).is_empty()
+                        && assignments(&code, element).iter().all(|e| integer(e)));
+                assert!(ok, "{name}: `return {{{body}}}` replies {element:?}, which may be a float in Lua 5.4: wrap it in math.floor");
+            }
+        }
+        if code.contains("return reply") {
+            assert!(
+                code.contains(
+                    "for i = 1, #reply do reply[i] = math.floor(reply[i]) end\nreturn reply"
+                ),
+                "{name} returns its reply table without making every element an integer"
+            );
+        }
+    }
 }
