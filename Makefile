@@ -32,7 +32,8 @@ VALKEY_TESTS := token_bucket gcra sliding_window_log sliding_window_counter fixe
 	fixed_window_clock lua_scripts peek refund concurrency waits replay server_info cluster \
 	policy_cli policy_cluster policy_concurrency policy_modes policy_script policy_stack policy_watch
 test-valkey: deps-valkey
-	RATELOCKR_REDIS_SERVER="$$(scripts/valkey.sh)" $(CARGO) test $(addprefix --test ,$(VALKEY_TESTS))
+	server="$$(scripts/valkey.sh)" && RATELOCKR_REDIS_SERVER="$$server" \
+		$(CARGO) test $(addprefix --test ,$(VALKEY_TESTS))
 
 lint: deps-app ui
 	$(CARGO) fmt --all -- --check
