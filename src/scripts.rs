@@ -143,19 +143,27 @@ pub(crate) async fn invoke(
             };
             match eval.query_async(conn).await {
                 Err(err) if acl::is_noperm(&err) => Err(acl::cannot_load(&err)),
-                Err(err) if acl::is_refused_in_script(&err) => Err(refused_in_script(&err)),
+                Err(err) if acl::is_refused_in_script(&err) => {
+                    Err(refused_in_script(&err, evalsha))
+                }
                 other => other.map_err(RedisFailure::from),
             }
         }
         Err(err) if acl::is_noperm(&err) => Err(acl::no_script_permission(&err)),
-        Err(err) if acl::is_refused_in_script(&err) => Err(refused_in_script(&err)),
+        Err(err) if acl::is_refused_in_script(&err) => Err(refused_in_script(&err, evalsha)),
         other => other.map_err(RedisFailure::from),
     }
 }
 
-/// A command refused inside one of the scripts, named from the script's own source.
-fn refused_in_script(err: &redis::RedisError) -> RedisFailure {
+/// A command refused inside one of the scripts, named from the script's own source. Redis puts
+/// the script's sha in its message; Valkey does not, so the sha `evalsha` called is used.
+fn refused_in_script(err: &redis::RedisError, evalsha: &redis::Cmd) -> RedisFailure {
+    let called = match evalsha.args_iter().nth(1) {
+        Some(redis::Arg::Simple(sha)) => String::from_utf8_lossy(sha).into_owned(),
+        _ => String::new(),
+    };
     let found = acl::refused_at(err).and_then(|(sha, line)| {
+        let sha = if sha.is_empty() { called } else { sha };
         let (name, source) = named_source(&sha)?;
         Some((name, source.lines().nth(line.checked_sub(1)?)))
     });
