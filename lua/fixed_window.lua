@@ -129,7 +129,7 @@ if cost == 0 then
     left = redis.call('PTTL', key)
     if left < 0 then left = 0 end
   end
-  return {1, math.max(limit - used, 0), 0, left}
+  return {1, math.floor(math.max(limit - used, 0)), 0, math.floor(left)}
 end
 
 if clock then
@@ -169,4 +169,4 @@ if nkeys == 3 then
   if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, stats_ttl) end
 end
 
-return {allowed, remaining, retry_after, ttl}
+return {allowed, math.floor(remaining), math.floor(retry_after), math.floor(ttl)}

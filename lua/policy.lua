@@ -525,7 +525,7 @@ for i = 1, n do
           args[#args + 1] = at
           args[#args + 1] = member .. '#' .. j
         end
-        redis.call('ZADD', key, unpack(args))
+        redis.call('ZADD', key, (table.unpack or unpack)(args)) -- 5.4 (Dragonfly) has only table.unpack, 5.1 only unpack
       end
       redis.call('PEXPIRE', key, window)
       reset_after = at + window - now
@@ -612,4 +612,6 @@ if nkeys > n and cost > 0 then
   if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, stats_ttl) end
 end
 
+-- Lua 5.4 integers (math.floor returns one): a 5.4 server (Dragonfly) replies a float as a double.
+for i = 1, #reply do reply[i] = math.floor(reply[i]) end
 return reply

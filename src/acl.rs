@@ -36,12 +36,16 @@ pub(crate) fn cannot_load(err: &redis::RedisError) -> RedisFailure {
 /// A command a script calls was refused by the user's ACL. Redis says only "can't run this
 /// command or subcommand script: <sha>, on @user_script:<line>"; `line` is that line of the
 /// script's source (found by the caller from the sha), whose `redis.call` names the command.
+/// Valkey says "ACL failure in script: User <u> has no permissions to run the '<cmd>' command
+/// script: on @user_script:<line>", without the sha.
 pub(crate) fn is_refused_in_script(err: &redis::RedisError) -> bool {
-    err.to_string()
-        .contains("can't run this command or subcommand script")
+    let text = err.to_string();
+    text.contains("can't run this command or subcommand script")
+        || text.contains("ACL failure in script")
 }
 
-/// The refused command's line number and the script's sha, from Redis's message.
+/// The refused command's line number and the script's sha, from Redis's message (the sha is
+/// empty in Valkey's, which does not give it).
 pub(crate) fn refused_at(err: &redis::RedisError) -> Option<(String, usize)> {
     let text = err.to_string();
     let sha = text

@@ -5,6 +5,10 @@
 //! server outlives it. Each server therefore lives in a directory named after its owner's pid
 //! and its port, with a pidfile; the next start on the machine shuts down the servers whose
 //! owner is gone ([`reap_orphans`], Linux) and removes their files.
+//!
+//! The program is `redis-server` from PATH, or the one named by `RATELOCKR_REDIS_SERVER` (a path,
+//! or a name looked up on PATH): `valkey-server` speaks the same protocol and takes the same
+//! flags, so the CLI's `--embedded`, the app and the tests run on Valkey with that one variable.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -20,6 +24,12 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// `ratelockr-redis-<owner pid>-<port>`.
 const DIR_PREFIX: &str = "ratelockr-redis-";
 
+/// The environment variable that names the server program to start instead of `redis-server`.
+pub const SERVER_ENV: &str = "RATELOCKR_REDIS_SERVER";
+
+/// The process titles a managed server sets (`<program> 127.0.0.1:<port>`).
+const SERVER_TITLES: [&str; 2] = ["redis-server", "valkey-server"];
+
 /// Why the embedded Redis could not be started.
 #[derive(Debug, thiserror::Error)]
 pub enum EmbeddedError {
@@ -28,6 +38,11 @@ pub enum EmbeddedError {
          (Debian/Ubuntu), `brew install redis` (macOS), or point --redis / REDIS_URL at a running Redis"
     )]
     NotInstalled,
+    #[error(
+        "{SERVER_ENV} names {0:?}, which is neither a file nor a program on PATH: point it at a \
+         redis-server or valkey-server binary, or unset it to use redis-server"
+    )]
+    ChosenNotFound(String),
     #[error("could not start redis-server: {0}")]
     Spawn(std::io::Error),
     #[error("redis-server did not start: {reason}\n--- its log ---\n{log}")]
@@ -54,7 +69,7 @@ impl EmbeddedRedis {
 
     /// As [`EmbeddedRedis::start`], with extra `redis-server` arguments (`["--maxmemory", "1mb"]`).
     pub fn start_with(extra: &[&str]) -> Result<Self, EmbeddedError> {
-        let binary = find_on_path("redis-server").ok_or(EmbeddedError::NotInstalled)?;
+        let binary = server_binary()?;
         let reaped = reap_orphans();
         if reaped > 0 {
             tracing::info!(
@@ -164,6 +179,11 @@ impl EmbeddedRedis {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
+    /// The server program this instance runs (`redis-server`, or [`SERVER_ENV`]'s choice).
+    pub fn binary(&self) -> &Path {
+        &self.binary
+    }
+
     /// The server's log so far, for error messages and failing tests.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("redis.log")).unwrap_or_default()
@@ -176,6 +196,24 @@ impl Drop for EmbeddedRedis {
         let _ = child.kill();
         let _ = child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The program to start: [`SERVER_ENV`] when it is set (a path, or a name on PATH), else
+/// `redis-server` from PATH.
+pub fn server_binary() -> Result<PathBuf, EmbeddedError> {
+    match std::env::var(SERVER_ENV) {
+        Ok(chosen) if !chosen.trim().is_empty() => {
+            let path = PathBuf::from(&chosen);
+            if chosen.contains('/') {
+                return path
+                    .is_file()
+                    .then_some(path)
+                    .ok_or(EmbeddedError::ChosenNotFound(chosen));
+            }
+            find_on_path(&chosen).ok_or(EmbeddedError::ChosenNotFound(chosen))
+        }
+        _ => find_on_path("redis-server").ok_or(EmbeddedError::NotInstalled),
     }
 }
 
@@ -251,12 +289,13 @@ fn parse_dir_name(name: &str) -> Option<(u32, u16)> {
     Some((owner.parse().ok()?, port.parse().ok()?))
 }
 
-/// Whether `pid` is a redis-server serving 127.0.0.1:`port` (Redis sets its process title to
-/// `redis-server 127.0.0.1:<port>`).
+/// Whether `pid` is a redis-server (or valkey-server) serving 127.0.0.1:`port` (each sets its
+/// process title to `<program> 127.0.0.1:<port>`).
 fn is_redis_server_on(proc: &Path, pid: u32, port: u16) -> bool {
     std::fs::read(proc.join(pid.to_string()).join("cmdline")).is_ok_and(|cmdline| {
         let title = String::from_utf8_lossy(&cmdline);
-        title.contains("redis-server") && title.contains(&format!("127.0.0.1:{port}"))
+        SERVER_TITLES.iter().any(|name| title.contains(name))
+            && title.contains(&format!("127.0.0.1:{port}"))
     })
 }
 

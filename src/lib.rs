@@ -12,6 +12,7 @@
 //! - [`commandstats`] Redis's own time per script call (`INFO commandstats`), around a run
 //! - [`cluster`]   the topology a Redis Cluster reports (`CLUSTER NODES`)
 //! - [`topology`]  which Redis a connection is on, as a person reads it: nodes, roles, slots, RTTs
+//! - [`server`]    which server it is (Redis, Valkey, Dragonfly), its version, whether it scripts
 //! - [`diagnose`]  a failed connection diagnosed: refused, not a Redis, TLS on the wrong side
 //! - [`embedded`]  a managed private redis-server on a free loopback port
 //! - [`embedded_cluster`] a private Redis Cluster (masters and replicas) for tests and measurements
@@ -78,6 +79,7 @@ pub(crate) mod reset;
 pub mod rule;
 pub mod rules_file;
 pub mod scripts;
+pub mod server;
 pub mod sim;
 pub mod sweep;
 pub(crate) mod target;
@@ -98,5 +100,6 @@ pub use refund::RefundError;
 pub use reset::ResetError;
 pub use rule::{Algorithm, AlgorithmKind, Rule, RuleError};
 pub use scripts::At;
+pub use server::{Scripting, ServerInfo, ServerKind};
 pub use target::{RedisTarget, TargetError, TlsError, TlsField, TlsOptions, DEFAULT_REDIS_URL};
 pub use telemetry::StatsPoint;

@@ -143,19 +143,22 @@ pub(crate) async fn invoke(
             };
             match eval.query_async(conn).await {
                 Err(err) if acl::is_noperm(&err) => Err(acl::cannot_load(&err)),
-                Err(err) if acl::is_refused_in_script(&err) => Err(refused_in_script(&err)),
+                Err(err) if acl::is_refused_in_script(&err) => {
+                    Err(refused_in_script(&err, evalsha))
+                }
                 other => other.map_err(RedisFailure::from),
             }
         }
-        other => other.map_err(failure_of),
+        other => other.map_err(|err| failure_of(err, evalsha)),
     }
 }
 
 /// A script call's error as a failure, a refusal by the user's ACL named: the script's own
-/// command refused inside it (the command named), or the call itself (the permission named).
-pub(crate) fn failure_of(err: redis::RedisError) -> RedisFailure {
+/// command refused inside it (the command named, from the script `evalsha` called), or the
+/// call itself (the permission named).
+pub(crate) fn failure_of(err: redis::RedisError, evalsha: &redis::Cmd) -> RedisFailure {
     if acl::is_refused_in_script(&err) {
-        refused_in_script(&err)
+        refused_in_script(&err, evalsha)
     } else if acl::is_noperm(&err) {
         acl::no_script_permission(&err)
     } else {
@@ -163,9 +166,15 @@ pub(crate) fn failure_of(err: redis::RedisError) -> RedisFailure {
     }
 }
 
-/// A command refused inside one of the scripts, named from the script's own source.
-fn refused_in_script(err: &redis::RedisError) -> RedisFailure {
+/// A command refused inside one of the scripts, named from the script's own source. Redis puts
+/// the script's sha in its message; Valkey does not, so the sha `evalsha` called is used.
+fn refused_in_script(err: &redis::RedisError, evalsha: &redis::Cmd) -> RedisFailure {
+    let called = match evalsha.args_iter().nth(1) {
+        Some(redis::Arg::Simple(sha)) => String::from_utf8_lossy(sha).into_owned(),
+        _ => String::new(),
+    };
     let found = acl::refused_at(err).and_then(|(sha, line)| {
+        let sha = if sha.is_empty() { called } else { sha };
         let (name, source) = named_source(&sha)?;
         Some((name, source.lines().nth(line.checked_sub(1)?)))
     });

@@ -1,11 +1,14 @@
-//! Which Redis a connection is on, as a person reads it: for a Redis Cluster, every node with
+//! Which Redis a connection is on, as a person reads it: which server it is (Redis, Valkey or
+//! Dragonfly, its version, whether it runs scripts: [`crate::server`]), and for a Redis Cluster, every node with
 //! its role, the master a replica follows (by address), a master's slots and the round trip of
 //! a PING sent to it. `ratelockr topology` prints it and the app's connection card lists it.
-//! Read on demand, never polled: it is one `CLUSTER NODES` and one PING per node.
+//! Read on demand, never polled: it is `INFO server`, one `EVAL "return 1" 0`, one
+//! `CLUSTER NODES` and one PING per node.
 
 use crate::cluster::NodeRole;
 use crate::conn::{Conn, NodeRtt};
 use crate::error::RedisFailure;
+use crate::server::ServerInfo;
 use std::time::Duration;
 
 /// A cluster's nodes; `cluster` false (and no nodes) on a single Redis.
@@ -13,6 +16,8 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Topology {
     pub cluster: bool,
+    /// The server (on a cluster, the node that answered `INFO`).
+    pub server: ServerInfo,
     /// Masters in slot order, each followed by its replicas; then any replica whose master the
     /// cluster no longer lists.
     pub nodes: Vec<TopologyNode>,
@@ -63,13 +68,16 @@ impl Topology {
 
 /// Reads the topology over `conn`, each node's PING bounded by `node_deadline`.
 pub async fn read(conn: &mut Conn, node_deadline: Duration) -> Result<Topology, RedisFailure> {
+    let server = crate::server::read(conn).await?;
     Ok(match conn.topology_with_rtt(node_deadline).await? {
         None => Topology {
             cluster: false,
+            server,
             nodes: Vec::new(),
         },
         Some(nodes) => Topology {
             cluster: true,
+            server,
             nodes: rows(nodes),
         },
     })
@@ -152,6 +160,7 @@ e7d1 127.0.0.1:30001@40001 myself,master - 0 0 1 connected 0-5460 16000
             .collect();
         let topology = Topology {
             cluster: true,
+            server: crate::server::tests::valkey(),
             nodes: rows(nodes),
         };
         let order: Vec<(&str, Option<&str>)> = topology

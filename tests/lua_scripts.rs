@@ -347,3 +347,97 @@ async fn the_header_examples_hold() {
         }
     }
 }
+
+/// `source` wrapped so that a reply element with a fraction comes back as the text
+/// `fraction:<value>` instead of being truncated by the server's Lua-to-RESP conversion (Redis
+/// and Valkey truncate; a Lua 5.4 server may not): the reply then fails to parse as integers.
+fn fractions_shown(source: &str) -> String {
+    format!(
+        "local function body()\n{source}\nend\nlocal r = body()\n\
+         if type(r) == 'table' and r.err == nil then\n  for i = 1, #r do\n    \
+         if type(r[i]) == 'number' and r[i] % 1 ~= 0 then r[i] = 'fraction:' .. string.format('%.17g', r[i]) end\n  \
+         end\nend\nreturn r"
+    )
+}
+
+#[tokio::test]
+async fn every_reply_is_whole_numbers_even_when_rates_do_not_divide() {
+    use AlgorithmKind::{
+        FixedWindow as Fw, Gcra as Gc, SlidingWindowCounter as Sc, SlidingWindowLog as Sw,
+        TokenBucket as Tb,
+    };
+    let server = redis();
+    let limiter = limiter_on(&server);
+    // Offsets from T0 that land inside, on and across windows and refills, backwards included.
+    let offsets = [
+        0u64, 1, 3, 333, 334, 999, 1000, 1001, 500, 2_345, 7_001, 7_000,
+    ];
+    let t0 = common::T0;
+    // Each script with its ARGV; NOW and MEMBER are filled in per call.
+    let mut cases: Vec<(AlgorithmKind, Vec<String>)> = Vec::new();
+    for (capacity, rate) in [(1, "0.3"), (7, "3"), (10, "142.857142857"), (5, "1000")] {
+        for cost in [1, 0, capacity] {
+            cases.push((
+                Tb,
+                vec![
+                    capacity.to_string(),
+                    rate.into(),
+                    "NOW".into(),
+                    cost.to_string(),
+                ],
+            ));
+        }
+    }
+    for (limit, period, burst) in [(3, 1000, 1), (7, 1000, 3), (3, 10, 3), (1000, 7, 9)] {
+        for cost in [1, 0, burst] {
+            let argv = [limit, period, burst].map(|n| n.to_string());
+            let mut argv = argv.to_vec();
+            argv.extend(["NOW".into(), cost.to_string()]);
+            cases.push((Gc, argv));
+        }
+    }
+    for (limit, window) in [(3, 7), (7, 1000), (2, 3)] {
+        for cost in [1, 0, limit] {
+            let base = [limit.to_string(), window.to_string()];
+            cases.push((Sc, [&base[..], &["NOW".into(), cost.to_string()]].concat()));
+            cases.push((
+                Sw,
+                [
+                    &base[..],
+                    &["NOW".into(), "MEMBER".into(), cost.to_string()],
+                ]
+                .concat(),
+            ));
+            let fw = [cost.to_string(), "120".into(), "NOW".into()];
+            cases.push((Fw, [&base[..], &fw[..]].concat()));
+        }
+    }
+    let mut calls = 0;
+    for (n, (kind, argv)) in cases.iter().enumerate() {
+        let script = fractions_shown(source(*kind));
+        let key = format!("whole-{n}");
+        for (i, offset) in offsets.iter().enumerate() {
+            let argv: Vec<String> = argv
+                .iter()
+                .map(|a| match a.as_str() {
+                    "NOW" => (t0 + offset).to_string(),
+                    "MEMBER" => format!("m-{i}"),
+                    _ => a.clone(),
+                })
+                .collect();
+            let reply: redis::RedisResult<Vec<i64>> = redis::cmd("EVAL")
+                .arg(&script)
+                .arg(1)
+                .arg(&key)
+                .arg(&argv)
+                .query_async(&mut limiter.connection())
+                .await;
+            let reply = reply.unwrap_or_else(|err| {
+                panic!("{kind} ARGV {argv:?}: a reply element is not a whole number: {err}")
+            });
+            assert_eq!(reply.len(), 4, "{kind} ARGV {argv:?}: {reply:?}");
+            calls += 1;
+        }
+    }
+    assert!(calls > 300, "{calls} calls");
+}

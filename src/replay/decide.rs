@@ -280,7 +280,8 @@ fn settle(
             again.push(i);
             continue;
         }
-        outcomes[i] = Some(Err(scripts::failure_of(redis::RedisError::from(error))));
+        let err = redis::RedisError::from(error);
+        outcomes[i] = Some(Err(scripts::failure_of(err, &commands[i])));
     }
 }
 

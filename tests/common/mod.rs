@@ -2,6 +2,10 @@
 //! own [`EmbeddedRedis`] (free loopback port, killed on Drop), and unique key prefixes so that
 //! nothing a test writes can meet another test's keys.
 //!
+//! The server program is `redis-server`, or the one `RATELOCKR_REDIS_SERVER` names
+//! (`make test-valkey` points it at Valkey). Every failure then says which it ran on: the first
+//! server a test binary starts installs a panic hook that adds the program's name and version.
+//!
 //! Each test binary uses a subset of these helpers, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
@@ -26,7 +30,54 @@ pub const T0: u64 = 1_700_000_000_000;
 
 /// A private redis-server for one test.
 pub fn redis() -> EmbeddedRedis {
-    EmbeddedRedis::start().expect("redis-server starts (apt-get install redis-server)")
+    name_the_server_on_panic();
+    EmbeddedRedis::start().unwrap_or_else(|err| match err {
+        ratelockr::EmbeddedError::ChosenNotFound(_) | ratelockr::EmbeddedError::NotInstalled => {
+            panic!("{err}")
+        }
+        _ => panic!("{} does not start: {err}", server()),
+    })
+}
+
+/// The server program the tests run on, as `make test` prints it: `Valkey 9.1.2
+/// (/path/to/valkey-server)`, from the program's `--version`.
+pub fn server() -> &'static str {
+    static SERVER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SERVER.get_or_init(|| {
+        let binary = match ratelockr::embedded::server_binary() {
+            Ok(binary) => binary,
+            Err(err) => return format!("no server ({err})"),
+        };
+        let version = Command::new(&binary)
+            .arg("--version")
+            .output()
+            .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+            .unwrap_or_default();
+        format!("{} ({})", name_version(&version), binary.display())
+    })
+}
+
+/// `Redis server v=7.0.15 sha=…` → `Redis 7.0.15`; `Valkey server v=9.1.2 …` → `Valkey 9.1.2`.
+fn name_version(text: &str) -> String {
+    let name = text.split_whitespace().next().unwrap_or("unknown");
+    let version = text
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("v="))
+        .unwrap_or("?");
+    format!("{name} {version}")
+}
+
+/// Adds "ran on <server>" to every panic message of this test binary (once per process).
+fn name_the_server_on_panic() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let server = server();
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            previous(info);
+            eprintln!("(this test ran on {server})");
+        }));
+    });
 }
 
 /// A prefix no other test (in this or another test binary) uses.
@@ -63,6 +114,7 @@ pub fn limiter(server: &EmbeddedRedis, name: &str) -> Limiter {
 }
 
 pub fn limiter_with(url: &str, options: LimiterOptions) -> Limiter {
+    name_the_server_on_panic();
     Limiter::new(&RedisTarget::parse(url).expect("a valid URL"), options)
 }
 

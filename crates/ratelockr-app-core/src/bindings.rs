@@ -37,7 +37,10 @@ use ratelockr::replay::{
 use ratelockr::sim::{Pattern, PeakWindow, Retry};
 use ratelockr::sweep::{Bound, SweepChoice};
 use ratelockr::topology::{Topology, TopologyNode};
-use ratelockr::{Algorithm, AlgorithmKind, BackendKind, Decision, Rule, StatsPoint, TlsOptions};
+use ratelockr::{
+    Algorithm, AlgorithmKind, BackendKind, Decision, Rule, Scripting, ServerInfo, ServerKind,
+    StatsPoint, TlsOptions,
+};
 use ts_rs::{Config, TS};
 
 /// Every exported type as `(file name, contents)`, sorted by file name.
@@ -60,6 +63,9 @@ pub fn render() -> Vec<(String, String)> {
     one::<TlsOptions>(&cfg, &mut out);
     one::<Topology>(&cfg, &mut out);
     one::<TopologyNode>(&cfg, &mut out);
+    one::<ServerInfo>(&cfg, &mut out);
+    one::<ServerKind>(&cfg, &mut out);
+    one::<Scripting>(&cfg, &mut out);
     one::<NodeRole>(&cfg, &mut out);
     one::<Rule>(&cfg, &mut out);
     one::<Algorithm>(&cfg, &mut out);

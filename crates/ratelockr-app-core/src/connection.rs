@@ -3,9 +3,9 @@
 
 use super::error::{AppError, ErrorCode};
 use super::transport::{self, Transport};
-use ratelockr::{Backend, BackendKind, Limiter, LimiterOptions, Metrics, TlsOptions};
+use ratelockr::{Backend, BackendKind, Limiter, LimiterOptions, Metrics, ServerInfo, TlsOptions};
 use serde::Serialize;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use ts_rs::TS;
 
 /// What the status light shows.
@@ -43,6 +43,11 @@ pub struct ConnectionStatus {
     pub error_field: Option<String>,
     /// Single node or cluster, plain TCP or TLS, INSECURE or verified.
     pub transport: Transport,
+    /// Redis, Valkey or Dragonfly, its version and whether it runs scripts: read once per
+    /// connection, when it first answers.
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerInfo>,
     /// Decisions this app let through because Redis failed, since it started.
     #[ts(type = "number")]
     pub fail_open_total: u64,
@@ -77,6 +82,10 @@ pub struct ConnectionTest {
     pub field: Option<String>,
     /// What was tested: single node or cluster, plain TCP or TLS, INSECURE or verified.
     pub transport: Transport,
+    /// The server that answered (a server without scripting answers, and is not ok).
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerInfo>,
 }
 
 /// A live connection: the backend (owning the embedded server, if any) and its limiter.
@@ -86,6 +95,9 @@ pub struct Connection {
     pub backend: Arc<Backend>,
     pub limiter: Limiter,
     pub configured: bool,
+    /// The server, once read (it does not change under a connection; a status poll every
+    /// 2 s need not ask again).
+    pub server: Arc<Mutex<Option<ServerInfo>>>,
 }
 
 impl Connection {
@@ -112,6 +124,7 @@ impl Connection {
             backend: Arc::new(backend),
             limiter,
             configured: configured.is_some_and(|u| !u.trim().is_empty()),
+            server: Arc::default(),
         })
     }
 
@@ -124,6 +137,21 @@ impl Connection {
         while self.limiter.ping().await.is_err() && started.elapsed() < TEST_DEADLINE {
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
+    }
+
+    /// The server, read on the first call after it answers and kept.
+    pub async fn server(&self) -> Option<ServerInfo> {
+        if let Some(known) = self
+            .server
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+        {
+            return Some(known);
+        }
+        let read = self.limiter.server().await.ok()?;
+        *self.server.lock().unwrap_or_else(|e| e.into_inner()) = Some(read.clone());
+        Some(read)
     }
 
     pub async fn status(&self) -> ConnectionStatus {
@@ -163,6 +191,10 @@ impl Connection {
             ),
             None => transport::in_form_words(&e.to_string()),
         });
+        let server = match ping {
+            Ok(_) => self.server().await,
+            Err(_) => None,
+        };
         let kind = self.backend.kind();
         let state = match (&ping, kind) {
             (Err(_), _) => LinkState::Unreachable,
@@ -181,6 +213,7 @@ impl Connection {
                 .map(str::to_string),
             error,
             transport: Transport::of(target),
+            server,
             fail_open_total: self.limiter.ledger().fail_open_total(),
             fail_open_recent: self
                 .limiter
@@ -238,12 +271,28 @@ pub async fn test(url: &str, tls: &TlsOptions) -> Result<ConnectionTest, AppErro
     // port says "refused" instead of running out the deadline as a "timeout". A failed TLS
     // handshake comes back diagnosed (unknown CA, hostname mismatch, plain TCP...).
     let ping = ratelockr::backend::probe(&target, TEST_DEADLINE).await;
+    let server = match ping {
+        Ok(_) => {
+            let options = LimiterOptions {
+                deadline: TEST_DEADLINE,
+                ..LimiterOptions::default()
+            };
+            Limiter::new(&target, options).server().await.ok()
+        }
+        Err(_) => None,
+    };
+    let refused = server
+        .clone()
+        .and_then(|s| s.require_scripting().err())
+        .map(|failure| failure.message);
     let error = ping
         .as_ref()
         .err()
-        .map(|e| transport::in_form_words(&e.to_string()));
+        .map(|e| transport::in_form_words(&e.to_string()))
+        .or(refused);
     Ok(ConnectionTest {
-        ok: ping.is_ok(),
+        ok: error.is_none(),
+        server,
         url: target.redacted().to_string(),
         rtt_ms: ping.as_ref().ok().map(|d| d.as_secs_f64() * 1000.0),
         field: error
@@ -270,6 +319,7 @@ mod tests {
             backend: Arc::new(backend),
             limiter,
             configured: false,
+            server: Arc::default(),
         };
         assert_eq!(connection.status().await.state, LinkState::Embedded);
         let server = connection.backend.embedded_server().expect("embedded");
@@ -293,6 +343,34 @@ mod tests {
         let rule = ratelockr::Rule::fixed_window("after-restart", 5, 60_000).expect("valid");
         let decision = connection.limiter.check(&rule, "k").await.expect("valid");
         assert!(!decision.fail_open(), "Redis decides again: {decision:?}");
+    }
+
+    /// The card's Server row and the Test button name the server; the status reads it once.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_status_and_the_test_name_the_server() {
+        let backend = Backend::embedded().expect("redis-server on PATH");
+        let url = backend.target().to_string();
+        let limiter = Limiter::new(backend.target(), LimiterOptions::default());
+        let connection = Connection {
+            backend: Arc::new(backend),
+            limiter,
+            configured: false,
+            server: Arc::default(),
+        };
+        let status = connection.status().await;
+        let server = status.server.expect("the server is named");
+        assert_eq!(
+            server.scripting,
+            ratelockr::Scripting::Available,
+            "{server:?}"
+        );
+        assert!(!server.version.is_empty(), "{server:?}");
+        assert_eq!(connection.status().await.server, Some(server.clone()));
+        let tested = test(&url, &TlsOptions::default())
+            .await
+            .expect("a valid URL");
+        assert!(tested.ok, "{tested:?}");
+        assert_eq!(tested.server, Some(server));
     }
 
     #[test]

@@ -97,6 +97,27 @@ impl Global {
     pub fn limiter(&self, backend: &Backend) -> anyhow::Result<Limiter> {
         Ok(Limiter::new(backend.target(), self.limiter_options()?))
     }
+
+    /// [`Global::limiter`] for the commands that decide: a server that answers but cannot run
+    /// scripts is refused here, at once, with a message that says so (every decision would
+    /// otherwise fail open). A server that does not answer is left to the decisions, which
+    /// fail open as designed.
+    pub async fn deciding_limiter(&self, backend: &Backend) -> anyhow::Result<Limiter> {
+        let limiter = self.limiter(backend)?;
+        refuse_without_scripting(&limiter).await?;
+        Ok(limiter)
+    }
+}
+
+/// An error when the limiter's server answers and cannot run scripts; Ok when it can, or when
+/// it does not answer (the decisions then fail open as designed).
+pub async fn refuse_without_scripting(limiter: &Limiter) -> anyhow::Result<()> {
+    if let Ok(server) = limiter.server().await {
+        server
+            .require_scripting()
+            .map_err(|failure| anyhow!("Redis at {}: {failure}", limiter.target()))?;
+    }
+    Ok(())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

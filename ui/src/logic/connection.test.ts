@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fmtSlots, formFromTls, hidePassword, markers, tlsFromForm, topologyRows, topologySummary, wantsTls, withPassword } from "./connection";
+import { fmtSlots, formFromTls, hidePassword, markers, serverText, tlsFromForm, topologyRows, topologySummary, wantsTls, withPassword } from "./connection";
 import type { Topology } from "../bindings/Topology";
 import type { Transport } from "../bindings/Transport";
 
@@ -46,6 +46,7 @@ describe("the TLS form", () => {
 describe("the topology table", () => {
   const topology: Topology = {
     cluster: true,
+    server: { kind: "redis", version: "7.0.15", scripting: "available" },
     nodes: [
       { address: "127.0.0.1:7004", role: "replica", follows: "127.0.0.1:7002", slots: [], failing: false, rtt_ms: 0.4 },
       { address: "127.0.0.1:7002", role: "master", slots: [[5461, 10922]], failing: false, rtt_ms: 0.3 },
@@ -69,12 +70,13 @@ describe("the topology table", () => {
 
   it("summarises the nodes and those in trouble", () => {
     expect(topologySummary(topology)).toBe("2 masters, 3 replicas on 127.0.0.1 (1 not answering)");
-    expect(topologySummary({ cluster: true, nodes: topology.nodes.slice(1, 2) })).toBe("1 master, 0 replicas on 127.0.0.1");
+    expect(topologySummary({ cluster: true, server: topology.server, nodes: topology.nodes.slice(1, 2) })).toBe("1 master, 0 replicas on 127.0.0.1");
   });
 
   it("shows whole addresses when the nodes are on different hosts", () => {
     const spread: Topology = {
       cluster: true,
+      server: topology.server,
       nodes: [
         { address: "10.0.0.1:6379", role: "master", slots: [[0, 16383]], failing: false, rtt_ms: 1 },
         { address: "10.0.0.2:6379", role: "replica", follows: "10.0.0.1:6379", slots: [], failing: false, rtt_ms: 1 },
@@ -110,5 +112,16 @@ describe("the URL field hides only the password", () => {
     // The mask was deleted: the password is not smuggled back in.
     expect(withPassword("redis://app@h:6379", password)).toBe("redis://app@h:6379");
     expect(withPassword("redis://h:6379", null)).toBe("redis://h:6379");
+  });
+});
+
+describe("the server row", () => {
+  it("names the server, its version and whether it runs scripts", () => {
+    expect(serverText({ kind: "valkey", version: "9.1.2", scripting: "available" })).toMatchObject({ text: "Valkey 9.1.2 · Lua scripting", bad: false });
+    const none = serverText({ kind: "valkey", version: "9.1.2", scripting: "missing", scripting_error: "Could not find scripting engine 'lua'" });
+    expect(none).toMatchObject({ text: "Valkey 9.1.2 · no scripting", bad: true });
+    expect(none.title).toContain("scripting engine 'lua'");
+    expect(serverText({ kind: "dragonfly", version: "df-v1.25.0", scripting: "unknown" }).text).toBe("Dragonfly df-v1.25.0 · scripting not checked");
+    expect(serverText(undefined).text).toBe("—");
   });
 });

@@ -3,6 +3,7 @@
  * INSECURE), the TLS form read into the options the backend takes, and a cluster's topology as
  * table rows: masters in slot order, each followed by its replicas.
  */
+import type { ServerInfo } from "../bindings/ServerInfo";
 import type { TlsOptions } from "../bindings/TlsOptions";
 import type { Topology } from "../bindings/Topology";
 import type { TopologyNode } from "../bindings/TopologyNode";
@@ -33,6 +34,22 @@ export function markers(t: Transport): Marker[] {
     });
   }
   return out;
+}
+
+const SERVER_NAMES = { redis: "Redis", valkey: "Valkey", dragonfly: "Dragonfly" };
+
+/** The card's Server row: `Valkey 9.1.2 · Lua scripting`; `bad` when it cannot run scripts. */
+export function serverText(s: ServerInfo | undefined): { text: string; bad: boolean; title: string } {
+  if (!s) return { text: "—", bad: false, title: "" };
+  const name = `${SERVER_NAMES[s.kind]} ${s.version}`;
+  switch (s.scripting) {
+    case "available":
+      return { text: `${name} · Lua scripting`, bad: false, title: "Runs the limiters' Lua scripts" };
+    case "missing":
+      return { text: `${name} · no scripting`, bad: true, title: `Cannot run Lua scripts: no decision can be made here (${s.scripting_error ?? ""})` };
+    default:
+      return { text: `${name} · scripting not checked`, bad: false, title: `EVAL was refused (${s.scripting_error ?? ""}); EVALSHA may still be allowed` };
+  }
 }
 
 /** True when the URL asks for TLS, so the TLS fields should be open. */

@@ -6,7 +6,7 @@ import type { ConnectionStatus } from "../bindings/ConnectionStatus";
 import type { Topology } from "../bindings/Topology";
 import type { Transport } from "../bindings/Transport";
 import { $, h, showFieldErrors } from "../dom";
-import { formFromTls, hidePassword, markers, PASSWORD_MASK, TLS_FIELDS, tlsFromForm, topologyRows, topologySummary, wantsTls, withPassword, type TlsForm } from "../logic/connection";
+import { formFromTls, hidePassword, markers, PASSWORD_MASK, serverText, TLS_FIELDS, tlsFromForm, topologyRows, topologySummary, wantsTls, withPassword, type TlsForm } from "../logic/connection";
 import { fmtRtt } from "../logic/format";
 import { painter, setData, setText } from "../paint";
 import { emit, state } from "../store";
@@ -48,6 +48,10 @@ function render(s: ConnectionStatus) {
   setText($("conn-url"), s.url);
   if ($("conn-url").title !== s.url) $("conn-url").title = s.url;
   setText($("conn-rtt"), fmtRtt(s.rtt_ms));
+  const server = serverText(s.server);
+  setText($("conn-server"), server.text);
+  $("conn-server").classList.toggle("bad", server.bad);
+  if ($("conn-server").title !== server.title) $("conn-server").title = server.title;
   $("conn-topology").classList.toggle("hidden", !s.transport.cluster);
   const current = `${s.url}|${s.state}`;
   if (s.transport.cluster && topologyFor !== current) {
@@ -194,7 +198,12 @@ export async function initConnection() {
       const kind = markers(t.transport)
         .map((m) => m.text)
         .join(", ");
-      $("conn-note").textContent = t.ok ? `✓ ${t.url} (${kind}) answered in ${fmtRtt(t.rtt_ms)}` : `✗ ${t.url} did not answer: ${t.error ?? "no reply"}`;
+      const on = t.server ? `, ${serverText(t.server).text}` : "";
+      $("conn-note").textContent = t.ok
+        ? `✓ ${t.url} (${kind}${on}) answered in ${fmtRtt(t.rtt_ms)}`
+        : t.server
+          ? `✗ ${t.url} answered but cannot decide: ${t.error ?? "no scripting"}`
+          : `✗ ${t.url} did not answer: ${t.error ?? "no reply"}`;
       // A handshake that failed because of a form field (an unknown CA...) is shown there too.
       if (!t.ok && t.field) showError({ code: "redis_unavailable", message: t.error ?? "no reply", field: t.field });
     } catch (err) {

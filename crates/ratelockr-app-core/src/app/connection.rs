@@ -37,6 +37,13 @@ impl AppCore {
         .await
         .map_err(|e| AppError::new(ErrorCode::Internal, e.to_string()))??;
         conn.settle().await;
+        // A server that answers but cannot run scripts could not decide anything: refused here,
+        // saying so, rather than switched to and failing every decision open.
+        if let Some(server) = conn.server().await {
+            server.require_scripting().map_err(|failure| {
+                AppError::new(ErrorCode::RedisUnavailable, failure.message).with_field("redis_url")
+            })?;
+        }
         *self.conn.write().unwrap_or_else(|e| e.into_inner()) = conn;
         *lock(&self.redis_url) = url;
         *lock(&self.redis_tls) = tls;

@@ -66,7 +66,7 @@ pub async fn run(global: &Global, args: &CheckArgs) -> anyhow::Result<ExitCode> 
         rule.check_cost(args.cost).map_err(flag_error)?;
     }
     let backend = global.backend()?;
-    let limiter = global.limiter(&backend)?;
+    let limiter = global.deciding_limiter(&backend).await?;
     let at = args.now_ms.map_or(At::ServerClock, At::Millis);
     let decided = match args.peek {
         true => limiter.try_peek_at(&rule, &args.key, at).await,

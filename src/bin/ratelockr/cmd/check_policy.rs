@@ -49,7 +49,7 @@ pub struct PolicyCheck<'a> {
 pub async fn run(global: &Global, args: PolicyCheck<'_>) -> anyhow::Result<ExitCode> {
     let policy = load_policy(args.path, args.name)?;
     let backend = global.backend()?;
-    let limiter = global.limiter(&backend)?;
+    let limiter = global.deciding_limiter(&backend).await?;
     let at = args.now_ms.map_or(At::ServerClock, At::Millis);
     let decided = match args.peek {
         true => limiter.peek_policy_at(&policy, args.key, at).await,

@@ -271,7 +271,7 @@ pub async fn run(global: &Global, args: &ReplayArgs) -> anyhow::Result<ExitCode>
         args.force,
     )?;
     let backend = global.backend()?;
-    let limiter = global.limiter(&backend)?;
+    let limiter = global.deciding_limiter(&backend).await?;
     let bar = crate::console::progress_bar(
         0,
         "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes}  {msg}",

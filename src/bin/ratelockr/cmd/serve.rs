@@ -96,6 +96,7 @@ pub async fn run(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode> 
     }
     let limiter = Limiter::new(backend.target(), options).with_observer(Arc::new(metrics.clone()));
     crate::console::warn_unless_redis_answers(&limiter, "serve").await;
+    crate::opts::refuse_without_scripting(&limiter).await?;
     metrics.set_active_rules(rules.len());
     let mut api = DecisionApi::new(limiter.clone(), rules.clone());
     if let Some(watch) = &watch {

@@ -378,7 +378,7 @@ pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCod
         args.force,
     )?;
     let backend = global.backend()?;
-    let limiter = global.limiter(&backend)?;
+    let limiter = global.deciding_limiter(&backend).await?;
     crate::console::warn_unless_redis_answers(&limiter, "simulate").await;
 
     let bar = crate::console::progress_bar(

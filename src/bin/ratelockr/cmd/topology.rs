@@ -1,6 +1,8 @@
 //! `ratelockr topology`: which Redis this is (one node or a cluster, plain TCP or TLS) and, for
-//! a cluster, every node with its role, slots and round trip: what the app's connection card
-//! shows, for a terminal or a script.
+//! a cluster, every node with its role, slots and round trip; and which server it is (Redis,
+//! Valkey or Dragonfly, its version, whether it runs scripts): what the app's connection card
+//! shows, for a terminal or a script. A server without scripting is named and the command
+//! fails: no decision could be made there.
 
 use crate::console::print_json;
 use crate::opts::Global;
@@ -8,6 +10,7 @@ use anyhow::anyhow;
 use clap::Args;
 use ratelockr::cluster::NodeRole;
 use ratelockr::topology::{self, Topology, TopologyNode};
+use ratelockr::ServerInfo;
 use serde::Serialize;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -46,7 +49,7 @@ pub async fn run(global: &Global, args: &TopologyArgs) -> anyhow::Result<ExitCod
     let deadline = Duration::from_millis(args.node_deadline_ms);
     let topology = topology::read(&mut limiter.connection(), deadline)
         .await
-        .map_err(|failure| anyhow!("Redis at {target} did not describe its cluster: {failure}"))?;
+        .map_err(|failure| anyhow!("Redis at {target} did not describe itself: {failure}"))?;
     let rtt_ms = rtt.as_secs_f64() * 1000.0;
     if global.json {
         print_json(&Json {
@@ -57,7 +60,7 @@ pub async fn run(global: &Global, args: &TopologyArgs) -> anyhow::Result<ExitCod
             rtt_ms,
             topology: &topology,
         })?;
-        return Ok(ExitCode::SUCCESS);
+        return refuse_without_scripting(target, topology.server);
     }
     let kind = if topology.cluster {
         "Redis Cluster"
@@ -65,10 +68,22 @@ pub async fn run(global: &Global, args: &TopologyArgs) -> anyhow::Result<ExitCod
         "single node"
     };
     println!("{target}: {kind}, {}", target.transport());
+    println!("server: {}", topology.server);
     println!("round trip (PING): {rtt_ms:.2} ms");
     if topology.cluster {
         print!("{}", table(&topology));
     }
+    refuse_without_scripting(target, topology.server)
+}
+
+/// Success, or the error that says this server cannot decide (after it has been described).
+fn refuse_without_scripting(
+    target: &ratelockr::RedisTarget,
+    server: ServerInfo,
+) -> anyhow::Result<ExitCode> {
+    server
+        .require_scripting()
+        .map_err(|failure| anyhow!("Redis at {target}: {failure}"))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -172,6 +187,12 @@ mod tests {
     fn the_table_names_roles_slots_and_what_is_not_served() {
         let topology = Topology {
             cluster: true,
+            server: ratelockr::ServerInfo {
+                kind: ratelockr::ServerKind::Redis,
+                version: "7.0.15".into(),
+                scripting: ratelockr::Scripting::Available,
+                scripting_error: None,
+            },
             nodes: vec![
                 node(
                     "127.0.0.1:7000",
