@@ -40,10 +40,20 @@ fn a_cluster_is_shown_as_one_with_its_masters_replicas_and_round_trips() {
 
     let single = ui.ok("connection_status", json!({}));
     assert_eq!(single["transport"]["cluster"], false, "{single}");
+    let single_topology = ui.ok("connection_topology", json!({}));
     assert_eq!(
-        ui.ok("connection_topology", json!({})),
-        json!({ "cluster": false, "nodes": [] }),
-        "a single Redis has no topology to list"
+        (&single_topology["cluster"], &single_topology["nodes"]),
+        (&json!(false), &json!([])),
+        "a single Redis has no topology to list: {single_topology}"
+    );
+    // It names the server it is on, and that it runs scripts.
+    assert_eq!(
+        single_topology["server"]["scripting"], "available",
+        "{single_topology}"
+    );
+    assert!(
+        single_topology["server"]["version"].is_string(),
+        "{single_topology}"
     );
 
     let tested = ui.ok("connection_test", json!({ "url": cluster.url() }));
