@@ -270,10 +270,39 @@ impl Policy {
     /// The tier of `client_key` (the first override that matches it, in file order) and the
     /// limits it is held to; `None` and the policy's limits when no override matches.
     pub fn limits_for(&self, client_key: &str) -> (Option<&str>, &[Limit]) {
-        match self.overrides.iter().find(|o| o.matches(client_key)) {
-            Some(o) => (Some(&o.tier), &o.limits),
-            None => (None, &self.limits),
+        match self.tier_index(client_key) {
+            0 => (None, &self.limits),
+            i => (
+                Some(&self.overrides[i - 1].tier),
+                &self.overrides[i - 1].limits,
+            ),
         }
+    }
+
+    /// The tier of `client_key` as a number: 0 for the policy's own limits, `i + 1` for
+    /// override `i` (the first that matches, in file order).
+    pub fn tier_index(&self, client_key: &str) -> usize {
+        self.overrides
+            .iter()
+            .position(|o| o.matches(client_key))
+            .map_or(0, |i| i + 1)
+    }
+
+    /// The limits of tier number `tier` ([`Policy::tier_index`]); the policy's own past the
+    /// last override.
+    pub fn tier_limits(&self, tier: usize) -> &[Limit] {
+        match tier.checked_sub(1).and_then(|i| self.overrides.get(i)) {
+            Some(o) => &o.limits,
+            None => &self.limits,
+        }
+    }
+
+    /// Every limit of the policy, its tiers' included.
+    pub fn all_limits(&self) -> impl Iterator<Item = &Limit> {
+        let tiers = self.overrides.iter().map(|o| o.limits.as_slice());
+        std::iter::once(self.limits.as_slice())
+            .chain(tiers)
+            .flatten()
     }
 
     /// The same policy for client keys decided under a namespace (`<scope>:<client key>`, as a

@@ -8,7 +8,7 @@ use crate::decision::Decision;
 use crate::keys::KeySpace;
 use crate::limiter::Limiter;
 use crate::policy::script::{parse_head, PolicyCall};
-use crate::policy::{Limit, Policy};
+use crate::policy::Policy;
 use crate::rule::Rule;
 use crate::scripts::{At, Call};
 use crate::telemetry::COUNTER_TTL_SECS;
@@ -32,7 +32,8 @@ impl Decider {
     pub(super) fn max_cost(&self) -> u64 {
         match &self.policy {
             None => self.rule.algorithm().max_cost(),
-            Some(policy) => all_limits(policy)
+            Some(policy) => policy
+                .all_limits()
                 .map(|l| l.algorithm().max_cost())
                 .min()
                 .unwrap_or(1),
@@ -40,23 +41,9 @@ impl Decider {
     }
 }
 
-/// Every limit of a policy, its tiers' included.
-pub(super) fn all_limits(policy: &Policy) -> impl Iterator<Item = &Limit> {
-    let tiers = policy.overrides().iter().map(|o| o.limits());
-    std::iter::once(policy.limits()).chain(tiers).flatten()
-}
-
-/// The tier of `key` under `policy` (0: the policy's own limits, i + 1: override i) and its
-/// limits.
-pub(super) fn tier_of<'p>(policy: &'p Policy, key: &str) -> (usize, &'p [Limit]) {
-    match policy.overrides().iter().position(|o| o.matches(key)) {
-        Some(i) => (i + 1, policy.overrides()[i].limits()),
-        None => (0, policy.limits()),
-    }
-}
-
-/// A batch on its way: per lane, the pending replies and each reply's decision slot.
-pub(super) type Sent = Vec<(decide::Pending, Vec<usize>)>;
+/// A batch on its way: per lane, the pending replies and each reply's decision slot, with the
+/// tier of a policy's decision (0 for a rule's), found once when its call was built.
+pub(super) type Sent = Vec<(decide::Pending, Vec<(usize, usize)>)>;
 
 /// Sends one batch: every request through every rule (or policy), each key on its lane.
 /// Returns, per lane, the pending replies and the (request × rules + rule) slot of each.
@@ -68,10 +55,11 @@ pub(super) async fn dispatch(
 ) -> Sent {
     let n = lanes.count();
     let mut commands: Vec<Vec<redis::Cmd>> = (0..n).map(|_| Vec::new()).collect();
-    let mut slots: Vec<Vec<usize>> = (0..n).map(|_| Vec::new()).collect();
+    let mut slots: Vec<Vec<(usize, usize)>> = (0..n).map(|_| Vec::new()).collect();
     for (j, req) in reqs.iter().enumerate() {
         let lane = lanes.lane_of(req.key_hash);
         for (i, decider) in deciders.iter().enumerate() {
+            let mut tier = 0;
             let command = match &decider.policy {
                 None => {
                     let limiter_key = keys.limiter(&decider.rule, &req.key);
@@ -86,7 +74,8 @@ pub(super) async fn dispatch(
                     .evalsha()
                 }
                 Some(policy) => {
-                    let (_, limits) = tier_of(policy, &req.key);
+                    tier = policy.tier_index(&req.key);
+                    let limits = policy.tier_limits(tier);
                     let state_keys: Vec<String> = limits
                         .iter()
                         .map(|l| keys.policy_limit(l.kind(), policy.name(), l.name(), &req.key))
@@ -104,7 +93,7 @@ pub(super) async fn dispatch(
                 }
             };
             commands[lane].push(command);
-            slots[lane].push(j * deciders.len() + i);
+            slots[lane].push((j * deciders.len() + i, tier));
         }
     }
     let mut pending = Vec::new();
@@ -152,7 +141,7 @@ pub(super) async fn collect(
     let mut verdicts = vec![Verdict::FAIL_OPEN; reqs.len() * r];
     for (rx, slots) in pending {
         let outcomes = rx.await.unwrap_or_default();
-        for (k, slot) in slots.into_iter().enumerate() {
+        for (k, (slot, tier)) in slots.into_iter().enumerate() {
             let Some(outcome) = outcomes.get(k) else {
                 limiter.ledger().record_failure(crate::FailureKind::Other);
                 continue;
@@ -160,7 +149,7 @@ pub(super) async fn collect(
             let read = outcome
                 .as_ref()
                 .map_err(Clone::clone)
-                .and_then(|reply| read_reply(&deciders[slot % r], &reqs[slot / r].key, reply));
+                .and_then(|reply| read_reply(&deciders[slot % r], tier, reply));
             match read {
                 Ok(verdict) => verdicts[slot] = verdict,
                 Err(failure) => {
@@ -180,7 +169,7 @@ pub(super) async fn collect(
 /// A script's reply as the decision of the rule or policy that sent it.
 fn read_reply(
     decider: &Decider,
-    key: &str,
+    tier: usize,
     reply: &redis::Value,
 ) -> Result<Verdict, crate::error::RedisFailure> {
     let Some(policy) = &decider.policy else {
@@ -189,8 +178,7 @@ fn read_reply(
             ..Verdict::FAIL_OPEN
         });
     };
-    let (tier, limits) = tier_of(policy, key);
-    let head = parse_head(reply, limits.len())?;
+    let head = parse_head(reply, policy.tier_limits(tier).len())?;
     Ok(Verdict {
         decision: Decision::by_redis(
             head.allowed,

@@ -2,7 +2,7 @@
 //! through every rule's script in pipelined lanes ([`super::decide`]) while the next is read;
 //! the decisions are accounted per rule, streamed as records, and summed into the report.
 
-use super::calls::{all_limits, collect, dispatch, Decider, Sent, Verdict};
+use super::calls::{collect, dispatch, Decider, Sent, Verdict};
 use super::distinct::Distinct;
 use super::error::ReplayError;
 use super::format::LogFormat;
@@ -226,7 +226,8 @@ pub async fn run(
         .iter()
         .flat_map(|d| match &d.policy {
             None => vec![d.rule.clone()],
-            Some(policy) => all_limits(policy)
+            Some(policy) => policy
+                .all_limits()
                 .filter_map(|l| Rule::new(l.name(), *l.algorithm()).ok())
                 .collect(),
         })

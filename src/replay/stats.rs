@@ -50,18 +50,10 @@ struct PolicyTally {
     /// Per tier, each of its limits' index in `names`.
     name_of: Vec<Vec<usize>>,
     shadow_denied: u64,
-    /// Denials (shadow ones too) per tier and binding limit, indexed as [`tier_limits`].
+    /// Denials (shadow ones too) per tier and binding limit, indexed as [`Policy::tier_limits`].
     denied_by: Vec<Vec<u64>>,
     /// Distinct keys per tier.
     tier_keys: Vec<Distinct>,
-}
-
-/// A policy's limits per tier: 0 its own, i + 1 override i's.
-fn tier_limits(policy: &Policy, tier: usize) -> &[Limit] {
-    match tier {
-        0 => policy.limits(),
-        i => policy.overrides()[i - 1].limits(),
-    }
 }
 
 impl RuleTally {
@@ -88,12 +80,13 @@ impl RuleTally {
             Rule::new(policy.name(), first).expect("a policy's name and limits are a rule's");
         let tiers = policy.overrides().len() + 1;
         let denied_by = (0..tiers)
-            .map(|t| vec![0; tier_limits(&policy, t).len()])
+            .map(|t| vec![0; policy.tier_limits(t).len()])
             .collect();
         let mut names: Vec<String> = Vec::new();
         let name_of = (0..tiers)
             .map(|t| {
-                tier_limits(&policy, t)
+                policy
+                    .tier_limits(t)
                     .iter()
                     .map(|l| match names.iter().position(|n| n == l.name()) {
                         Some(i) => i,
@@ -195,7 +188,7 @@ impl RuleTally {
             return ("", "");
         };
         let limit = binding
-            .and_then(|b| tier_limits(&p.policy, tier).get(b))
+            .and_then(|b| p.policy.tier_limits(tier).get(b))
             .map_or("", Limit::name);
         let tier = match tier {
             0 => "",
@@ -333,7 +326,7 @@ impl PolicyTally {
     fn finish(self) -> PolicyFigures {
         let mut denied_by: BTreeMap<String, u64> = BTreeMap::new();
         for (tier, counts) in self.denied_by.iter().enumerate() {
-            for (limit, n) in tier_limits(&self.policy, tier).iter().zip(counts) {
+            for (limit, n) in self.policy.tier_limits(tier).iter().zip(counts) {
                 if *n > 0 {
                     *denied_by.entry(limit.name().to_string()).or_insert(0) += n;
                 }

@@ -77,8 +77,7 @@ impl Target {
         let Some(policy) = &self.policy else {
             return Ok(self.rule.check_cost(cost)?);
         };
-        let tiers = policy.overrides().iter().map(|o| o.limits());
-        for limit in std::iter::once(policy.limits()).chain(tiers).flatten() {
+        for limit in policy.all_limits() {
             let max = limit.algorithm().max_cost();
             if cost > max {
                 return Err(SimError::InvalidWorkload {
