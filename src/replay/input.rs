@@ -41,6 +41,15 @@ impl LogSource {
         }
     }
 
+    /// A file that cannot be opened, found before any Redis is asked or thread started; stdin
+    /// and text always can.
+    pub fn check_readable(&self) -> io::Result<()> {
+        match self {
+            LogSource::File(path) => open_file(path).map(drop),
+            LogSource::Stdin | LogSource::Text(_) => Ok(()),
+        }
+    }
+
     /// Opens the source, decompressing gzip (one or more members) when it starts with gzip's
     /// magic bytes.
     pub fn open(&self) -> io::Result<Lines> {

@@ -53,10 +53,10 @@ pub use error::ReplayError;
 pub use format::{FieldNames, LogFormat};
 pub use input::LogSource;
 pub use key::KeyExpr;
-pub use preview::{preview, Preview, PreviewLine};
+pub use preview::{preview, Preview, PreviewLine, MAX_PREVIEW_LINES};
 pub use report::{
     pct, KeyChange, LineIssue, PeakRates, PolicyFigures, ReplayPoint, ReplayReport, ReplaySeries,
     RuleChange, RuleReport, Suggestion, SweepPoint, TopKey,
 };
-pub use run::{run, NoReplayObserver, ReplayObserver, ReplayProgress, MAX_LANES};
-pub use spec::{Compiled, ParseSpec, ReplaySpec};
+pub use run::{run, NoReplayObserver, ReplayObserver, ReplayProgress};
+pub use spec::{Compiled, ParseSpec, ReplaySpec, MAX_BATCH, MAX_KEY_CAPACITY, MAX_LANES, MAX_TOP};

@@ -46,9 +46,18 @@ pub struct Preview {
     pub fields: Vec<String>,
 }
 
+/// The most lines a preview reads: it is for a person to look at.
+pub const MAX_PREVIEW_LINES: usize = 10_000;
+
 /// Reads the first `n` non-blank lines of `source` the way a replay would (without sorting):
 /// cheap, for a preview before a run.
 pub fn preview(source: &LogSource, spec: &ParseSpec, n: usize) -> Result<Preview, ReplayError> {
+    if !(1..=MAX_PREVIEW_LINES).contains(&n) {
+        return Err(ReplayError::InvalidSpec {
+            parameter: "preview",
+            reason: format!("must be from 1 to {MAX_PREVIEW_LINES} lines, got {n}"),
+        });
+    }
     let compiled = spec.compile()?;
     let mut lines = source.open().map_err(|e| ReplayError::Open {
         log: source.describe(),

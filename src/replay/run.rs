@@ -50,10 +50,6 @@ pub trait ReplayObserver: Send + Sync {
 pub struct NoReplayObserver;
 impl ReplayObserver for NoReplayObserver {}
 
-/// The most lanes (each a Redis connection) a replay opens: past a few, Redis's one thread is
-/// the limit, and each lane is a connection taken from a shared server.
-pub const MAX_LANES: usize = 64;
-
 /// One rule of a run: a candidate, a configuration of the sweep, or a policy.
 struct RuleRun {
     stats: RuleTally,
@@ -154,6 +150,7 @@ pub async fn run(
     observer: &dyn ReplayObserver,
     cancel: CancellationToken,
 ) -> Result<ReplayReport, ReplayError> {
+    spec.check_sizes()?;
     let compiled = spec.parse.compile()?;
     let runs = rule_runs(spec)?;
     let deciders: Vec<Decider> = runs
@@ -161,12 +158,10 @@ pub async fn run(
         .map(|r| Decider::new(&r.stats.rule, r.stats.policy()))
         .collect();
     let max_cost = deciders.iter().map(Decider::max_cost).min().unwrap_or(1);
-    if !(1..=MAX_LANES).contains(&spec.lanes) {
-        return Err(ReplayError::InvalidSpec {
-            parameter: "lanes",
-            reason: format!("must be from 1 to {MAX_LANES}, got {}", spec.lanes),
-        });
-    }
+    source.check_readable().map_err(|e| ReplayError::Open {
+        log: source.describe(),
+        message: e.to_string(),
+    })?;
     crate::budget::connections_fit(limiter, spec.lanes as u64)
         .await
         .map_err(|reason| ReplayError::InvalidSpec {

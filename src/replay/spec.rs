@@ -85,6 +85,24 @@ impl ParseSpec {
         if self.lookahead_ms > 3_600_000 {
             return Err(invalid("lookahead", "at most an hour (3600 s)".into()));
         }
+        // A field named "" is never in a line: every request would lose its time or cost.
+        for (parameter, name) in [
+            ("time-field", self.fields.time.as_deref()),
+            ("cost-field", self.fields.cost.as_deref()),
+        ] {
+            if name.is_some_and(|n| n.trim().is_empty()) {
+                return Err(invalid(
+                    parameter,
+                    "an empty field name: name the field".into(),
+                ));
+            }
+        }
+        if self.fields.extra.iter().any(|n| n.trim().is_empty()) {
+            return Err(invalid(
+                "extra-fields",
+                "an empty field name: name every field after the user agent, in order".into(),
+            ));
+        }
         Ok(Compiled {
             format: self.format,
             fields: self.fields.clone(),
@@ -122,6 +140,61 @@ pub struct ReplaySpec {
     /// Decisions per pipeline round (requests × rules; at least 16 requests), split over the
     /// lanes.
     pub batch: usize,
+}
+
+/// The most lanes (each a Redis connection) a replay opens: past a few, Redis's one thread is
+/// the limit, and each lane is a connection taken from a shared server.
+pub const MAX_LANES: usize = 64;
+/// The most top keys a report lists per rule.
+pub const MAX_TOP: usize = 10_000;
+/// The most keys held per rule for per-key figures (about 100 bytes each).
+pub const MAX_KEY_CAPACITY: usize = 1 << 24;
+/// The most decisions per pipeline round.
+pub const MAX_BATCH: usize = 1 << 16;
+
+impl ReplaySpec {
+    /// The report's and the pipeline's sizes in range, each refused by name: what is checked
+    /// before the log is opened or any connection made.
+    pub fn check_sizes(&self) -> Result<(), ReplayError> {
+        let invalid = |parameter: &'static str, reason: String| {
+            Err(ReplayError::InvalidSpec { parameter, reason })
+        };
+        if !(1..=MAX_LANES).contains(&self.lanes) {
+            let max = MAX_LANES;
+            return invalid(
+                "lanes",
+                format!("must be from 1 to {max}, got {}", self.lanes),
+            );
+        }
+        if self.top > MAX_TOP {
+            return invalid(
+                "top",
+                format!("must be at most {MAX_TOP}, got {}", self.top),
+            );
+        }
+        if !(1..=MAX_KEY_CAPACITY).contains(&self.key_capacity) {
+            return invalid(
+                "key-capacity",
+                format!(
+                    "must be from 1 to {MAX_KEY_CAPACITY} keys, got {}",
+                    self.key_capacity
+                ),
+            );
+        }
+        if !(1..=MAX_BATCH).contains(&self.batch) {
+            return invalid(
+                "batch",
+                format!("must be from 1 to {MAX_BATCH}, got {}", self.batch),
+            );
+        }
+        if !(0.0..=100.0).contains(&self.suggest_max_keys_pct) {
+            return invalid(
+                "suggest-max-keys-pct",
+                format!("must be from 0 to 100, got {}", self.suggest_max_keys_pct),
+            );
+        }
+        Ok(())
+    }
 }
 
 impl Default for ReplaySpec {

@@ -235,14 +235,19 @@ pub fn decision_deadline_setting() -> Result<Option<std::time::Duration>, String
     parse_deadline(std::env::var(DEADLINE_ENV).ok().as_deref())
 }
 
+use ratelockr::limiter_options::MAX_DEADLINE;
+
 fn parse_deadline(value: Option<&str>) -> Result<Option<std::time::Duration>, String> {
     let Some(text) = value else {
         return Ok(None);
     };
     match text.trim().parse::<u64>() {
-        Ok(ms) if ms >= 1 => Ok(Some(std::time::Duration::from_millis(ms))),
+        Ok(ms) if (1..=MAX_DEADLINE.as_millis() as u64).contains(&ms) => {
+            Ok(Some(std::time::Duration::from_millis(ms)))
+        }
         _ => Err(format!(
-            "{DEADLINE_ENV}={text:?} is not a whole number of milliseconds (1 or more); decisions use the default deadline of {} ms",
+            "{DEADLINE_ENV}={text:?} is not a whole number of milliseconds from 1 to {}; decisions use the default deadline of {} ms",
+            MAX_DEADLINE.as_millis(),
             ratelockr::limiter::DEFAULT_DEADLINE.as_millis()
         )),
     }
@@ -380,7 +385,7 @@ mod tests {
             parse_deadline(Some(" 2000 ")),
             Ok(Some(Duration::from_millis(2000)))
         );
-        for bad in ["0", "-5", "1.5", "abc", ""] {
+        for bad in ["0", "-5", "1.5", "abc", "", "60001"] {
             let err = parse_deadline(Some(bad)).expect_err(bad);
             assert!(
                 err.contains(DEADLINE_ENV) && err.contains("250 ms"),

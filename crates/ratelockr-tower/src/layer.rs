@@ -77,6 +77,9 @@ pub enum BuildError {
     DuplicateRule(String),
     /// Limiter options were set beside a ready-made [`Limiter`], which has its own.
     OptionsWithLimiter,
+    /// The limiter options are out of range (a zero deadline, a degraded mode shared by no
+    /// instance...), named.
+    Options(ratelockr::OptionsError),
 }
 
 impl fmt::Display for BuildError {
@@ -101,6 +104,7 @@ impl fmt::Display for BuildError {
                 "deny_cache/failure_mode/options apply to the limiter the layer builds from .redis(); \
                  a limiter given with .limiter() keeps its own LimiterOptions"
             ),
+            BuildError::Options(err) => write!(f, "{err}"),
         }
     }
 }
@@ -305,7 +309,9 @@ impl RateLimitBuilder {
         let limiter = match (self.limiter, self.target) {
             (Some(_), _) if self.options_set => return Err(BuildError::OptionsWithLimiter),
             (Some(limiter), _) => limiter,
-            (None, Some(target)) => Limiter::new(&target, self.options),
+            (None, Some(target)) => {
+                Limiter::try_new(&target, self.options).map_err(BuildError::Options)?
+            }
             (None, None) => return Err(BuildError::NoRedis),
         };
         // Counted while the layer lives, added to what others sharing `metrics` count.

@@ -84,14 +84,13 @@ impl Global {
     }
 
     pub fn limiter_options(&self) -> anyhow::Result<LimiterOptions> {
-        if self.deadline_ms == 0 {
-            return Err(anyhow!("invalid --deadline-ms: must be at least 1"));
-        }
-        Ok(LimiterOptions {
+        let options = LimiterOptions {
             keys: KeySpace::checked(&self.prefix).map_err(|e| anyhow!("invalid --prefix: {e}"))?,
             deadline: Duration::from_millis(self.deadline_ms),
             ..LimiterOptions::default()
-        })
+        };
+        check_options(&options)?;
+        Ok(options)
     }
 
     pub fn limiter(&self, backend: &Backend) -> anyhow::Result<Limiter> {
@@ -107,6 +106,31 @@ impl Global {
         refuse_without_scripting(&limiter).await?;
         Ok(limiter)
     }
+}
+
+/// `--policy` names a policy of a `--policies` file: without the file it would be ignored.
+pub fn policy_needs_file(
+    policy_given: bool,
+    policies: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !policy_given || policies.is_some(),
+        "--policy names a policy of a --policies FILE: give --policies as well"
+    );
+    Ok(())
+}
+
+/// [`LimiterOptions::check`], naming the flag behind the option.
+pub fn check_options(options: &LimiterOptions) -> anyhow::Result<()> {
+    options.check().map_err(|err| {
+        let flag = match err.option {
+            "deadline" => "--deadline-ms",
+            "failure_mode.instances" => "--instances",
+            "deny_cache.max_entries" | "deny_cache.max_bytes" => "--deny-cache",
+            other => other,
+        };
+        anyhow!("invalid {flag}: {}", err.reason)
+    })
 }
 
 /// An error when the limiter's server answers and cannot run scripts; Ok when it can, or when
@@ -141,58 +165,109 @@ impl From<AlgorithmArg> for AlgorithmKind {
     }
 }
 
-/// A rule's parameters, as flags.
+/// A rule's parameters, as flags. Each is optional so that a flag the chosen algorithm does
+/// not use is refused by name ([`RuleArgs::rule_for`]) rather than silently ignored.
 #[derive(Debug, Clone, Args)]
 pub struct RuleArgs {
     /// The rule's name; telemetry counts under it (default: the algorithm's name).
     #[arg(long)]
     pub rule: Option<String>,
-    /// Token bucket: tokens held when full.
-    #[arg(long, default_value_t = 10)]
-    pub capacity: u64,
-    /// Token bucket: tokens added per second.
-    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
-    pub refill_per_sec: f64,
-    /// Windows and GCRA: requests admitted per window (GCRA: per period).
-    #[arg(long, default_value_t = 10)]
-    pub limit: u64,
-    /// Windows: the window's length in milliseconds (GCRA: its period).
-    #[arg(long, default_value_t = 1000)]
-    pub window_ms: u64,
+    /// Token bucket: tokens held when full [default: 10].
+    #[arg(long)]
+    pub capacity: Option<u64>,
+    /// Token bucket: tokens added per second [default: 10].
+    #[arg(long, allow_negative_numbers = true)]
+    pub refill_per_sec: Option<f64>,
+    /// Windows and GCRA: requests admitted per window (GCRA: per period) [default: 10].
+    #[arg(long)]
+    pub limit: Option<u64>,
+    /// Windows: the window's length in milliseconds (GCRA: its period) [default: 1000].
+    #[arg(long)]
+    pub window_ms: Option<u64>,
     /// GCRA: how many may pass at once (default: --limit).
     #[arg(long)]
     pub burst: Option<u64>,
 }
 
 impl RuleArgs {
+    /// The flags given, by name, each with whether `kind` uses it.
+    fn given(&self, kind: AlgorithmKind) -> [(&'static str, bool, bool); 5] {
+        let bucket = kind == AlgorithmKind::TokenBucket;
+        [
+            ("capacity", self.capacity.is_some(), bucket),
+            ("refill-per-sec", self.refill_per_sec.is_some(), bucket),
+            ("limit", self.limit.is_some(), !bucket),
+            ("window-ms", self.window_ms.is_some(), !bucket),
+            ("burst", self.burst.is_some(), kind == AlgorithmKind::Gcra),
+        ]
+    }
+
+    /// [`RuleArgs::rule`] for one algorithm the user chose: a parameter flag it does not use
+    /// is an error naming the flag and what the algorithm uses instead.
+    pub fn rule_for(&self, kind: AlgorithmKind) -> anyhow::Result<Rule> {
+        if let Some((flag, _, _)) = self
+            .given(kind)
+            .iter()
+            .find(|(_, given, used)| *given && !used)
+        {
+            let uses: Vec<String> = self
+                .given(kind)
+                .iter()
+                .filter(|(_, _, used)| *used)
+                .map(|(f, _, _)| format!("--{f}"))
+                .collect();
+            anyhow::bail!(
+                "--{flag} does not apply to --algorithm {}: it uses {}",
+                kind.cli_name(),
+                uses.join(", ")
+            );
+        }
+        self.rule(kind, None)
+    }
+
+    /// An error naming the first rule flag given, for a run whose limits come from elsewhere
+    /// (`--policies`, `--rules`): the flag would otherwise be silently ignored.
+    pub fn refuse_with(&self, source: &str) -> anyhow::Result<()> {
+        let first = (self.rule.is_some().then_some("rule"))
+            .into_iter()
+            .chain(
+                self.given(AlgorithmKind::TokenBucket)
+                    .into_iter()
+                    .filter(|(_, given, _)| *given)
+                    .map(|(f, _, _)| f),
+            )
+            .next();
+        match first {
+            Some(flag) => {
+                anyhow::bail!("--{flag} does not apply with {source}: the file sets the limits")
+            }
+            None => Ok(()),
+        }
+    }
+
     /// The rule for `kind`, named `name` or by the default.
     pub fn rule(&self, kind: AlgorithmKind, name: Option<&str>) -> anyhow::Result<Rule> {
         let name = name
             .map(str::to_string)
             .or_else(|| self.rule.clone())
             .unwrap_or_else(|| kind.cli_name().to_string());
+        let limit = self.limit.unwrap_or(10);
+        let window_ms = self.window_ms.unwrap_or(1000);
         let algorithm = match kind {
             AlgorithmKind::TokenBucket => Algorithm::TokenBucket {
-                capacity: self.capacity,
-                refill_per_sec: self.refill_per_sec,
+                capacity: self.capacity.unwrap_or(10),
+                refill_per_sec: self.refill_per_sec.unwrap_or(10.0),
             },
             AlgorithmKind::Gcra => Algorithm::Gcra {
-                limit: self.limit,
-                window_ms: self.window_ms,
-                burst: self.burst.unwrap_or(self.limit),
+                limit,
+                window_ms,
+                burst: self.burst.unwrap_or(limit),
             },
-            AlgorithmKind::SlidingWindowLog => Algorithm::SlidingWindowLog {
-                limit: self.limit,
-                window_ms: self.window_ms,
-            },
-            AlgorithmKind::SlidingWindowCounter => Algorithm::SlidingWindowCounter {
-                limit: self.limit,
-                window_ms: self.window_ms,
-            },
-            AlgorithmKind::FixedWindow => Algorithm::FixedWindow {
-                limit: self.limit,
-                window_ms: self.window_ms,
-            },
+            AlgorithmKind::SlidingWindowLog => Algorithm::SlidingWindowLog { limit, window_ms },
+            AlgorithmKind::SlidingWindowCounter => {
+                Algorithm::SlidingWindowCounter { limit, window_ms }
+            }
+            AlgorithmKind::FixedWindow => Algorithm::FixedWindow { limit, window_ms },
         };
         Rule::new(name, algorithm).map_err(flag_error)
     }

@@ -46,10 +46,12 @@ pub struct CheckArgs {
 }
 
 pub async fn run(global: &Global, args: &CheckArgs) -> anyhow::Result<ExitCode> {
+    crate::opts::policy_needs_file(args.policy.is_some(), args.policies.as_deref())?;
     let Some(algorithm) = args.algorithm else {
         let (Some(path), Some(name)) = (&args.policies, &args.policy) else {
             anyhow::bail!("give --algorithm, or --policies FILE with --policy NAME");
         };
+        args.rule.refuse_with("--policies")?;
         let policy = super::check_policy::PolicyCheck {
             path,
             name,
@@ -61,7 +63,7 @@ pub async fn run(global: &Global, args: &CheckArgs) -> anyhow::Result<ExitCode> 
         };
         return super::check_policy::run(global, policy).await;
     };
-    let rule = args.rule.rule(algorithm.into(), None)?;
+    let rule = args.rule.rule_for(algorithm.into())?;
     if !args.peek {
         rule.check_cost(args.cost).map_err(flag_error)?;
     }

@@ -156,32 +156,32 @@ impl ReplayArgs {
 
     fn rules(&self) -> anyhow::Result<Vec<Rule>> {
         if let Some(path) = &self.rules {
+            self.rule.refuse_with("--rules")?;
             return Ok(ratelockr::rules_file::load_rules_file(path)?);
         }
         let kind = self
             .algorithm
             .ok_or_else(|| anyhow!("give --algorithm or --rules"))?
             .into();
-        Ok(vec![self.rule.rule(kind, None)?])
+        Ok(vec![self.rule.rule_for(kind)?])
     }
 
+    /// The replay's specification, checked whole before the log is opened or Redis asked.
     fn spec(&self) -> anyhow::Result<ReplaySpec> {
-        anyhow::ensure!(
-            (1..=replay::MAX_LANES).contains(&self.lanes),
-            "invalid --lanes: must be from 1 to {}, got {}",
-            replay::MAX_LANES,
-            self.lanes
-        );
-        anyhow::ensure!(
-            (0.0..=100.0).contains(&self.suggest_max_keys_pct),
-            "invalid --suggest-max-keys-pct: must be from 0 to 100"
-        );
+        let spec = self.unchecked_spec()?;
+        spec.check_sizes().map_err(spec_error)?;
+        spec.parse.compile().map_err(spec_error)?;
+        Ok(spec)
+    }
+
+    fn unchecked_spec(&self) -> anyhow::Result<ReplaySpec> {
         let sweep = self
             .sweep
             .iter()
             .map(|s| s.parse::<SweepAxis>().map_err(|e| anyhow!(e)))
             .collect::<anyhow::Result<Vec<_>>>()?;
         if let Some(path) = &self.policies {
+            self.rule.refuse_with("--policies")?;
             let policies = super::check_policy::load_policies(path, &self.policy)?;
             let key = match (&self.key, &self.key_field) {
                 (None, None) => policies_key(&policies)?,
@@ -238,6 +238,11 @@ impl ReplayObserver for Bar {
 }
 
 pub async fn run(global: &Global, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
+    crate::opts::policy_needs_file(!args.policy.is_empty(), args.policies.as_deref())?;
+    anyhow::ensure!(
+        !args.log.trim().is_empty(),
+        "invalid --log: give the log's file, or - for stdin"
+    );
     let source = LogSource::from_arg(&args.log);
     if let Some(n) = args.preview {
         let preview = replay::preview(&source, &args.parse_spec(), n).map_err(spec_error)?;
@@ -264,7 +269,12 @@ pub async fn run(global: &Global, args: &ReplayArgs) -> anyhow::Result<ExitCode>
         return Ok(ExitCode::SUCCESS);
     }
     let spec = args.spec()?;
-    spec.parse.compile().map_err(spec_error)?;
+    source.check_readable().map_err(|e| {
+        anyhow!(replay::ReplayError::Open {
+            log: source.describe(),
+            message: e.to_string(),
+        })
+    })?;
     let mut csv = console::prepare_exports(
         args.csv.as_deref(),
         &[args.chart.as_deref(), args.sweep_chart.as_deref()],

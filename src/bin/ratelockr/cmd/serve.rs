@@ -14,6 +14,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The fastest demo workload: beyond it the demo is a load test, which `bench` is for.
+const MAX_DEMO_RPS: u32 = 100_000;
+
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Where to listen. Loopback by default: the metrics name rules and reveal traffic.
@@ -44,9 +47,9 @@ pub struct ServeArgs {
     /// degraded (decide with this instance's share of the rule; see --instances).
     #[arg(long, value_enum, default_value_t = FailureArg::Open)]
     pub failure_mode: FailureArg,
-    /// With --failure-mode degraded: how many instances share each rule.
-    #[arg(long, default_value_t = 1)]
-    pub instances: u32,
+    /// With --failure-mode degraded: how many instances share each rule [default: 1].
+    #[arg(long)]
+    pub instances: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -64,8 +67,17 @@ pub async fn run(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode> 
         );
     }
     anyhow::ensure!(
-        args.instances >= 1,
-        "invalid --instances: must be at least 1"
+        args.instances.is_none() || args.failure_mode == FailureArg::Degraded,
+        "--instances applies only with --failure-mode degraded (the share of a rule each instance keeps while Redis is away)"
+    );
+    anyhow::ensure!(
+        args.algorithm.is_empty() || args.demo_rps > 0,
+        "--algorithm picks the demo's algorithms: give --demo-rps as well"
+    );
+    anyhow::ensure!(
+        args.demo_rps <= MAX_DEMO_RPS,
+        "invalid --demo-rps: must be from 0 to {MAX_DEMO_RPS}, got {}",
+        args.demo_rps
     );
     let rules: Vec<Rule> = match &args.rules {
         Some(path) => ratelockr::rules_file::load_rules_file(path)?,
@@ -88,12 +100,13 @@ pub async fn run(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode> 
         FailureArg::Open => FailureMode::Open,
         FailureArg::Closed => FailureMode::Closed,
         FailureArg::Degraded => FailureMode::Degraded {
-            instances: args.instances,
+            instances: args.instances.unwrap_or(1),
         },
     };
     if args.deny_cache {
         options.deny_cache = Some(DenyCacheOptions::default());
     }
+    crate::opts::check_options(&options)?;
     let limiter = Limiter::new(backend.target(), options).with_observer(Arc::new(metrics.clone()));
     crate::console::warn_unless_redis_answers(&limiter, "serve").await;
     crate::opts::refuse_without_scripting(&limiter).await?;

@@ -253,6 +253,7 @@ impl SimulateArgs {
     fn spec(&self) -> anyhow::Result<SimSpec> {
         let described = self.workload_spec()?;
         if let Some(path) = &self.policies {
+            self.rule.refuse_with("--policies")?;
             let policies = super::check_policy::load_policies(path, &self.policy)?;
             let workload = described.workload().map_err(sim_error)?;
             let spec = SimSpec::policies(policies, workload).map_err(sim_error)?;
@@ -260,15 +261,20 @@ impl SimulateArgs {
         }
         // The rule's flags are checked before the workload's, under their own names.
         let rule = if self.compare {
+            // The five share --limit and --window-ms (the token bucket and GCRA are derived
+            // from them): their own flags would be ignored.
             self.rule
-                .rule(ratelockr::AlgorithmKind::FixedWindow, Some("compare"))?;
+                .rule_for(ratelockr::AlgorithmKind::FixedWindow)
+                .map_err(|_| {
+                    anyhow!("--compare sets all five from --limit and --window-ms; drop --capacity, --refill-per-sec and --burst")
+                })?;
             None
         } else {
             let kind = self
                 .algorithm
                 .ok_or_else(|| anyhow!("give --algorithm or --compare"))?
                 .into();
-            Some(self.rule.rule(kind, None)?)
+            Some(self.rule.rule_for(kind)?)
         };
         let workload = described.workload().map_err(sim_error)?;
         let spec = match rule {
@@ -281,8 +287,8 @@ impl SimulateArgs {
                     .unwrap_or_default();
                 SimSpec::compare(
                     &prefix,
-                    self.rule.limit,
-                    self.rule.window_ms,
+                    self.rule.limit.unwrap_or(10),
+                    self.rule.window_ms.unwrap_or(1000),
                     workload,
                     self.naive,
                 )
@@ -366,6 +372,7 @@ impl SimObserver for Watch {
 }
 
 pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
+    crate::opts::policy_needs_file(!args.policy.is_empty(), args.policies.as_deref())?;
     let spec = args.spec()?;
     if args.preview {
         print_preview(&spec, global.json)?;
