@@ -163,7 +163,9 @@ pub enum CheckError {
 }
 
 impl Limiter {
-    /// A limiter for `target`. Does not connect: the first decision does, and a Redis that is
+    /// A limiter for `target`, made within a Tokio runtime (its connection reconnects on a
+    /// task of its own). Options are used as given: [`Limiter::try_new`] checks them first.
+    /// Does not connect: the first decision does, and a Redis that is
     /// down then yields fail-open decisions rather than an error here.
     pub fn new(target: &RedisTarget, options: LimiterOptions) -> Self {
         Self::build(target, options, Arc::default(), None)

@@ -101,8 +101,25 @@ impl RedisTarget {
                 ))
             }
         }
-        redis::Client::open(input)
-            .map_err(|_| fail(redacted.clone(), "the Redis client refused it"))?;
+        if matches!(parsed.scheme(), "redis" | "rediss") {
+            let db = parsed.path().trim_start_matches('/');
+            if !db.is_empty() && db.parse::<u32>().is_err() {
+                return Err(fail(
+                    redacted,
+                    "the database (after the /) must be a whole number, 0 to 2^32-1",
+                ));
+            }
+        }
+        redis::Client::open(input).map_err(|err| {
+            // redis-rs's reason names a part of the URL, never its password.
+            let reason = err
+                .to_string()
+                .replace(parsed.password().unwrap_or("\0"), "***");
+            fail(
+                redacted.clone(),
+                &format!("the Redis client refused it: {reason}"),
+            )
+        })?;
         let mut target = RedisTarget {
             url: input.to_string(),
             redacted,

@@ -95,6 +95,7 @@ impl From<ratelockr::RuleError> for AppError {
             E::UnknownAlgorithm(_) => Some("algorithm".to_string()),
             E::InvalidCost { .. } => Some("cost".to_string()),
             E::InvalidKey(_) => Some("key".to_string()),
+            E::UnknownField { field, .. } => Some(field.clone()),
         };
         AppError {
             code: ErrorCode::InvalidRule,

@@ -40,7 +40,7 @@ pub struct Global {
     /// Prefix of every key RateLockr writes.
     #[arg(long, global = true, default_value = ratelockr::keys::DEFAULT_PREFIX)]
     pub prefix: String,
-    /// The longest a decision may take before it fails open, in milliseconds.
+    /// The longest a decision may take before it fails open, in milliseconds (1 to 60,000).
     #[arg(long, global = true, default_value_t = 250)]
     pub deadline_ms: u64,
     /// Print JSON instead of text.

@@ -66,7 +66,7 @@ pub struct ReplayArgs {
     /// Only requests whose target (path and query, as logged) matches this regex.
     #[arg(long)]
     pub path: Option<String>,
-    /// How far out of order (in seconds) requests may be and still be sorted.
+    /// How far out of order (in seconds, at most 3600) requests may be and still be sorted.
     #[arg(long, default_value_t = 10)]
     pub lookahead_secs: u64,
     /// The algorithm of the one rule to replay (or --rules).
@@ -91,7 +91,7 @@ pub struct ReplayArgs {
     /// of [[rules]], in the rules' usual form ({"name", "algorithm", parameters}).
     #[arg(long)]
     pub rules: Option<PathBuf>,
-    /// Top client keys by denials, per rule.
+    /// Top client keys by denials, per rule (at most 10,000).
     #[arg(long, default_value_t = 10)]
     pub top: usize,
     /// A grid around the (first) rule: PARAM=V1,V2,... (repeat for a second parameter).
@@ -101,7 +101,8 @@ pub struct ReplayArgs {
     /// of keys are ever denied.
     #[arg(long, default_value_t = 1.0)]
     pub suggest_max_keys_pct: f64,
-    /// Keys held per rule for per-key figures (exact up to this many distinct keys).
+    /// Keys held per rule for per-key figures (exact up to this many distinct keys; 1 to
+    /// 16,777,216, about 100 bytes each).
     #[arg(long, default_value_t = replay::keytable::DEFAULT_CAPACITY)]
     pub key_capacity: usize,
     /// Connections deciding at once (each key always on the same one; at most 64). Refused
@@ -121,7 +122,8 @@ pub struct ReplayArgs {
     /// before the run, and kept). Every file is written whole or not at all either way.
     #[arg(long)]
     pub force: bool,
-    /// Show the first N lines and the key each yields, and stop (no Redis needed).
+    /// Show the first N lines (1 to 10,000) and the key each yields, and stop (no Redis
+    /// needed).
     #[arg(long)]
     pub preview: Option<usize>,
 }

@@ -24,7 +24,7 @@ pub struct ServeArgs {
     pub addr: SocketAddr,
     /// Decisions per second of a demo workload through this process's limiter (all five
     /// algorithms in turn, 5 client keys: some allowed, some denied), so the endpoint has something to count. 0: none;
-    /// the endpoint then reports this process's decisions only, which are none.
+    /// the endpoint then reports this process's decisions only, which are none. At most 100,000.
     #[arg(long, default_value_t = 0)]
     pub demo_rps: u32,
     /// The demo's algorithm; repeat it, or leave it out for all five.
@@ -47,7 +47,8 @@ pub struct ServeArgs {
     /// degraded (decide with this instance's share of the rule; see --instances).
     #[arg(long, value_enum, default_value_t = FailureArg::Open)]
     pub failure_mode: FailureArg,
-    /// With --failure-mode degraded: how many instances share each rule [default: 1].
+    /// With --failure-mode degraded: how many instances share each rule (1 to 100,000)
+    /// [default: 1].
     #[arg(long)]
     pub instances: Option<u32>,
 }
