@@ -56,6 +56,42 @@ async fn counts_every_decision_once_and_no_errors_against_a_healthy_redis() {
     assert!(report.decisions > 0 && report.errors == 0, "{report:?}");
 }
 
+/// An attack mix keeps its ordinary keys under their limit, however few keys and however
+/// fast: the 1,000 keys at full speed went over, and 99.6 % of decisions were
+/// attack-like denials instead of the 90 % offered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attack_mix_holds_and_says_what_it_achieved() {
+    let redis = EmbeddedRedis::start().expect("redis-server on PATH");
+    let target = RedisTarget::parse(&redis.url()).expect("url");
+    let limiter = Limiter::new(
+        &target,
+        LimiterOptions {
+            keys: KeySpace::new("bench-attack-test"),
+            deadline: Duration::from_secs(2),
+            deny_cache: Some(ratelockr::DenyCacheOptions::default()),
+            ..LimiterOptions::default()
+        },
+    );
+    for kind in AlgorithmKind::ALL {
+        let bench = EngineBench {
+            rules: vec![ratelockr::bench::attack_rule(kind).expect("rule")],
+            keys: 2,
+            attack: Some(ratelockr::bench::engine::Attack {
+                per_mille: 900,
+                attackers: 3,
+            }),
+            ..short(kind)
+        };
+        let report = bench.run(&limiter).await.expect("bench runs");
+        let mix = report.mix.expect("an attack reports its mix");
+        assert_eq!(mix.attack + mix.ordinary, report.decisions + report.errors);
+        assert!(mix.ordinary > 0 && mix.attack > mix.ordinary, "{mix:?}");
+        assert_eq!(mix.ordinary_denied, 0, "{kind:?}: {mix:?}");
+        assert!((85.0..=95.0).contains(&mix.attack_pct), "{mix:?}");
+        assert!(report.denied > 0, "the attackers went over: {report:?}");
+    }
+}
+
 #[tokio::test]
 async fn refuses_to_measure_a_redis_that_does_not_answer() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")

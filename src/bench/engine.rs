@@ -8,6 +8,7 @@ use crate::limiter::{CheckError, Limiter};
 use crate::rule::Rule;
 use crate::scripts::At;
 use serde::Serialize;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -67,6 +68,36 @@ pub struct EngineReport {
     pub client_cpu_us_per_decision: Option<f64>,
     /// CPU Redis spent per decision while measuring, in microseconds.
     pub redis_cpu_us_per_decision: Option<f64>,
+    /// The attack mix as it was achieved while measuring (None without `attack`).
+    pub mix: Option<AchievedMix>,
+}
+
+/// What an attack mix achieved while measuring: the offered share, and whether the ordinary
+/// keys stayed under their limit (each is used at most [`ORDINARY_USES`] times, under every
+/// attack rule's allowance, so none should be denied).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct AchievedMix {
+    /// Decisions for attacking keys.
+    pub attack: u64,
+    /// Decisions for ordinary keys.
+    pub ordinary: u64,
+    /// Ordinary decisions that were denials (0 when the mix holds).
+    pub ordinary_denied: u64,
+    /// `attack` of all, percent.
+    pub attack_pct: f64,
+}
+
+/// The most requests one ordinary key makes in an attack mix: half the attack rule's
+/// allowance, so ordinary keys are never denied however fast the benchmark runs (they are
+/// renamed, a generation at a time, rather than revisited).
+pub const ORDINARY_USES: usize = 50;
+
+/// Decisions counted by class while measuring.
+#[derive(Default)]
+struct MixCounts {
+    attack: AtomicU64,
+    ordinary: AtomicU64,
+    ordinary_denied: AtomicU64,
 }
 
 impl EngineBench {
@@ -121,14 +152,17 @@ impl EngineBench {
             .map(|i| format!("attacker-{i}"))
             .collect();
         let phase = Phase::default();
+        let mix = Arc::new(MixCounts::default());
+        let attacking = self.attack.is_some();
         let mut tasks = Vec::with_capacity(self.concurrency);
         for task in 0..self.concurrency {
-            let (limiter, rules, keys, attackers, phase) = (
+            let (limiter, rules, keys, attackers, phase, mix) = (
                 limiter.clone(),
                 self.rules.clone(),
                 keys.clone(),
                 attackers.clone(),
                 phase.clone(),
+                mix.clone(),
             );
             let stride = self.concurrency;
             tasks.push(tokio::spawn(async move {
@@ -137,8 +171,17 @@ impl EngineBench {
                 loop {
                     // The attack's share of every 1000 requests, spread over the attackers.
                     let rule = &rules[i % rules.len()];
-                    let key = if ((i * 7) % 1000) < usize::from(attack.per_mille) {
+                    let attacker = ((i * 7) % 1000) < usize::from(attack.per_mille);
+                    let ordinary;
+                    let key = if attacker {
                         &attackers[(i / 3) % attackers.len()]
+                    } else if attacking {
+                        // Each ordinary key a few dozen times, then the next generation's:
+                        // however fast the run, ordinary keys stay under their limit.
+                        let visit = i / rules.len();
+                        let generation = visit / (keys.len() * ORDINARY_USES);
+                        ordinary = format!("{}-g{generation}", keys[visit % keys.len()]);
+                        &ordinary
                     } else {
                         &keys[(i / rules.len()) % keys.len()]
                     };
@@ -150,6 +193,13 @@ impl EngineBench {
                         Step::Measuring => {}
                         Step::Warming => continue,
                         Step::Stopped => break,
+                    }
+                    if attacking {
+                        let class = if attacker { &mix.attack } else { &mix.ordinary };
+                        class.fetch_add(1, Ordering::Relaxed);
+                        if !attacker && matches!(&result, Ok(d) if !d.allowed) {
+                            mix.ordinary_denied.fetch_add(1, Ordering::Relaxed);
+                        }
                     }
                     match result {
                         Ok(d) if d.is_fallback() => tally.error(),
@@ -205,6 +255,16 @@ impl EngineBench {
             redis_decisions_per_sec: decisions.saturating_sub(cache_denied) as f64 / seconds,
             client_cpu_us_per_decision: per_decision(cpu_before.0, cpu_after.0),
             redis_cpu_us_per_decision: per_decision(cpu_before.1, cpu_after.1),
+            mix: attacking.then(|| {
+                let attack = mix.attack.load(Ordering::Relaxed);
+                let ordinary = mix.ordinary.load(Ordering::Relaxed);
+                AchievedMix {
+                    attack,
+                    ordinary,
+                    ordinary_denied: mix.ordinary_denied.load(Ordering::Relaxed),
+                    attack_pct: 100.0 * attack as f64 / (attack + ordinary).max(1) as f64,
+                }
+            }),
         })
     }
 }

@@ -131,6 +131,10 @@ struct AlgorithmResult {
     deny_cache: bool,
     /// The attack mix's share of requests, percent.
     attack_pct: Option<u16>,
+    /// The attack mix as achieved over every round: the attack's share, and ordinary
+    /// decisions denied (0 when ordinary keys stayed under their limit, as they should).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    achieved_mix: Option<bench::engine::AchievedMix>,
     concurrency: usize,
     keys: usize,
     threads: usize,
@@ -337,6 +341,17 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
             redis_decisions_per_sec: med(|r| r.redis_decisions_per_sec),
             deny_cache: args.deny_cache,
             attack_pct: args.attack,
+            achieved_mix: args.attack.map(|_| {
+                let mixes: Vec<_> = rounds.iter().filter_map(|r| r.mix).collect();
+                let attack: u64 = mixes.iter().map(|m| m.attack).sum();
+                let ordinary: u64 = mixes.iter().map(|m| m.ordinary).sum();
+                bench::engine::AchievedMix {
+                    attack,
+                    ordinary,
+                    ordinary_denied: mixes.iter().map(|m| m.ordinary_denied).sum(),
+                    attack_pct: 100.0 * attack as f64 / (attack + ordinary).max(1) as f64,
+                }
+            }),
             concurrency: args.concurrency,
             keys: args.keys,
             threads: args.threads,
@@ -455,6 +470,12 @@ fn print_result(r: &AlgorithmResult) {
             if r.deny_cache { "on" } else { "off" },
             r.cache_denied,
             r.redis_decisions_per_sec
+        );
+    }
+    if let Some(mix) = &r.achieved_mix {
+        println!(
+            "{:<19} achieved mix: {:.1}% attack ({} attack, {} ordinary decisions); ordinary denied {}",
+            "", mix.attack_pct, mix.attack, mix.ordinary, mix.ordinary_denied
         );
     }
     let cpu = |v: Option<f64>| v.map_or_else(|| "?".to_string(), |v| format!("{v:.1}"));
