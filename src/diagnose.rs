@@ -30,7 +30,7 @@ pub async fn diagnose(target: &RedisTarget, failure: RedisFailure) -> RedisFailu
     let relevant = matches!(
         failure.kind,
         FailureKind::Timeout | FailureKind::Unavailable | FailureKind::Other | FailureKind::Reply
-    );
+    ) || failure.message.starts_with(crate::error::NOT_RESP);
     if !relevant {
         return failure;
     }

@@ -81,12 +81,23 @@ impl RedisFailure {
     }
 }
 
+/// How a failure whose answer was not RESP begins ([`crate::diagnose`] then asks what answers).
+pub(crate) const NOT_RESP: &str = "the server's answer is not RESP";
+
 impl From<redis::RedisError> for RedisFailure {
     fn from(err: redis::RedisError) -> Self {
         let message = err.to_string();
         // A failed TLS handshake will not heal by itself: say which part failed.
         if let Some(explained) = explain(&message) {
             return RedisFailure::new(FailureKind::Misconfiguration, explained);
+        }
+        // Bytes that are not RESP: what answers is not Redis (a web server, say). A Redis's
+        // own replies always parse, so this will not heal by itself either.
+        if err.kind() == redis::ErrorKind::Parse && message.contains("Parse error") {
+            return RedisFailure::new(
+                FailureKind::Misconfiguration,
+                format!("{NOT_RESP}: it is not a Redis server, or something between rewrites the stream ({message})"),
+            );
         }
         RedisFailure::new(classify(&err), message)
     }

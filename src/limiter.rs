@@ -163,10 +163,9 @@ pub enum CheckError {
 }
 
 impl Limiter {
-    /// A limiter for `target`, made within a Tokio runtime (its connection reconnects on a
-    /// task of its own). Options are used as given: [`Limiter::try_new`] checks them first.
-    /// Does not connect: the first decision does, and a Redis that is
-    /// down then yields fail-open decisions rather than an error here.
+    /// A limiter for `target`, made within a Tokio runtime; options are used as given
+    /// ([`Limiter::try_new`] checks them). Does not connect: the first decision does, and a
+    /// Redis that is down then yields fail-open decisions rather than an error here.
     pub fn new(target: &RedisTarget, options: LimiterOptions) -> Self {
         Self::build(target, options, Arc::default(), None)
     }
@@ -184,10 +183,12 @@ impl Limiter {
             ConnOptions {
                 connect_timeout: options.deadline,
                 response_timeout: options.deadline,
-                retries: 2,
+                // A connect is not retried inside a decision: one that cannot succeed (a wrong
+                // password, an untrusted CA) says why within the deadline, not as a timeout;
+                // the next decision connects again. A cluster's requests keep their retries
+                // (MOVED, ASK and TRYAGAIN through a failover or a resharding).
+                retries: if target.is_cluster() { 2 } else { 0 },
                 max_delay: Some(Duration::from_millis(500)),
-                // Two retries wait an eighth and a quarter of the deadline: a connect that
-                // cannot succeed says why before the deadline passes.
                 min_delay: Some(
                     (options.deadline / 8)
                         .clamp(Duration::from_millis(5), Duration::from_millis(100)),
