@@ -139,7 +139,9 @@ impl DecisionApi {
         Router::new()
             .route(
                 CHECK_PATH,
-                post(check).layer(DefaultBodyLimit::max(MAX_BODY)),
+                post(check)
+                    .layer(DefaultBodyLimit::max(MAX_BODY))
+                    .fallback(method_not_allowed),
             )
             .route(RULES_PATH, get(list_rules))
             .route(POLICIES_PATH, get(list_policies))
@@ -169,6 +171,21 @@ impl DecisionApi {
                 "the body must be a JSON object {\"rule\" or \"policy\", \"key\", \"cost\"}",
             ));
         };
+        // A field the endpoint does not know (a typo of cost, a now_ms it does not take) is
+        // refused by name: silently dropped, it would decide something else than was asked.
+        if let Some(unknown) = fields
+            .keys()
+            .find(|f| !REQUEST_FIELDS.contains(&f.as_str()))
+        {
+            return Err(ApiError::bad(
+                "unknown_field",
+                unknown,
+                format!(
+                    "unknown field {unknown:?}: a request has {}",
+                    REQUEST_FIELDS.join(", ")
+                ),
+            ));
+        }
         let present = |name: &str| fields.get(name).filter(|v| !v.is_null());
         let target = match (present("rule"), present("policy")) {
             (Some(rule), None) => Target::Rule(rule),
@@ -223,6 +240,9 @@ fn number_field(body: &[u8], column: usize) -> Option<String> {
     Some(key.captures(before)?.get(1)?.as_str().to_string())
 }
 
+/// The fields of a decision request.
+const REQUEST_FIELDS: [&str; 4] = ["rule", "policy", "key", "cost"];
+
 /// The largest request body, in bytes: a decision request is a few hundred.
 pub const MAX_BODY: usize = 64 * 1024;
 
@@ -262,6 +282,21 @@ async fn check(State(api): State<DecisionApi>, body: Result<Bytes, BytesRejectio
         }
         Err(err) => err.into_response(),
     }
+}
+
+/// Any method but POST at `/api/check`: 405 in the error shape, with `Allow: POST`.
+async fn method_not_allowed() -> Response {
+    let mut response = ApiError {
+        status: 405,
+        code: "method_not_allowed",
+        message: format!("{CHECK_PATH} takes POST with a JSON body"),
+        field: None,
+    }
+    .into_response();
+    response
+        .headers_mut()
+        .insert(axum::http::header::ALLOW, HeaderValue::from_static("POST"));
+    response
 }
 
 async fn list_rules(State(api): State<DecisionApi>) -> Json<Value> {

@@ -4,7 +4,7 @@
 use super::{ApiError, DecisionApi, Request, RULES_PATH};
 use crate::decision::Decision;
 use crate::headers::http_answer;
-use crate::rule::{Algorithm, Rule, RuleError};
+use crate::rule::{Algorithm, AlgorithmKind, Rule, RuleError};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -79,15 +79,49 @@ fn inline_rule(object: &serde_json::Map<String, Value>) -> Result<Rule, ApiError
             ))
         }
     };
-    // A parameter that is not a number ("NaN", "10", null) is named as itself, not as the
-    // algorithm serde could not build.
+    // The algorithm first: which fields belong is its to say.
+    let kind = match object.get("algorithm") {
+        Some(Value::String(name)) => name.parse::<AlgorithmKind>().ok(),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        ApiError::bad(
+            "invalid_rule",
+            "rule.algorithm",
+            format!(
+                "an inline rule needs an \"algorithm\": one of {}",
+                AlgorithmKind::ALL.map(AlgorithmKind::as_str).join(", ")
+            ),
+        )
+    })?;
+    // A field the algorithm does not take (a typo, another algorithm's parameter) is named,
+    // never ignored; a parameter that is not a number of its kind ("NaN", "10", null, -1, 1.5
+    // for a whole number) is named as itself, not as the algorithm serde could not build.
     for (field, value) in object {
-        let numeric = !matches!(field.as_str(), "name" | "algorithm");
-        if numeric && !value.is_number() {
+        if matches!(field.as_str(), "name" | "algorithm") {
+            continue;
+        }
+        let at = format!("rule.{field}");
+        if !kind.parameters().contains(&field.as_str()) {
+            let unknown = RuleError::UnknownField {
+                field: field.clone(),
+                kind,
+            };
+            return Err(ApiError::bad("invalid_rule", &at, unknown.to_string()));
+        }
+        let fits = match field.as_str() {
+            "refill_per_sec" => value.is_number(),
+            _ => value.is_u64(),
+        };
+        if !fits {
+            let what = match field.as_str() {
+                "refill_per_sec" => "a number",
+                _ => "a whole number from 1",
+            };
             return Err(ApiError::bad(
                 "invalid_rule",
-                &format!("rule.{field}"),
-                format!("rule.{field} must be a number, got {value}"),
+                &at,
+                format!("{at} must be {what}, got {value}"),
             ));
         }
     }

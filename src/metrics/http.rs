@@ -72,10 +72,13 @@ impl MetricsServer {
         let app = routes
             .route(METRICS_PATH, get(move || render(metrics.clone())))
             .fallback(|| async {
-                (
-                    StatusCode::NOT_FOUND,
-                    "not found; metrics are at /api/metrics, decisions at POST /api/check\n",
-                )
+                // In the decision endpoint's error shape: a client of it reads one shape.
+                let error = serde_json::json!({"error": {
+                    "code": "not_found",
+                    "message": "not found; metrics are at /api/metrics, decisions at POST /api/check",
+                    "field": null,
+                }});
+                (StatusCode::NOT_FOUND, axum::Json(error))
             });
         axum::serve(self.listener, app)
             .with_graceful_shutdown(shutdown)
