@@ -251,6 +251,16 @@ impl Fixture {
         ]
     }
 
+    /// What every command that decides policies refuses: an unknown policy, `--policy`
+    /// without `--policies`, a rule flag beside them.
+    fn policy_cases(&self) -> Vec<Case> {
+        vec![
+            self.policy_named("nosuch", "policy", &[], "nosuch"),
+            case("policy", &["--policy", "api"], "--policies"),
+            self.policies("limit", &["--limit", "3"], "--limit"),
+        ]
+    }
+
     /// `--policies` given, with a flag that does not go with it.
     fn policies(&self, flag: &'static str, extra: &[&str], names: &str) -> Case {
         self.policy_named("api", flag, extra, names)
@@ -317,13 +327,11 @@ fn check_refuses_every_bad_flag_by_name() {
         case("cost", &["--cost", "1.5"], "--cost"),
         case("now-ms", &["--now-ms", "9007199254740993"], "--now-ms"),
         case("now-ms", &["--now-ms", "-5"], "--now-ms"),
-        f.policy_named("nosuch", "policy", &[], "nosuch"),
-        case("policy", &["--policy", "api"], "--policies"),
-        f.policies("limit", &["--limit", "3"], "--limit"),
         f.policies("rule", &["--rule", "x"], "--rule"),
         f.policies("cost", &["--cost", "0"], "cost"),
         f.policies("key", &["--key", ""], "--key"),
     ]);
+    cases.extend(f.policy_cases());
     run_all("check", &base, &cases);
 }
 
@@ -439,10 +447,8 @@ fn simulate_refuses_every_bad_flag_by_name() {
             &["--compare", "--algorithm", DROP, "--capacity", "5"],
             "--capacity",
         ),
-        f.policy_named("nosuch", "policy", &[], "nosuch"),
-        case("policy", &["--policy", "api"], "--policies"),
-        f.policies("limit", &["--limit", "3"], "--limit"),
     ]);
+    cases.extend(f.policy_cases());
     run_all("simulate", &base, &cases);
 }
 
@@ -533,10 +539,8 @@ fn replay_refuses_every_bad_flag_by_name() {
         case("sweep-chart", &["--sweep-chart", "x.png"], "--sweep"),
         case("preview", &["--preview", "0"], "--preview"),
         case("preview", &["--preview", "-1"], "--preview"),
-        f.policy_named("nosuch", "policy", &[], "nosuch"),
-        case("policy", &["--policy", "api"], "--policies"),
-        f.policies("limit", &["--limit", "3"], "--limit"),
     ]);
+    cases.extend(f.policy_cases());
     run_all("replay", &base, &cases);
 }
 

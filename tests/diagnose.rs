@@ -10,25 +10,9 @@ mod common;
 mod tls;
 
 use ratelockr::FailureKind;
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use tls::{Pki, TlsRedis, TlsServer};
 
-/// A loopback server that answers every connection's first bytes with `answer`, then closes
-/// it, as a web server answers a line it cannot parse. Its URL as `redis://`.
-fn not_redis(answer: &'static [u8]) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut buf = [0u8; 256];
-            let _ = stream.read(&mut buf);
-            let _ = stream.write_all(answer);
-        }
-    });
-    format!("redis://127.0.0.1:{port}")
-}
+use common::not_redis;
 
 #[tokio::test]
 async fn a_web_server_is_named_not_a_redis_server() {

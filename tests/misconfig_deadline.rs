@@ -12,8 +12,6 @@ mod common;
 mod tls;
 
 use ratelockr::{At, CheckError, FailureKind, Limiter, RedisTarget, Rule, TlsOptions};
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use tls::{Pki, TlsRedis, TlsServer};
 
 fn rule() -> Rule {
@@ -69,21 +67,6 @@ fn with_ca(ca: &std::path::Path) -> TlsOptions {
         ca: Some(ca.to_path_buf()),
         ..TlsOptions::default()
     }
-}
-
-/// A loopback server that answers anything with an HTTP error, as a web server does.
-fn web_server() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut buf = [0u8; 256];
-            let _ = stream.read(&mut buf);
-            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
-        }
-    });
-    format!("redis://127.0.0.1:{port}")
 }
 
 #[tokio::test]
@@ -188,7 +171,11 @@ async fn other_misconfigurations_are_named_within_the_default_deadline() {
             FailureKind::Misconfiguration,
             "may not run",
         ),
-        (web_server(), FailureKind::Misconfiguration, "not RESP"),
+        (
+            common::not_redis(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"),
+            FailureKind::Misconfiguration,
+            "not RESP",
+        ),
         (
             common::dead_url(),
             FailureKind::Unavailable,

@@ -118,6 +118,23 @@ pub fn limiter_with(url: &str, options: LimiterOptions) -> Limiter {
     Limiter::new(&RedisTarget::parse(url).expect("a valid URL"), options)
 }
 
+/// A loopback server that answers every connection's first bytes with `answer`, then closes
+/// it, as a web server answers a line it cannot parse. Its URL as `redis://`.
+pub fn not_redis(answer: &'static [u8]) -> String {
+    use std::io::{Read, Write};
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 256];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(answer);
+        }
+    });
+    format!("redis://127.0.0.1:{port}")
+}
+
 /// `redis://127.0.0.1:<port>` where nothing listens (the port was free a moment ago).
 pub fn dead_url() -> String {
     let listener =
