@@ -12,7 +12,8 @@
 //! map, exactly as every call went before. Each of those also marks the map stale, and one
 //! background task reads `CLUSTER NODES` again. Redirections and TRYAGAIN are refused before the
 //! script runs, so handing the call on never runs it twice. After a lost connection the call
-//! may have run; sending it again can only count it twice (deny more), never admit more.
+//! may have run; sending it again can only count it twice (deny more), never admit more. A
+//! call that times out is not sent again: its deadline has passed, and it fails open as before.
 //! NOSCRIPT is returned as it is, so `scripts::invoke` sends the EVAL by the same path, to the
 //! same master.
 
@@ -224,19 +225,25 @@ impl SlotRouter {
     }
 
     /// A failed send: a redirection or a lost connection is handed on (the map marked stale,
-    /// the connection dropped); any other error is the caller's.
+    /// the connection dropped); any other error, a timeout included, is the caller's.
     fn failed<T>(
         self: &Arc<Self>,
         err: redis::RedisError,
         master: &Master,
         cluster: &ClusterConnection,
     ) -> Option<RedisResult<T>> {
+        if err.is_timeout() {
+            // The master is slow, not gone: the deadline has passed anyway, and sending the
+            // call again would only add to its backlog. Returned as the cluster connection
+            // would return it.
+            return Some(Err(err));
+        }
         match err.kind() {
             ErrorKind::Server(kind) if hand_on(kind) => {}
             ErrorKind::Io | ErrorKind::Parse | ErrorKind::AuthenticationFailed => {
                 master.broken.store(true, Ordering::Relaxed);
             }
-            _ if err.is_timeout() || err.is_connection_dropped() || err.is_io_error() => {
+            _ if err.is_connection_dropped() || err.is_io_error() => {
                 master.broken.store(true, Ordering::Relaxed);
             }
             _ => return Some(Err(err)),
