@@ -1,14 +1,17 @@
 //! One connection type for every front: a single Redis or a Redis Cluster.
 //!
 //! A single Redis is redis-rs's `ConnectionManager` (multiplexed, reconnecting in the
-//! background), as before. A cluster is redis-rs's cluster connection: it routes each command
-//! by its key's slot, follows MOVED and ASK, retries TRYAGAIN and refreshes its slot map when a
-//! node fails or a slot moves. Both implement `ConnectionLike`, so scripts, pipelines and plain
+//! background), as before. On a cluster, script calls (every decision) go straight to their
+//! slot's master on a connection of its own (`crate::slot_route`); everything else, and every
+//! call that meets a redirection or a lost connection, goes through redis-rs's cluster
+//! connection: it routes each command by its key's slot, follows MOVED and ASK, retries
+//! TRYAGAIN and refreshes its slot map when a node fails or a slot moves. Both implement `ConnectionLike`, so scripts, pipelines and plain
 //! commands are sent the same way; what differs (SCAN must visit every master, the topology)
 //! has its own method here.
 
 use crate::cluster::{self, ClusterNode};
 use crate::error::{FailureKind, RedisFailure};
+use crate::slot_route::SlotRouter;
 use crate::target::RedisTarget;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
@@ -53,6 +56,8 @@ pub struct LazyCluster {
     /// The TLS settings of a `rediss+cluster://` target, for those connections too.
     tls: Option<redis::TlsCertificates>,
     conn: Arc<tokio::sync::OnceCell<ClusterConnection>>,
+    /// Script calls straight to their slot's master (`crate::slot_route`).
+    router: Arc<SlotRouter>,
 }
 
 impl std::fmt::Debug for Conn {
@@ -74,10 +79,19 @@ impl std::fmt::Debug for LazyCluster {
 
 impl LazyCluster {
     async fn get(&self) -> redis::RedisResult<ClusterConnection> {
+        self.get_ref().await.cloned()
+    }
+
+    /// The cluster connection, made (and the slot map read) on first use.
+    async fn get_ref(&self) -> redis::RedisResult<&ClusterConnection> {
         self.conn
-            .get_or_try_init(|| self.client.get_async_connection())
+            .get_or_try_init(|| async {
+                let mut conn = self.client.get_async_connection().await?;
+                // A map not read now is read on the first call that needs it.
+                let _ = self.router.refresh(&mut conn).await;
+                Ok(conn)
+            })
             .await
-            .cloned()
     }
 }
 
@@ -90,6 +104,10 @@ impl Conn {
                 seed: target.cluster_seeds()[0].as_str().into(),
                 tls: target.tls_certificates(),
                 conn: Arc::default(),
+                router: Arc::new(SlotRouter::new(
+                    target,
+                    (options.connect_timeout, options.response_timeout),
+                )),
             });
         }
         let manager = ConnectionManager::new_lazy_with_config(target.client(), single(options))
@@ -380,8 +398,11 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(manager) => manager.req_packed_command(cmd),
             Conn::Cluster(lazy) => Box::pin(async move {
-                let mut conn = lazy.get().await?;
-                conn.req_packed_command(cmd).await
+                let cluster = lazy.get_ref().await?;
+                if let Some(reply) = lazy.router.send(cmd, cluster).await {
+                    return reply;
+                }
+                cluster.clone().req_packed_command(cmd).await
             }),
         }
     }
@@ -395,8 +416,15 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(manager) => manager.req_packed_commands(pipeline, offset, count),
             Conn::Cluster(lazy) => Box::pin(async move {
-                let mut conn = lazy.get().await?;
-                conn.req_packed_commands(pipeline, offset, count).await
+                let cluster = lazy.get_ref().await?;
+                let direct = lazy.router.send_pipeline(pipeline, offset, count, cluster);
+                if let Some(replies) = direct.await {
+                    return replies;
+                }
+                cluster
+                    .clone()
+                    .req_packed_commands(pipeline, offset, count)
+                    .await
             }),
         }
     }

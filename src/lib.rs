@@ -82,6 +82,7 @@ pub mod rules_file;
 pub mod scripts;
 pub mod server;
 pub mod sim;
+pub(crate) mod slot_route;
 pub mod sweep;
 pub(crate) mod target;
 pub mod telemetry;
