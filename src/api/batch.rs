@@ -5,9 +5,10 @@
 //! once on the limiter's shared connection, so the batch's script calls go to Redis together
 //! (pipelined: one round trip, not one per item), and each still fails open on its own.
 
+use super::error::ApiError;
 use super::reply::{respond, write, Headers};
 use super::request::CheckRequest;
-use super::{ApiError, CheckReply, DecisionApi, CHECK_BATCH_PATH};
+use super::{CheckReply, DecisionApi, CHECK_BATCH_PATH};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;

@@ -23,8 +23,10 @@
 //! - `policy`  a policy's decision from the file in force, and the list of what is loaded
 //! - `batch`   many decisions in one request, sent to Redis together
 //! - `reply`   the header fields and the JSON body, each made once
+//! - `error`   a refusal in the error shape
 
 mod batch;
+mod error;
 mod policy;
 mod reply;
 mod request;
@@ -42,6 +44,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use error::ApiError;
 use reply::Headers;
 use request::{CheckRequest, Target};
 use serde::Serialize;
@@ -65,42 +68,6 @@ pub struct DecisionApi {
     limiter: Limiter,
     rules: Arc<BTreeMap<String, Rule>>,
     policies: Option<PolicyWatch>,
-}
-
-/// A request refused, as the client sees it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct ApiError {
-    #[serde(skip)]
-    pub status: u16,
-    pub code: &'static str,
-    pub message: String,
-    pub field: Option<String>,
-}
-
-impl ApiError {
-    fn bad(code: &'static str, field: &str, message: impl Into<String>) -> Self {
-        ApiError {
-            status: 400,
-            code,
-            message: message.into(),
-            field: Some(field.to_string()),
-        }
-    }
-
-    fn invalid_json(message: impl Into<String>) -> Self {
-        ApiError {
-            status: 400,
-            code: "invalid_json",
-            message: message.into(),
-            field: None,
-        }
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        self.into_response_json()
-    }
 }
 
 /// A decision of either kind, as the reply's JSON.

@@ -2,8 +2,9 @@
 //! `GET /api/policies`, from the policies file in force ([`crate::policy::PolicyWatch`]: a
 //! decision takes the set once, so a reload never shows it half a file).
 
+use super::error::ApiError;
 use super::reply::Headers;
-use super::{ApiError, DecisionApi, POLICIES_PATH};
+use super::{DecisionApi, POLICIES_PATH};
 use crate::headers::policy_answer;
 use crate::policy::{PolicyCheckError, PolicyDecision};
 use serde::Serialize;

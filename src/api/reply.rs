@@ -2,11 +2,11 @@
 //! ([`crate::headers`]) become `HeaderValue`s under static names, and the same values are
 //! written once into the JSON body's `"headers"` object.
 
-use super::ApiError;
+use super::error::ApiError;
 use axum::body::Body;
 use axum::body::Bytes;
 use axum::http::header::CONTENT_TYPE;
-use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::http::{HeaderName, HeaderValue};
 use axum::response::Response;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
@@ -85,22 +85,4 @@ pub(crate) fn respond(body: Vec<u8>, headers: Headers) -> Response {
         map.insert(FIELDS[index].1.clone(), value);
     }
     response
-}
-
-impl ApiError {
-    /// `{"error": {...}}` with the error's status.
-    pub(crate) fn into_response_json(self) -> Response {
-        #[derive(Serialize)]
-        struct Shape<'a> {
-            error: &'a ApiError,
-        }
-        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::BAD_REQUEST);
-        let body = serde_json::to_vec(&Shape { error: &self }).unwrap_or_default();
-        let mut response = Response::new(Body::from(body));
-        *response.status_mut() = status;
-        response
-            .headers_mut()
-            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        response
-    }
 }

@@ -2,7 +2,7 @@
 //! policy's name are slices of the request (copied only when they hold JSON escapes), an
 //! inline rule is kept as its raw JSON until it is built. Every refusal names its field.
 
-use super::ApiError;
+use super::error::ApiError;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;

@@ -2,9 +2,10 @@
 //! set, never cloned) or a rule given inline, its errors naming the field inside it
 //! (`rule.capacity`, ...).
 
+use super::error::ApiError;
 use super::reply::Headers;
 use super::request::Target;
-use super::{ApiError, DecisionApi, RULES_PATH};
+use super::{DecisionApi, RULES_PATH};
 use crate::decision::Decision;
 use crate::headers::http_answer;
 use crate::rule::{Algorithm, Rule, RuleError};
