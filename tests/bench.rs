@@ -1,7 +1,11 @@
 //! The load-test machinery against a real redis-server: it counts decisions and errors apart,
 //! and refuses to start against a Redis that does not answer. No timing assertions.
 
-use ratelockr::bench::{api::ApiBench, bench_rule, engine::EngineBench};
+use ratelockr::bench::{
+    api::{ApiBench, LoadGenerator},
+    bench_rule,
+    engine::EngineBench,
+};
 use ratelockr::{AlgorithmKind, EmbeddedRedis, KeySpace, Limiter, LimiterOptions, Metrics};
 use ratelockr::{Outcome, RedisTarget};
 use std::sync::Arc;
@@ -118,8 +122,10 @@ fn short_api() -> ApiBench {
         rule: bench_rule(AlgorithmKind::TokenBucket).expect("rule"),
         connections: 4,
         keys: 3,
+        batch: 1,
         warmup: Duration::from_millis(100),
         duration: Duration::from_millis(300),
+        load: LoadGenerator::InProcess,
     }
 }
 
@@ -152,6 +158,33 @@ async fn the_http_load_generator_counts_answers_redis_decided() {
         .map(|o| metrics.evaluations(kind, o))
         .sum();
     assert!(seen >= report.decisions, "{seen} < {}", report.decisions);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_batch_form_counts_every_item_redis_decided() {
+    let redis = EmbeddedRedis::start().expect("redis-server on PATH");
+    let target = RedisTarget::parse(&redis.url()).expect("url");
+    let limiter = Limiter::new(
+        &target,
+        LimiterOptions {
+            keys: KeySpace::new("bench-api-batch-test"),
+            deadline: Duration::from_secs(2),
+            ..LimiterOptions::default()
+        },
+    );
+    let report = ApiBench {
+        batch: 8,
+        connections: 2,
+        ..short_api()
+    }
+    .run_on_own_runtime(&limiter, 1)
+    .await
+    .expect("bench runs");
+    assert!(report.decisions > 0, "{report:?}");
+    assert_eq!(report.errors, 0, "{report:?}");
+    assert_eq!(report.batch, 8);
+    // Whole batches only: every request answered all of its items.
+    assert_eq!(report.decisions % 8, 0, "{report:?}");
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
 //! The decision endpoint, for services in any language (design.md, "HTTP: ... the decision
-//! endpoint" and "Policies"): `POST /api/check`, `GET /api/rules` and `GET /api/policies`,
+//! endpoint" and "Policies"): `POST /api/check`, `POST /api/check/batch`, `GET /api/rules` and
+//! `GET /api/policies`,
 //! served by `ratelockr serve` beside `GET /api/metrics`.
 //!
 //! `POST /api/check` takes `{"rule": "<name>" | {<a rule as JSON>}, "key": "...", "cost": 1}`
@@ -10,11 +11,28 @@
 //! `{"error": {"code", "message", "field"}}`; a rule or policy name not loaded is 404 (code
 //! `unknown_rule` or `unknown_policy`).
 //!
+//! `POST /api/check/batch` takes a JSON array of the same requests (at most [`MAX_BATCH`]) and
+//! answers an array of the same decision objects in order, an item's error at its place.
+//!
+//! A request is read into typed fields that borrow from the body; a loaded rule or policy is
+//! borrowed, not cloned; the header fields are made once as `HeaderValue`s, and the JSON body
+//! is written once.
+//!
+//! - `request` the typed request, and the errors that name its fields
 //! - `rule`    a rule's decision, by name or inline
 //! - `policy`  a policy's decision from the file in force, and the list of what is loaded
+//! - `batch`   many decisions in one request, sent to Redis together
+//! - `reply`   the header fields and the JSON body, each made once
+//! - `error`   a refusal in the error shape
 
+mod batch;
+mod error;
 mod policy;
+mod reply;
+mod request;
 mod rule;
+
+pub use batch::MAX_BATCH;
 
 use crate::limiter::Limiter;
 use crate::policy::PolicyWatch;
@@ -22,10 +40,13 @@ use crate::rule::Rule;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use error::ApiError;
+use reply::Headers;
+use request::{CheckRequest, Target};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -33,6 +54,8 @@ use std::sync::Arc;
 
 /// Where decisions are asked for.
 pub const CHECK_PATH: &str = "/api/check";
+/// Where many decisions are asked for in one request (a JSON array of check requests).
+pub const CHECK_BATCH_PATH: &str = "/api/check/batch";
 /// Where the loaded rules are listed.
 pub const RULES_PATH: &str = "/api/rules";
 /// Where the policies in force are listed.
@@ -47,69 +70,20 @@ pub struct DecisionApi {
     policies: Option<PolicyWatch>,
 }
 
-/// A request refused, as the client sees it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct ApiError {
-    #[serde(skip)]
-    pub status: u16,
-    pub code: &'static str,
-    pub message: String,
-    pub field: Option<String>,
-}
-
-impl ApiError {
-    fn bad(code: &'static str, field: &str, message: impl Into<String>) -> Self {
-        ApiError {
-            status: 400,
-            code,
-            message: message.into(),
-            field: Some(field.to_string()),
-        }
-    }
-
-    fn invalid_json(message: impl Into<String>) -> Self {
-        ApiError {
-            status: 400,
-            code: "invalid_json",
-            message: message.into(),
-            field: None,
-        }
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::BAD_REQUEST);
-        (status, Json(json!({ "error": self }))).into_response()
-    }
-}
-
-/// The fields every check has, whatever it is checked against.
-#[derive(Debug, Clone, Copy)]
-struct Request<'a> {
-    key: &'a str,
-    cost: u64,
-}
-
-/// What a check is asked against: the request's `rule` or `policy` value.
-enum Target<'a> {
-    Rule(&'a Value),
-    Policy(&'a Value),
-}
-
 /// A decision of either kind, as the reply's JSON.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
-pub(crate) enum CheckReply {
-    Rule(rule::RuleReply),
+pub(crate) enum CheckReply<'a> {
+    Rule(rule::RuleReply<'a>),
     Policy(policy::PolicyReply),
 }
 
-impl CheckReply {
-    fn headers(&self) -> &BTreeMap<String, String> {
+impl CheckReply<'_> {
+    /// The header fields, taken out for the HTTP answer once the body is written.
+    fn take_headers(&mut self) -> Headers {
         match self {
-            CheckReply::Rule(r) => &r.headers,
-            CheckReply::Policy(p) => &p.headers,
+            CheckReply::Rule(r) => std::mem::take(&mut r.headers),
+            CheckReply::Policy(p) => std::mem::take(&mut p.headers),
         }
     }
 }
@@ -134,7 +108,7 @@ impl DecisionApi {
         self
     }
 
-    /// `POST /api/check`, `GET /api/rules` and `GET /api/policies`.
+    /// `POST /api/check`, `POST /api/check/batch`, `GET /api/rules` and `GET /api/policies`.
     pub fn router(self) -> Router {
         Router::new()
             .route(
@@ -143,105 +117,37 @@ impl DecisionApi {
                     .layer(DefaultBodyLimit::max(MAX_BODY))
                     .fallback(method_not_allowed),
             )
+            .route(
+                CHECK_BATCH_PATH,
+                post(batch::check_batch)
+                    .layer(DefaultBodyLimit::max(batch::MAX_BATCH_BODY))
+                    .fallback(method_not_allowed),
+            )
             .route(RULES_PATH, get(list_rules))
             .route(POLICIES_PATH, get(list_policies))
             .with_state(self)
     }
 
     /// One decision from a request body (the JSON above): what `POST /api/check` does.
-    pub(crate) async fn check(&self, body: &[u8]) -> Result<CheckReply, ApiError> {
-        let request: Value = serde_json::from_slice(body).map_err(|e| {
-            let error = ApiError::invalid_json(format!("the body is not JSON: {e}"));
-            match (e.classify(), number_field(body, e.column())) {
-                // `"cost": 1e400`: JSON, but no number a field can hold; say which field.
-                (serde_json::error::Category::Syntax, Some(field))
-                    if e.to_string().contains("number out of range") =>
-                {
-                    ApiError {
-                        code: "invalid_number",
-                        field: Some(field),
-                        ..error
-                    }
-                }
-                _ => error,
-            }
-        })?;
-        let Value::Object(fields) = request else {
-            return Err(ApiError::invalid_json(
-                "the body must be a JSON object {\"rule\" or \"policy\", \"key\", \"cost\"}",
-            ));
-        };
-        // A field the endpoint does not know (a typo of cost, a now_ms it does not take) is
-        // refused by name: silently dropped, it would decide something else than was asked.
-        if let Some(unknown) = fields
-            .keys()
-            .find(|f| !REQUEST_FIELDS.contains(&f.as_str()))
-        {
-            return Err(ApiError::bad(
-                "unknown_field",
-                unknown,
-                format!(
-                    "unknown field {unknown:?}: a request has {}",
-                    REQUEST_FIELDS.join(", ")
-                ),
-            ));
-        }
-        let present = |name: &str| fields.get(name).filter(|v| !v.is_null());
-        let target = match (present("rule"), present("policy")) {
-            (Some(rule), None) => Target::Rule(rule),
-            (None, Some(policy)) => Target::Policy(policy),
-            (Some(_), Some(_)) => {
-                return Err(ApiError::bad(
-                    "invalid_policy",
-                    "policy",
-                    "give either rule or policy, not both",
-                ))
-            }
-            (None, None) => {
-                return Err(ApiError::bad(
-                    "missing_field",
-                    "rule",
-                    "rule or policy is required: a loaded rule's name, a rule as JSON, or a loaded policy's name",
-                ))
-            }
-        };
-        let key = match fields.get("key") {
-            Some(Value::String(key)) => key,
-            Some(_) => return Err(ApiError::bad("invalid_key", "key", "key must be a string")),
-            None => return Err(ApiError::bad("missing_field", "key", "key is required")),
-        };
-        let cost = match fields.get("cost") {
-            None | Some(Value::Null) => 1,
-            Some(v) => v.as_u64().ok_or_else(|| {
-                ApiError::bad(
-                    "invalid_cost",
-                    "cost",
-                    format!("cost must be a whole number from 1 to the limit, got {v}"),
-                )
-            })?,
-        };
-        let request = Request { key, cost };
-        match target {
-            Target::Rule(rule) => self.check_rule(rule, request).await.map(CheckReply::Rule),
-            Target::Policy(policy) => self
-                .check_policy(policy, request)
+    pub(crate) async fn check<'a>(&'a self, body: &[u8]) -> Result<CheckReply<'a>, ApiError> {
+        let request = CheckRequest::parse(body)?;
+        self.decide(&request).await
+    }
+
+    /// One parsed request's decision.
+    async fn decide<'a>(&'a self, request: &CheckRequest<'_>) -> Result<CheckReply<'a>, ApiError> {
+        match &request.target {
+            Target::Policy(name) => self
+                .check_policy(name, &request.key, request.cost)
                 .await
                 .map(CheckReply::Policy),
+            target => self
+                .check_rule(target, &request.key, request.cost)
+                .await
+                .map(CheckReply::Rule),
         }
     }
 }
-
-/// The field whose number ends at `column` (1-based, on a one-line body) of `body`: `"cost"`
-/// for `{"key": "k", "cost": 1e400` with the column at its end.
-fn number_field(body: &[u8], column: usize) -> Option<String> {
-    let text = std::str::from_utf8(body).ok()?;
-    let before = text.get(..column.min(text.len()))?;
-    let key = regex::Regex::new(r#""([^"\\]{1,64})"\s*:\s*[-+0-9.eE]*$"#).ok()?;
-    Some(key.captures(before)?.get(1)?.as_str().to_string())
-}
-
-/// The fields of a decision request.
-const REQUEST_FIELDS: [&str; 4] = ["rule", "policy", "key", "cost"];
 
 /// The largest request body, in bytes: a decision request is a few hundred.
 pub const MAX_BODY: usize = 64 * 1024;
@@ -249,36 +155,16 @@ pub const MAX_BODY: usize = 64 * 1024;
 async fn check(State(api): State<DecisionApi>, body: Result<Bytes, BytesRejection>) -> Response {
     let body = match body {
         Ok(body) => body,
-        Err(rejection) => {
-            let status = rejection.status();
-            return ApiError {
-                status: status.as_u16(),
-                code: if status == StatusCode::PAYLOAD_TOO_LARGE {
-                    "body_too_large"
-                } else {
-                    "invalid_body"
-                },
-                message: format!(
-                    "{} (a request is at most {MAX_BODY} bytes)",
-                    rejection.body_text()
-                ),
-                field: None,
-            }
-            .into_response();
-        }
+        Err(rejection) => return body_refused(rejection, MAX_BODY).into_response(),
     };
     match api.check(&body).await {
-        Ok(reply) => {
-            let mut response = Json(&reply).into_response();
-            for (name, value) in reply.headers() {
-                if let (Ok(name), Ok(value)) = (
-                    HeaderName::try_from(name.as_str()),
-                    HeaderValue::try_from(value.as_str()),
-                ) {
-                    response.headers_mut().insert(name, value);
-                }
-            }
-            response
+        Ok(mut reply) => {
+            // The body holds the headers too: written before they move into the HTTP answer.
+            let body = match reply::write(&reply) {
+                Ok(body) => body,
+                Err(error) => return error.into_response(),
+            };
+            reply::respond(body, reply.take_headers())
         }
         Err(err) => err.into_response(),
     }
@@ -289,14 +175,33 @@ async fn method_not_allowed() -> Response {
     let mut response = ApiError {
         status: 405,
         code: "method_not_allowed",
-        message: format!("{CHECK_PATH} takes POST with a JSON body"),
+        message: format!("{CHECK_PATH} and {CHECK_BATCH_PATH} take POST with a JSON body"),
         field: None,
     }
     .into_response();
+    response.headers_mut().insert(
+        axum::http::header::ALLOW,
+        axum::http::HeaderValue::from_static("POST"),
+    );
     response
-        .headers_mut()
-        .insert(axum::http::header::ALLOW, HeaderValue::from_static("POST"));
-    response
+}
+
+/// A body axum could not read (too large, cut short), in the error shape.
+fn body_refused(rejection: BytesRejection, limit: usize) -> ApiError {
+    let status = rejection.status();
+    ApiError {
+        status: status.as_u16(),
+        code: if status == StatusCode::PAYLOAD_TOO_LARGE {
+            "body_too_large"
+        } else {
+            "invalid_body"
+        },
+        message: format!(
+            "{} (a request is at most {limit} bytes)",
+            rejection.body_text()
+        ),
+        field: None,
+    }
 }
 
 async fn list_rules(State(api): State<DecisionApi>) -> Json<Value> {

@@ -2,12 +2,13 @@
 //! `GET /api/policies`, from the policies file in force ([`crate::policy::PolicyWatch`]: a
 //! decision takes the set once, so a reload never shows it half a file).
 
-use super::{ApiError, DecisionApi, Request, POLICIES_PATH};
+use super::error::ApiError;
+use super::reply::Headers;
+use super::{DecisionApi, POLICIES_PATH};
 use crate::headers::policy_answer;
 use crate::policy::{PolicyCheckError, PolicyDecision};
 use serde::Serialize;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 use std::time::UNIX_EPOCH;
 
 /// A policy's decision (every field of [`PolicyDecision`]) and the HTTP answer it implies.
@@ -18,22 +19,16 @@ pub(crate) struct PolicyReply {
     /// 200 or 429: what the asking service should answer its own client (a shadow denial is
     /// a 200).
     pub status: u16,
-    pub headers: BTreeMap<String, String>,
+    pub headers: Headers,
 }
 
 impl DecisionApi {
     pub(super) async fn check_policy(
         &self,
-        value: &Value,
-        request: Request<'_>,
+        name: &str,
+        key: &str,
+        cost: u64,
     ) -> Result<PolicyReply, ApiError> {
-        let Value::String(name) = value else {
-            return Err(ApiError::bad(
-                "invalid_policy",
-                "policy",
-                "policy must be the name of a loaded policy",
-            ));
-        };
         let unknown = |loaded: &str| ApiError {
             status: 404,
             code: "unknown_policy",
@@ -43,12 +38,14 @@ impl DecisionApi {
         let Some(watch) = &self.policies else {
             return Err(unknown("serve was started without --policies"));
         };
-        let policy = watch
-            .policy(name)
+        // The set in force, held for this decision: the policy is borrowed from it.
+        let loaded = watch.current();
+        let policy = loaded
+            .get(name)
             .ok_or_else(|| unknown(&format!("GET {POLICIES_PATH} lists them")))?;
         let decision = self
             .limiter
-            .check_policy(&policy, request.key, request.cost)
+            .check_policy(policy, key, cost)
             .await
             .map_err(|e| match e {
                 PolicyCheckError::InvalidCost { .. } => {
@@ -63,11 +60,11 @@ impl DecisionApi {
                     field: None,
                 },
             })?;
-        let answer = policy_answer(&policy, &decision);
+        let answer = policy_answer(policy, &decision);
         Ok(PolicyReply {
             decision,
             status: answer.status,
-            headers: answer.headers.into_iter().collect(),
+            headers: Headers::from_answer(answer.headers),
         })
     }
 

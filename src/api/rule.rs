@@ -1,35 +1,47 @@
-//! A rule's decision at `POST /api/check`: a loaded rule by name or a rule given inline, its
-//! errors naming the field inside it (`rule.capacity`, ...).
+//! A rule's decision at `POST /api/check`: a loaded rule by name (borrowed from the loaded
+//! set, never cloned) or a rule given inline, its errors naming the field inside it
+//! (`rule.capacity`, ...).
 
-use super::{ApiError, DecisionApi, Request, RULES_PATH};
+use super::error::ApiError;
+use super::reply::Headers;
+use super::request::Target;
+use super::{DecisionApi, RULES_PATH};
 use crate::decision::Decision;
 use crate::headers::http_answer;
 use crate::rule::{Algorithm, AlgorithmKind, Rule, RuleError};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::borrow::Cow;
 
 /// A rule's decision and the HTTP answer it implies.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct RuleReply {
-    pub rule: String,
+pub(crate) struct RuleReply<'a> {
+    #[serde(serialize_with = "rule_name")]
+    pub rule: Cow<'a, Rule>,
     #[serde(flatten)]
     pub decision: Decision,
     /// 200 or 429: what the asking service should answer its own client.
     pub status: u16,
-    pub headers: BTreeMap<String, String>,
+    pub headers: Headers,
+}
+
+// serde hands `serialize_with` the field as it is: a `&Cow`.
+#[allow(clippy::ptr_arg)]
+fn rule_name<S: Serializer>(rule: &Cow<'_, Rule>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(rule.name())
 }
 
 impl DecisionApi {
-    pub(super) async fn check_rule(
-        &self,
-        value: &Value,
-        request: Request<'_>,
-    ) -> Result<RuleReply, ApiError> {
-        let rule = self.rule(value)?;
+    pub(super) async fn check_rule<'a>(
+        &'a self,
+        target: &Target<'_>,
+        key: &str,
+        cost: u64,
+    ) -> Result<RuleReply<'a>, ApiError> {
+        let rule = self.rule(target)?;
         let decision = self
             .limiter
-            .check_cost(&rule, request.key, request.cost)
+            .check_cost(&rule, key, cost)
             .await
             .map_err(|e| match e {
                 RuleError::InvalidCost { .. } => {
@@ -40,16 +52,16 @@ impl DecisionApi {
             })?;
         let answer = http_answer(&rule, &decision);
         Ok(RuleReply {
-            rule: rule.name().to_string(),
+            rule,
             decision,
             status: answer.status,
-            headers: answer.headers.into_iter().collect(),
+            headers: Headers::from_answer(answer.headers),
         })
     }
 
-    fn rule(&self, value: &Value) -> Result<Rule, ApiError> {
-        match value {
-            Value::String(name) => self.rules.get(name).cloned().ok_or_else(|| ApiError {
+    fn rule(&self, target: &Target<'_>) -> Result<Cow<'_, Rule>, ApiError> {
+        match target {
+            Target::RuleName(name) => self.rules.get(name.as_ref()).map(Cow::Borrowed).ok_or_else(|| ApiError {
                 status: 404,
                 code: "unknown_rule",
                 message: format!(
@@ -57,8 +69,12 @@ impl DecisionApi {
                 ),
                 field: Some("rule".into()),
             }),
-            Value::Object(object) => inline_rule(object),
-            _ => Err(ApiError::bad(
+            Target::RuleInline(raw) => {
+                let object: serde_json::Map<String, Value> = serde_json::from_str(raw.get())
+                    .map_err(|e| ApiError::bad("invalid_rule", "rule", format!("invalid inline rule: {e}")))?;
+                inline_rule(&object).map(Cow::Owned)
+            }
+            Target::Policy(_) => Err(ApiError::bad(
                 "invalid_rule",
                 "rule",
                 "rule must be a loaded rule's name or a rule as JSON",
@@ -66,7 +82,6 @@ impl DecisionApi {
         }
     }
 }
-
 /// A rule given inline, its errors naming the field inside it (`rule.capacity`, ...).
 fn inline_rule(object: &serde_json::Map<String, Value>) -> Result<Rule, ApiError> {
     let name = match object.get("name") {

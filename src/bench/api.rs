@@ -1,26 +1,31 @@
-//! Decisions per second over HTTP keep-alive: `serve`'s `POST /api/check` ([`crate::api`]),
-//! started in process on a loopback port, driven by N keep-alive HTTP/1.1 connections (hyper's
-//! client), each sending its next request when the last answer is read (closed loop).
+//! Decisions per second over HTTP keep-alive: `serve`'s `POST /api/check` (or
+//! `POST /api/check/batch`), started in process on a loopback port, driven by the closed-loop
+//! HTTP load generator ([`super::http_load`]), either in a process of its own (what
+//! `ratelockr bench --api` does: the endpoint's process pays only for the endpoint) or on
+//! this process's runtime (tests, where no `ratelockr` binary is at hand).
 //!
 //! Measured as [`super::engine`] measures the engine, so the two figures of one run compare:
-//! the same rule, the same keys, warm-up excluded, and only answers Redis decided counted
-//! (a non-200 answer, a failed request or a fail-open decision is an error, never a decision).
-//! Server and clients share one runtime and this process's CPU: the figure is what the
-//! endpoint costs on top of the engine, with the load generator's own cost included.
+//! the same rule, the same keys, warm-up excluded, and only answers Redis decided counted.
 
-use super::client_key;
-use super::load::{on_own_runtime, Phase, Step, Tally, Totals};
-use crate::api::{DecisionApi, CHECK_PATH};
+use super::http_load::{HttpLoad, HttpLoadReport};
+use super::load::on_own_runtime;
+use crate::api::DecisionApi;
 use crate::limiter::Limiter;
 use crate::rule::Rule;
-use axum::body::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1;
-use hyper_util::rt::TokioIo;
 use serde::Serialize;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where the load generator runs.
+#[derive(Debug, Clone)]
+pub enum LoadGenerator {
+    /// On the endpoint's own runtime, sharing its CPU.
+    InProcess,
+    /// `<program> bench-http-load --spec <json>` (the `ratelockr` binary): a process of its
+    /// own that prints its [`HttpLoadReport`] as JSON.
+    External(PathBuf),
+}
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -31,8 +36,11 @@ pub struct ApiBench {
     pub connections: usize,
     /// Distinct client keys, visited round-robin.
     pub keys: usize,
+    /// Decisions per request: 1 asks `POST /api/check`; more ask `POST /api/check/batch`.
+    pub batch: usize,
     pub warmup: Duration,
     pub duration: Duration,
+    pub load: LoadGenerator,
 }
 
 /// What was measured.
@@ -41,20 +49,27 @@ pub struct ApiReport {
     pub algorithm: &'static str,
     pub connections: usize,
     pub keys: usize,
+    /// Decisions per request (1: `POST /api/check`).
+    pub batch: usize,
+    /// Whether the load generator ran in a process of its own.
+    pub external_load: bool,
     /// The measured interval (warm-up excluded).
     pub seconds: f64,
-    /// Answers with a decision Redis made (allowed or denied).
+    /// Decisions Redis made (allowed or denied) that the endpoint answered.
     pub decisions: u64,
     pub allowed: u64,
     pub denied: u64,
-    /// Requests that failed, answered other than 200, or were decided without Redis.
+    /// Requests (or batch items) that failed, answered other than 200 or in the error shape,
+    /// or were decided without Redis.
     pub errors: u64,
     pub decisions_per_sec: f64,
+    /// Latency of one request (of a whole batch, for the batch form).
     pub p50_us: f64,
     pub p95_us: f64,
     pub p99_us: f64,
     pub max_us: f64,
-    /// CPU this process (endpoint, engine and load generator) spent per decision, µs.
+    /// CPU the endpoint's process spent per decision, µs (the load generator's too when it
+    /// runs in process).
     pub process_cpu_us_per_decision: Option<f64>,
 }
 
@@ -75,6 +90,11 @@ impl ApiBench {
     pub async fn run(&self, limiter: &Limiter) -> anyhow::Result<ApiReport> {
         anyhow::ensure!(self.connections >= 1, "connections must be at least 1");
         anyhow::ensure!(self.keys >= 1, "keys must be at least 1");
+        anyhow::ensure!(
+            (1..=crate::api::MAX_BATCH).contains(&self.batch),
+            "a batch holds 1 to {} requests",
+            crate::api::MAX_BATCH
+        );
         limiter
             .ping()
             .await
@@ -90,112 +110,72 @@ impl ApiBench {
                 })
                 .await
         });
-
-        // One request body per key, made before the clock starts.
-        let rule = self.rule.name();
-        let bodies: Arc<[Bytes]> = (0..self.keys)
-            .map(|i| {
-                let body = serde_json::json!({"rule": rule, "key": client_key(i), "cost": 1});
-                Bytes::from(body.to_string())
-            })
-            .collect();
-        let phase = Phase::default();
-        let mut tasks = Vec::with_capacity(self.connections);
-        for task in 0..self.connections {
-            let (bodies, phase, stride) = (bodies.clone(), phase.clone(), self.connections);
-            let stream = tokio::net::TcpStream::connect(addr).await?;
-            stream.set_nodelay(true)?;
-            let (mut sender, connection) = http1::handshake(TokioIo::new(stream)).await?;
-            tokio::spawn(connection);
-            tasks.push(tokio::spawn(async move {
-                let mut tally = Tally::new();
-                let mut i = task;
-                loop {
-                    let body = bodies[i % bodies.len()].clone();
-                    i += stride;
-                    let request = hyper::Request::post(CHECK_PATH)
-                        .header(hyper::header::HOST, addr.to_string())
-                        .header(hyper::header::CONTENT_TYPE, "application/json")
-                        .body(Full::new(body))?;
-                    let started = Instant::now();
-                    let answer = async {
-                        sender.ready().await?;
-                        let response = sender.send_request(request).await?;
-                        let status = response.status();
-                        let body = response.into_body().collect().await?.to_bytes();
-                        anyhow::Ok((status, body))
-                    }
-                    .await;
-                    let elapsed = started.elapsed();
-                    match phase.now() {
-                        Step::Measuring => {}
-                        Step::Warming => continue,
-                        Step::Stopped => break,
-                    }
-                    match answer {
-                        Ok((status, body)) if status == 200 => match decided(&body) {
-                            Some(allowed) => tally.decided(allowed, elapsed),
-                            None => tally.error(),
-                        },
-                        // A connection the server closed cannot be used again: count the
-                        // rest of this connection's time as lost, not as decisions.
-                        Ok(_) => tally.error(),
-                        Err(_) if sender.is_closed() => {
-                            tally.error();
-                            break;
-                        }
-                        Err(_) => tally.error(),
-                    }
-                }
-                anyhow::Ok(tally)
-            }));
-        }
-
-        tokio::time::sleep(self.warmup).await;
-        let cpu_before = super::process_cpu_secs();
-        phase.measure();
-        let started = Instant::now();
-        tokio::time::sleep(self.duration).await;
-        phase.stop();
-        let seconds = started.elapsed().as_secs_f64();
-        let cpu_after = super::process_cpu_secs();
-
-        let totals = Totals::merge(tasks).await?;
+        let load = HttpLoad {
+            addr,
+            rule: self.rule.name().to_string(),
+            keys: self.keys,
+            batch: self.batch,
+            connections: self.connections,
+            warmup_ms: self.warmup.as_millis() as u64,
+            duration_ms: self.duration.as_millis() as u64,
+        };
+        // This process's CPU over the measured interval (the generator measures the same
+        // interval from its own start, a few ms apart at most).
+        let cpu = async {
+            tokio::time::sleep(self.warmup).await;
+            let before = super::process_cpu_secs();
+            tokio::time::sleep(self.duration).await;
+            before.zip(super::process_cpu_secs())
+        };
+        let (report, cpu) = match &self.load {
+            LoadGenerator::InProcess => tokio::join!(load.drive(), cpu),
+            LoadGenerator::External(program) => tokio::join!(external(program, &load), cpu),
+        };
         let _ = stop_server.send(());
         server.await??;
-        let decisions = totals.decisions();
+        let report = report?;
+        let decisions = report.allowed + report.denied;
         Ok(ApiReport {
             algorithm: self.rule.kind().as_str(),
             connections: self.connections,
             keys: self.keys,
-            seconds,
+            batch: self.batch,
+            external_load: matches!(self.load, LoadGenerator::External(_)),
+            seconds: report.seconds,
             decisions,
-            allowed: totals.allowed,
-            denied: totals.denied,
-            errors: totals.errors,
-            decisions_per_sec: decisions as f64 / seconds,
-            p50_us: totals.us(0.50),
-            p95_us: totals.us(0.95),
-            p99_us: totals.us(0.99),
-            max_us: totals.max_us(),
-            process_cpu_us_per_decision: cpu_before
-                .zip(cpu_after)
-                .map(|(b, a)| (a - b) * 1e6 / decisions.max(1) as f64),
+            allowed: report.allowed,
+            denied: report.denied,
+            errors: report.errors,
+            decisions_per_sec: decisions as f64 / report.seconds,
+            p50_us: report.p50_us,
+            p95_us: report.p95_us,
+            p99_us: report.p99_us,
+            max_us: report.max_us,
+            process_cpu_us_per_decision: cpu.map(|(b, a)| (a - b) * 1e6 / decisions.max(1) as f64),
         })
     }
 }
 
-/// `Some(allowed)` for a decision Redis made; `None` for a fail-open or degraded one (or an
-/// answer that is not a decision).
-fn decided(body: &[u8]) -> Option<bool> {
-    #[derive(serde::Deserialize)]
-    struct Reply {
-        allowed: bool,
-        remaining: i64,
-        fail_open: bool,
-        #[serde(default)]
-        degraded: bool,
-    }
-    let reply: Reply = serde_json::from_slice(body).ok()?;
-    (!reply.fail_open && !reply.degraded && reply.remaining >= 0).then_some(reply.allowed)
+/// Runs the load generator as `<program> bench-http-load --spec <json>`.
+async fn external(program: &PathBuf, load: &HttpLoad) -> anyhow::Result<HttpLoadReport> {
+    let output = tokio::process::Command::new(program)
+        .arg("bench-http-load")
+        .arg("--spec")
+        .arg(serde_json::to_string(load)?)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "the load generator {} did not start: {e}",
+                program.display()
+            )
+        })?;
+    anyhow::ensure!(
+        output.status.success(),
+        "the load generator failed ({}): {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr).trim()
+    );
+    Ok(serde_json::from_slice(&output.stdout)?)
 }

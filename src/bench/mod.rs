@@ -1,6 +1,7 @@
 //! Load tests of the engine, measured against what Redis itself can do in the same run.
 //!
 //! - [`api`]      decisions per second over HTTP keep-alive through `POST /api/check`
+//! - [`http_load`] the keep-alive HTTP load generator `bench --api` runs in a process of its own
 //! - [`engine`]   decisions per second and latency percentiles through [`Limiter`](crate::Limiter)
 //! - [`ceiling`]  redis-benchmark running the very same script with EVALSHA, pipelined: the
 //!   physical limit the engine is measured against
@@ -17,6 +18,7 @@ pub mod api;
 pub mod ceiling;
 pub mod cluster;
 pub mod engine;
+pub mod http_load;
 mod load;
 pub mod lua_cost;
 pub mod lua_profile;

@@ -98,6 +98,11 @@ pub struct BenchArgs {
     /// --algorithm says otherwise.
     #[arg(long, conflicts_with_all = ["replay", "attack", "deny_cache", "lua", "stats"])]
     pub api: bool,
+    /// With --api: decisions per request of the batch form (POST /api/check/batch), measured
+    /// in the same rounds with --concurrency / --batch connections, so as many decisions are
+    /// in flight as in the other two figures.
+    #[arg(long, default_value_t = 32, requires = "api")]
+    pub batch: usize,
     /// Measure a failover instead, on a private 3-master, 3-replica cluster it starts: the
     /// master of a rule is killed (SIGKILL) after 3 s of decisions; deciding goes on for
     /// --duration-secs (docs/cluster.md).
@@ -215,6 +220,7 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
             keys: args.keys,
             threads: args.threads,
             rounds: args.rounds,
+            batch: args.batch,
         };
         return bench_api::run(global, &api).await;
     }

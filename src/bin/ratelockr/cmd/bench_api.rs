@@ -1,12 +1,15 @@
 //! `ratelockr bench --api`: decisions per second over HTTP keep-alive through `serve`'s
 //! `POST /api/check` (started in process on a loopback port), beside the engine's in-process
-//! figure for the same rule, keys and concurrency, measured back to back in each round.
+//! figure for the same rule, keys and concurrency, measured back to back in each round; and the
+//! batch form (`POST /api/check/batch`) with as many decisions in flight. The HTTP load
+//! generator runs in a process of its own (this binary's hidden `bench-http-load`).
 
 use crate::console::print_json;
 use crate::opts::{AlgorithmArg, Global};
-use ratelockr::bench::api::{ApiBench, ApiReport};
+use ratelockr::bench::api::{ApiBench, ApiReport, LoadGenerator};
 use ratelockr::bench::ceiling::median;
 use ratelockr::bench::engine::{EngineBench, EngineReport};
+use ratelockr::bench::http_load::HttpLoad;
 use ratelockr::bench::{self, Conditions};
 use ratelockr::AlgorithmKind;
 use serde::Serialize;
@@ -25,6 +28,8 @@ pub struct ApiBenchArgs {
     pub keys: usize,
     pub threads: usize,
     pub rounds: usize,
+    /// Decisions per request of the batch form.
+    pub batch: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -42,11 +47,22 @@ struct Result {
     engine_p99_us: f64,
     api_errors: u64,
     engine_errors: u64,
+    /// The batch form: decisions per request, connections, decisions per second (median)
+    /// and the median of each round's batch ÷ engine.
+    batch: usize,
+    batch_connections: usize,
+    batch_decisions_per_sec: f64,
+    batch_to_engine: f64,
+    batch_to_engine_rounds: Vec<f64>,
+    batch_p50_us: f64,
+    batch_p99_us: f64,
+    batch_errors: u64,
     concurrency: usize,
     keys: usize,
     threads: usize,
     engine_rounds: Vec<EngineReport>,
     api_rounds: Vec<ApiReport>,
+    batch_rounds: Vec<ApiReport>,
 }
 
 #[derive(Debug, Serialize)]
@@ -68,6 +84,15 @@ pub async fn run(global: &Global, args: &ApiBenchArgs) -> anyhow::Result<ExitCod
         Duration::from_secs(args.warmup_secs),
         Duration::from_secs(args.duration_secs),
     );
+    anyhow::ensure!(
+        (1..=ratelockr::api::MAX_BATCH).contains(&args.batch),
+        "invalid --batch: must be from 1 to {}, got {}",
+        ratelockr::api::MAX_BATCH,
+        args.batch
+    );
+    let program = std::env::current_exe()
+        .map_err(|e| anyhow::anyhow!("cannot find this program to run the load generator: {e}"))?;
+    let batch_connections = (args.concurrency / args.batch).max(1);
     let mut results = Vec::new();
     for kind in kinds {
         let rule = bench::bench_rule(kind)?;
@@ -83,19 +108,33 @@ pub async fn run(global: &Global, args: &ApiBenchArgs) -> anyhow::Result<ExitCod
             rule,
             connections: args.concurrency,
             keys: args.keys,
+            batch: 1,
             warmup,
             duration,
+            load: LoadGenerator::External(program.clone()),
         };
-        let (mut engine_rounds, mut api_rounds) = (Vec::new(), Vec::new());
+        let batch = ApiBench {
+            connections: batch_connections,
+            batch: args.batch,
+            ..api.clone()
+        };
+        let (mut engine_rounds, mut api_rounds, mut batch_rounds) =
+            (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..args.rounds.max(1) {
             engine_rounds.push(engine.run_on_own_runtime(&limiter, args.threads).await?);
             api_rounds.push(api.run_on_own_runtime(&limiter, args.threads).await?);
+            batch_rounds.push(batch.run_on_own_runtime(&limiter, args.threads).await?);
         }
-        let ratios: Vec<f64> = api_rounds
-            .iter()
-            .zip(&engine_rounds)
-            .map(|(a, e)| a.decisions_per_sec / e.decisions_per_sec)
-            .collect();
+        let to_engine = |rounds: &[ApiReport]| -> Vec<f64> {
+            rounds
+                .iter()
+                .zip(&engine_rounds)
+                .map(|(a, e)| a.decisions_per_sec / e.decisions_per_sec)
+                .collect()
+        };
+        let ratios = to_engine(&api_rounds);
+        let batch_ratios = to_engine(&batch_rounds);
+        let batch_med = |f: fn(&ApiReport) -> f64| median(batch_rounds.iter().map(f).collect());
         let api_med = |f: fn(&ApiReport) -> f64| median(api_rounds.iter().map(f).collect());
         let eng_med = |f: fn(&EngineReport) -> f64| median(engine_rounds.iter().map(f).collect());
         let result = Result {
@@ -110,18 +149,29 @@ pub async fn run(global: &Global, args: &ApiBenchArgs) -> anyhow::Result<ExitCod
             engine_p99_us: eng_med(|r| r.p99_us),
             api_errors: api_rounds.iter().map(|r| r.errors).sum(),
             engine_errors: engine_rounds.iter().map(|r| r.errors).sum(),
+            batch: args.batch,
+            batch_connections,
+            batch_decisions_per_sec: batch_med(|r| r.decisions_per_sec),
+            batch_to_engine: median(batch_ratios.clone()),
+            batch_to_engine_rounds: batch_ratios,
+            batch_p50_us: batch_med(|r| r.p50_us),
+            batch_p99_us: batch_med(|r| r.p99_us),
+            batch_errors: batch_rounds.iter().map(|r| r.errors).sum(),
             concurrency: args.concurrency,
             keys: args.keys,
             threads: args.threads,
             engine_rounds,
             api_rounds,
+            batch_rounds,
         };
         if !global.json {
-            let rounds: Vec<String> = result
-                .api_to_engine_rounds
-                .iter()
-                .map(|x| format!("{x:.2}"))
-                .collect();
+            let show = |xs: &[f64]| -> String {
+                xs.iter()
+                    .map(|x| format!("{x:.2}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            let rounds = show(&result.api_to_engine_rounds);
             println!(
                 "{:<19} engine {:>8.0}/s (p50 {:.0} us, p99 {:.0} us)  HTTP keep-alive {:>8.0}/s (p50 {:.0} us, p99 {:.0} us)  HTTP/engine {:.2} (rounds {})  errors {}/{}",
                 result.algorithm,
@@ -132,9 +182,21 @@ pub async fn run(global: &Global, args: &ApiBenchArgs) -> anyhow::Result<ExitCod
                 result.api_p50_us,
                 result.api_p99_us,
                 result.api_to_engine,
-                rounds.join(" "),
+                rounds,
                 result.engine_errors,
                 result.api_errors
+            );
+            println!(
+                "{:<19} batch of {} over {} connection(s) {:>8.0}/s (p50 {:.0} us, p99 {:.0} us per request)  batch/engine {:.2} (rounds {})  errors {}",
+                "",
+                result.batch,
+                result.batch_connections,
+                result.batch_decisions_per_sec,
+                result.batch_p50_us,
+                result.batch_p99_us,
+                result.batch_to_engine,
+                show(&result.batch_to_engine_rounds),
+                result.batch_errors
             );
         }
         results.push(result);
@@ -158,5 +220,22 @@ pub async fn run(global: &Global, args: &ApiBenchArgs) -> anyhow::Result<ExitCod
             c.load_average.map_or_else(|| "?".into(), |l| format!("{l:.2}"))
         );
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The hidden `bench-http-load` subcommand: the load generator `bench --api` starts in a
+/// process of its own. Prints its report as JSON.
+#[derive(Debug, clap::Args)]
+pub struct HttpLoadArgs {
+    /// The run, as JSON (ratelockr::bench::http_load::HttpLoad).
+    #[arg(long)]
+    pub spec: String,
+}
+
+pub async fn run_load(args: &HttpLoadArgs) -> anyhow::Result<ExitCode> {
+    let load: HttpLoad =
+        serde_json::from_str(&args.spec).map_err(|e| anyhow::anyhow!("invalid --spec: {e}"))?;
+    let report = load.drive().await?;
+    println!("{}", serde_json::to_string(&report)?);
     Ok(ExitCode::SUCCESS)
 }

@@ -51,6 +51,9 @@ pub enum Command {
     Replay(replay::ReplayArgs),
     /// Which Redis this is: one node or a cluster (its nodes, slots and round trips), and TLS.
     Topology(topology::TopologyArgs),
+    /// The HTTP load generator `bench --api` runs in a process of its own.
+    #[command(hide = true)]
+    BenchHttpLoad(bench_api::HttpLoadArgs),
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -63,5 +66,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Simulate(args) => simulate::run(&cli.global, args).await,
         Command::Replay(args) => replay::run(&cli.global, args).await,
         Command::Topology(args) => topology::run(&cli.global, args).await,
+        Command::BenchHttpLoad(args) => bench_api::run_load(args).await,
     }
 }

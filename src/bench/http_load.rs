@@ -1,0 +1,181 @@
+//! The load generator of `bench --api`: N keep-alive HTTP/1.1 connections (hyper's client),
+//! each sending its next request when the last answer is read (closed loop), to
+//! `POST /api/check` (one decision a request) or `POST /api/check/batch` (`batch` decisions a
+//! request). `ratelockr bench --api` runs it in a process of its own (the hidden
+//! `bench-http-load` subcommand), so the endpoint's process pays only for the endpoint.
+//!
+//! Only answers Redis decided count (a non-200 answer, a failed request, an item in the error
+//! shape or a fail-open decision is an error, never a decision); warm-up is excluded.
+
+use super::client_key;
+use super::load::{Phase, Step, Tally, Totals};
+use crate::api::{CHECK_BATCH_PATH, CHECK_PATH};
+use axum::body::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1;
+use hyper_util::rt::TokioIo;
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What to send, and for how long.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HttpLoad {
+    pub addr: SocketAddr,
+    /// The loaded rule asked for by name.
+    pub rule: String,
+    /// Distinct client keys, visited round-robin.
+    pub keys: usize,
+    /// Decisions per request: 1 asks `POST /api/check`, more ask `POST /api/check/batch`.
+    pub batch: usize,
+    pub connections: usize,
+    pub warmup_ms: u64,
+    pub duration_ms: u64,
+}
+
+/// What the load generator saw while measuring.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HttpLoadReport {
+    pub seconds: f64,
+    pub allowed: u64,
+    pub denied: u64,
+    pub errors: u64,
+    /// Latency of a request (of its whole batch, for the batch form), µs.
+    pub p50_us: f64,
+    pub p95_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+impl HttpLoad {
+    /// Drives the endpoint at `addr` and reports what it answered.
+    pub async fn drive(&self) -> anyhow::Result<HttpLoadReport> {
+        anyhow::ensure!(self.connections >= 1, "connections must be at least 1");
+        anyhow::ensure!(self.keys >= 1, "keys must be at least 1");
+        anyhow::ensure!(self.batch >= 1, "a batch holds at least 1 request");
+        let batch = self.batch;
+        let path = if batch > 1 {
+            CHECK_BATCH_PATH
+        } else {
+            CHECK_PATH
+        };
+        // The request bodies, made before the clock starts: one per key (single), or
+        // `keys` batches of `batch` consecutive keys.
+        let one = |i: usize| serde_json::json!({"rule": self.rule, "key": client_key(i % self.keys), "cost": 1});
+        let bodies: Arc<[Bytes]> = (0..self.keys)
+            .map(|i| {
+                let body = if batch > 1 {
+                    serde_json::Value::Array((0..batch).map(|j| one(i * batch + j)).collect())
+                } else {
+                    one(i)
+                };
+                Bytes::from(body.to_string())
+            })
+            .collect();
+        let addr = self.addr;
+        let phase = Phase::default();
+        let mut tasks = Vec::with_capacity(self.connections);
+        for task in 0..self.connections {
+            let (bodies, phase, stride) = (bodies.clone(), phase.clone(), self.connections);
+            let stream = tokio::net::TcpStream::connect(addr).await?;
+            stream.set_nodelay(true)?;
+            let (mut sender, connection) = http1::handshake(TokioIo::new(stream)).await?;
+            tokio::spawn(connection);
+            tasks.push(tokio::spawn(async move {
+                let mut tally = Tally::new();
+                let mut i = task;
+                let host = addr.to_string();
+                loop {
+                    let body = bodies[i % bodies.len()].clone();
+                    i += stride;
+                    let request = hyper::Request::post(path)
+                        .header(hyper::header::HOST, host.as_str())
+                        .header(hyper::header::CONTENT_TYPE, "application/json")
+                        .body(Full::new(body))?;
+                    let started = Instant::now();
+                    let answer = async {
+                        sender.ready().await?;
+                        let response = sender.send_request(request).await?;
+                        let status = response.status();
+                        let body = response.into_body().collect().await?.to_bytes();
+                        anyhow::Ok((status, body))
+                    }
+                    .await;
+                    let elapsed = started.elapsed();
+                    match phase.now() {
+                        Step::Measuring => {}
+                        Step::Warming => continue,
+                        Step::Stopped => break,
+                    }
+                    match answer {
+                        Ok((status, body)) if status == 200 => {
+                            count(&body, batch > 1, elapsed, &mut tally, batch)
+                        }
+                        Ok(_) => tally.error(),
+                        // A connection the server closed cannot be used again.
+                        Err(_) if sender.is_closed() => {
+                            tally.error();
+                            break;
+                        }
+                        Err(_) => tally.error(),
+                    }
+                }
+                anyhow::Ok(tally)
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(self.warmup_ms)).await;
+        phase.measure();
+        let started = Instant::now();
+        tokio::time::sleep(Duration::from_millis(self.duration_ms)).await;
+        phase.stop();
+        let seconds = started.elapsed().as_secs_f64();
+        let totals = Totals::merge(tasks).await?;
+        Ok(HttpLoadReport {
+            seconds,
+            allowed: totals.allowed,
+            denied: totals.denied,
+            errors: totals.errors,
+            p50_us: totals.us(0.50),
+            p95_us: totals.us(0.95),
+            p99_us: totals.us(0.99),
+            max_us: totals.max_us(),
+        })
+    }
+}
+
+/// Counts one answer's decisions: one object, or an array of `batch` of them.
+fn count(body: &[u8], many: bool, waited: Duration, tally: &mut Tally, batch: usize) {
+    #[derive(Deserialize)]
+    struct Reply {
+        #[serde(default)]
+        allowed: Option<bool>,
+        #[serde(default)]
+        remaining: i64,
+        #[serde(default)]
+        fail_open: bool,
+        #[serde(default)]
+        degraded: bool,
+    }
+    fn one(reply: &Reply, waited: Duration, tally: &mut Tally) {
+        match reply.allowed {
+            Some(allowed) if !reply.fail_open && !reply.degraded && reply.remaining >= 0 => {
+                tally.decided(allowed, waited)
+            }
+            _ => tally.error(),
+        }
+    }
+    if many {
+        match serde_json::from_slice::<Vec<Reply>>(body) {
+            Ok(replies) if replies.len() == batch => {
+                replies.iter().for_each(|r| one(r, waited, tally))
+            }
+            _ => (0..batch).for_each(|_| tally.error()),
+        }
+    } else {
+        match serde_json::from_slice::<Reply>(body) {
+            Ok(reply) => one(&reply, waited, tally),
+            Err(_) => tally.error(),
+        }
+    }
+}
