@@ -70,6 +70,7 @@ pub mod headers;
 pub mod keys;
 pub mod limiter;
 pub(crate) mod local_limiter;
+pub mod log_memory;
 pub mod metrics;
 pub mod policy;
 pub(crate) mod record;
