@@ -33,7 +33,9 @@ ARGV
                                    deny is admitted all the same (allowed 1, would_deny 1) and
                                    still charges nothing; what the limits admit is charged
   [5] stats TTL  integer seconds   TTL of the telemetry counters (optional, default 120)
-  [6] member     string            a unique id of this request (the engine sends a UUID v4);
+  [6] member     string            a unique id of this request (the engine sends 16 random
+                                   URL-safe characters; older engines sent a UUID v4: any
+                                   string works, old members still count and expire);
                                    required when a limit is a sliding window log, else ""
   [7] fw clock   "1" or ""         "1": fixed windows decide on now_ms (fixed_window.lua's CLOCK
                                    MODE, for replays on a virtual clock); "": on their key's TTL

@@ -3,7 +3,9 @@ ratelockr sliding window log — one atomic rate-limit decision.
 
 Every admitted request is logged in a sorted set with its arrival time as score; a request is
 admitted when fewer than `limit` requests were admitted in the last `window_ms`. Exact, at the
-price of one set member per admitted request. Redis runs a script on one thread, so counting and
+price of one set member per admitted request: about 52 B per entry up to 128 entries, about
+164 B past that, when Redis converts the set from a listpack to a skiplist (docs/benchmarks.md,
+"Sliding window log memory"); above a limit of 128, prefer the sliding window counter. Redis runs a script on one thread, so counting and
 logging cannot interleave with another client's call.
 
 KEYS
@@ -16,7 +18,11 @@ ARGV
   [1] limit        integer >= 1      requests admitted per window
   [2] window_ms    integer >= 1      the window's length in milliseconds
   [3] now_ms       integer ms or ""  milliseconds since the epoch; "" = the Redis server's clock
-  [4] member       string            a unique id for this request (the engine sends a UUID v4)
+  [4] member       string            a unique id for this request: the engine sends 16 random
+                                     URL-safe characters (96 bits); older engines sent a
+                                     36-character UUID v4. Any string works: members are opaque,
+                                     and entries are counted and expired by score alone, so logs
+                                     written with UUID members keep working as they are.
   [5] cost         integer >= 0      log entries this request takes (optional, default 1;
                                      <= limit); entries after the first are `member#2`, ...;
                                      0 is a peek: nothing is logged, pruned or counted

@@ -71,6 +71,7 @@ pub mod keys;
 pub mod limiter;
 pub mod limiter_options;
 pub(crate) mod local_limiter;
+pub mod log_memory;
 pub mod metrics;
 pub mod policy;
 pub(crate) mod record;

@@ -247,3 +247,35 @@ async fn never_more_than_the_limit_in_any_window() {
     // And the limiter is not starving: four windows, four each.
     assert_eq!(admitted.len(), 16, "{admitted:?}");
 }
+
+/// A log written by an older engine, with 36-character UUID members, is counted and expired as
+/// it stands beside the 16-character members sent now.
+#[tokio::test]
+async fn uuid_members_already_in_redis_still_count_and_expire() {
+    let server = redis();
+    let limiter = limiter(&server, "sw-uuid");
+    let rule = Rule::sliding_window_log("sw", 3, WINDOW).expect("valid rule");
+    let key = limiter.keys().limiter(&rule, "old");
+    let _: () = query(
+        &limiter,
+        redis::cmd("ZADD")
+            .arg(&key)
+            .arg(T0)
+            .arg("0b0e6f0a-2f43-4c1e-9a52-6d1f3c2b8e11")
+            .arg(T0 + 1)
+            .arg("7c9d2a4e-1b3f-4d5a-8e6c-0f1a2b3c4d5e"),
+    )
+    .await;
+    // Two old entries and one new: full.
+    let d = decide_at(&limiter, &rule, "old", 1, 2).await;
+    assert!(d.allowed && d.remaining == 0, "{d:?}");
+    let d = decide_at(&limiter, &rule, "old", 1, 3).await;
+    assert!(!d.allowed && d.retry_after_ms == WINDOW - 3, "{d:?}");
+    // Past the first old entry's window it leaves, and is pruned when the next entry is logged.
+    let d = decide_at(&limiter, &rule, "old", 1, WINDOW).await;
+    assert!(d.allowed, "{d:?}");
+    let members: Vec<String> = query(&limiter, redis::cmd("ZRANGE").arg(&key).arg(0).arg(-1)).await;
+    assert_eq!(members.len(), 3, "{members:?}");
+    assert_eq!(members[0], "7c9d2a4e-1b3f-4d5a-8e6c-0f1a2b3c4d5e");
+    assert!(members[1..].iter().all(|m| m.len() == 16), "{members:?}");
+}

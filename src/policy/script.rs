@@ -51,11 +51,7 @@ impl PolicyCall<'_> {
             .iter()
             .any(|l| matches!(l.algorithm(), Algorithm::SlidingWindowLog { .. }));
         if log {
-            let mut member = [0u8; uuid::fmt::Hyphenated::LENGTH];
-            let member = uuid::Uuid::new_v4()
-                .as_hyphenated()
-                .encode_lower(&mut member);
-            cmd.arg(&*member);
+            cmd.arg(&crate::scripts::log_member()[..]);
         } else {
             cmd.arg("");
         }
@@ -308,7 +304,7 @@ mod tests {
             at: At::Millis(5),
         };
         let member = args(&call.evalsha())[9].clone();
-        assert!(uuid::Uuid::parse_str(&member).is_ok(), "{member}");
+        assert_eq!(member.len(), crate::scripts::LOG_MEMBER_LEN, "{member}");
         assert_ne!(member, args(&call.evalsha())[9]);
     }
 

@@ -7,6 +7,7 @@ import type { Rule } from "../bindings/Rule";
 import { $, h, showFieldErrors } from "../dom";
 import { algorithmInfo, algorithmLabel } from "../logic/algorithms";
 import { focusAfterRuleClick } from "../logic/live";
+import { logMemoryWarning } from "../logic/logmemory";
 import { describeRule, draftFromForm, formFromRule, nameProblem, PARAM_SPECS, type RuleForm } from "../logic/rules";
 import type { FieldError } from "../logic/workload";
 import { emit, on, state } from "../store";
@@ -69,6 +70,9 @@ function showErrors(errors: FieldError[]) {
 /** Client-side problems first (names, text that is no number), then the engine's verdict. */
 async function validate(): Promise<boolean> {
   const form = readForm();
+  const memory = logMemoryWarning(form.algorithm, form.limit);
+  $("rule-memory-note").textContent = memory ?? "";
+  $("rule-memory-note").classList.toggle("hidden", memory === null);
   const name = nameProblem(form.name, state.rules, editing);
   const errors = await checkDraft({
     nameProblem: name,

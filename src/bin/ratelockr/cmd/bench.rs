@@ -111,6 +111,10 @@ pub struct BenchArgs {
     /// Measure a resharding instead: --reshard-slots slots move between masters mid-run.
     #[arg(long)]
     pub cluster_reshard: bool,
+    /// Measure what one client key of a sliding window log holds in Redis (MEMORY USAGE),
+    /// full at limits of 10, 100, 129 and 1,000, beside the estimate the warnings give.
+    #[arg(long, conflicts_with_all = ["replay", "api", "cluster_failover", "cluster_reshard"])]
+    pub memory: bool,
     /// Slots moved by --cluster-reshard.
     #[arg(long, default_value_t = 2000)]
     pub reshard_slots: u16,
@@ -184,6 +188,9 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
             duration_secs: args.duration_secs,
         };
         return bench_replay::run(global, &replay).await;
+    }
+    if args.memory {
+        return super::bench_memory::run(global).await;
     }
     if args.cluster_failover || args.cluster_reshard {
         return cluster(global, args).await;

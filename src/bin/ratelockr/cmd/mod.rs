@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod bench_api;
+pub mod bench_memory;
 pub mod bench_replay;
 pub mod check;
 pub mod check_policy;

@@ -200,7 +200,7 @@ impl ReplayArgs {
         }
         Ok(ReplaySpec {
             parse: self.parse_spec(),
-            rules: self.rules()?,
+            rules: warn_log_memory(self.rules()?),
             sweep,
             top: self.top,
             suggest_max_keys_pct: self.suggest_max_keys_pct,
@@ -478,4 +478,16 @@ fn print_report(r: &ReplayReport, args: &ReplayArgs) {
     if let Some(chart) = &args.sweep_chart {
         println!("heatmap: {}", chart.display());
     }
+}
+
+/// The rules, after a warning for each sliding window log whose memory grows past a listpack.
+fn warn_log_memory(rules: Vec<Rule>) -> Vec<Rule> {
+    for rule in &rules {
+        if let Some(warning) =
+            ratelockr::log_memory::log_memory_warning(rule.name(), rule.algorithm())
+        {
+            eprintln!("ratelockr replay: warning: {warning}");
+        }
+    }
+    rules
 }

@@ -317,6 +317,19 @@ impl SimulateArgs {
             spec.scope = Some(SimSpec::fresh_scope(&id));
         }
         spec.validate().map_err(sim_error)?;
+        for target in &spec.targets {
+            let algorithms: Vec<_> = match &target.policy {
+                Some(policy) => policy.all_limits().map(|l| *l.algorithm()).collect(),
+                None => vec![*target.rule.algorithm()],
+            };
+            for algorithm in &algorithms {
+                if let Some(warning) =
+                    ratelockr::log_memory::log_memory_warning(target.name(), algorithm)
+                {
+                    eprintln!("ratelockr simulate: warning: {warning}");
+                }
+            }
+        }
         Ok(spec)
     }
 }
