@@ -407,6 +407,12 @@ fn simulate_refuses_every_bad_flag_by_name() {
             "--retry-attempts",
         ),
         case("servers", &["--servers", "0"], "--servers"),
+        case("connections", &["--connections", "0"], "--connections"),
+        case(
+            "connections",
+            &["--servers", "4", "--connections", "5"],
+            "--connections",
+        ),
         case("servers", &["--servers", "100000"], "--servers"),
         case("keys", &["--keys", "0"], "--keys"),
         case("keys", &["--keys", "100000000000"], "--keys"),

@@ -63,6 +63,53 @@ async fn servers_hammering_one_key_admit_exactly_the_limit() {
     }
 }
 
+/// Servers sharing a pool of connections decide exactly as servers with one each: the pool
+/// changes how calls reach Redis, never what is admitted; the run's title says so, and only
+/// the pool's connections are opened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn servers_sharing_two_connections_admit_exactly_the_limit() {
+    let server = redis();
+    let limiter = limiter(&server, "sim-pooled");
+    let stats = |limiter: &Limiter| {
+        let mut conn = limiter.connection();
+        async move {
+            let info: String = redis::cmd("INFO")
+                .arg("stats")
+                .query_async(&mut conn)
+                .await
+                .expect("INFO");
+            info.lines()
+                .find_map(|l| l.strip_prefix("total_connections_received:"))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .expect("total_connections_received")
+        }
+    };
+    let rule = Rule::fixed_window("pooled", 25, 600_000).expect("valid");
+    let mut spec = SimSpec::single(rule, flood(600, 16), false).expect("valid");
+    spec.connections = Some(2);
+    let before = stats(&limiter).await;
+    let report = run(&limiter, &spec).await;
+    let opened = stats(&limiter).await - before;
+    let summary = &report.targets[0];
+    assert_eq!(summary.requests, 600);
+    assert_eq!(summary.fail_open, 0);
+    assert_eq!(summary.allowed, 25, "admitted {} of 25", summary.allowed);
+    assert!(
+        report
+            .workload
+            .contains("16 servers, 1 key, 2 shared Redis connections"),
+        "{}",
+        report.workload
+    );
+    // The pool's two, and at most one more for the run's own reads of Redis's counters.
+    assert!(opened <= 3, "{opened} connections opened for a pool of 2");
+    spec.connections = Some(17);
+    let err = sim::run(&limiter, &spec, None, &NoObserver, CancellationToken::new())
+        .await
+        .expect_err("more connections than servers");
+    assert!(err.to_string().contains("connections"), "{err}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_naive_limiter_over_admits_under_contention() {
     let server = redis();

@@ -54,7 +54,7 @@ pub struct NoObserver;
 impl SimObserver for NoObserver {}
 
 /// Runs `spec` against the Redis behind `limiter`. Each simulated server gets its own
-/// connection; `cancel` stops the schedule at once and the run ends when in-flight decisions
+/// connection (or takes one of the spec's shared [`SimSpec::connections`] in turn); `cancel` stops the schedule at once and the run ends when in-flight decisions
 /// are back (each is bounded by the limiter's deadline). The sink sees every record before the
 /// report is returned; on a sink error the run stops and the error is returned.
 pub async fn run(
@@ -65,9 +65,10 @@ pub async fn run(
     cancel: CancellationToken,
 ) -> Result<Report, SimError> {
     spec.validate()?;
-    // One connection per simulated server: refused before any opens when they would crowd
-    // the Redis out of connections for everyone else.
-    crate::budget::connections_fit(limiter, u64::from(spec.workload.servers))
+    // One connection per simulated server (or the pool's): refused before any opens when
+    // they would crowd the Redis out of connections for everyone else.
+    let connections = spec.connections.unwrap_or(spec.workload.servers);
+    crate::budget::connections_fit(limiter, u64::from(connections))
         .await
         .map_err(|reason| SimError::InvalidWorkload {
             parameter: "servers",
@@ -98,10 +99,14 @@ pub async fn run(
     let sent = Arc::new(AtomicU64::new(0));
     let (records_tx, mut records_rx) = mpsc::unbounded_channel::<Vec<Vec<Record>>>();
 
+    // The servers' connections: one each, or a pool they take in turn.
+    let pool: Vec<Limiter> = (0..connections)
+        .map(|_| limiter.with_own_connection())
+        .collect();
     let servers: Vec<Server> = (0..workload.servers)
         .map(|index| Server {
             index,
-            limiter: limiter.with_own_connection(),
+            limiter: pool[(index % connections) as usize].clone(),
             targets: targets.clone(),
             workload: workload.clone(),
             records: records_tx.clone(),
@@ -137,21 +142,26 @@ pub async fn run(
     let mut completed = 0u64;
     let mut last_progress = Instant::now();
     let mut sink_error = None;
-    while let Some(batch) = records_rx.recv().await {
-        completed += 1;
-        // batch[i] holds target i's records of one request: one, or more with retries.
-        for (records, accumulator) in batch.iter().zip(accumulators.iter_mut()) {
-            for record in records {
-                if sink_error.is_none() {
-                    if let Some(sink) = sink.as_deref_mut() {
-                        if let Err(err) = sink.write(record) {
-                            sink_error = Some(err);
-                            stop.cancel();
+    // Every request's records that have arrived, taken at once: the collector wakes once per
+    // burst of completions, not once per request.
+    let mut arrived = Vec::with_capacity(256);
+    while records_rx.recv_many(&mut arrived, 256).await > 0 {
+        for batch in arrived.drain(..) {
+            completed += 1;
+            // batch[i] holds target i's records of one request: one, or more with retries.
+            for (records, accumulator) in batch.iter().zip(accumulators.iter_mut()) {
+                for record in records {
+                    if sink_error.is_none() {
+                        if let Some(sink) = sink.as_deref_mut() {
+                            if let Err(err) = sink.write(record) {
+                                sink_error = Some(err);
+                                stop.cancel();
+                            }
                         }
                     }
+                    observer.on_record(record);
+                    accumulator.add(record, started_at_ms, workload.cost);
                 }
-                observer.on_record(record);
-                accumulator.add(record, started_at_ms, workload.cost);
             }
         }
         if last_progress.elapsed() >= PROGRESS_EVERY {

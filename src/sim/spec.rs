@@ -124,6 +124,11 @@ pub struct SimSpec {
     /// order, and the report rates each ([`super::Report::sweep`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sweep: Vec<SweepAxis>,
+    /// Redis connections the simulated servers share, for a run about throughput rather than
+    /// the race: servers take them in turn and their calls pipeline on each. None: one
+    /// connection per server, as separate app instances have (what the race demo needs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u32>,
 }
 
 impl SimSpec {
@@ -144,6 +149,7 @@ impl SimSpec {
             clock: SimClock::default(),
             scope: None,
             sweep: Vec::new(),
+            connections: None,
         })
     }
 
@@ -195,6 +201,7 @@ impl SimSpec {
             clock: SimClock::default(),
             scope: None,
             sweep: Vec::new(),
+            connections: None,
         })
     }
 
@@ -218,6 +225,7 @@ impl SimSpec {
             clock: SimClock::default(),
             scope: None,
             sweep: axes,
+            connections: None,
         })
     }
 
@@ -243,6 +251,7 @@ impl SimSpec {
             clock: SimClock::default(),
             scope: None,
             sweep: Vec::new(),
+            connections: None,
         })
     }
 
@@ -257,6 +266,17 @@ impl SimSpec {
         }
         for target in &self.targets {
             target.check_cost(self.workload.cost)?;
+        }
+        if let Some(n) = self.connections {
+            if !(1..=self.workload.servers).contains(&n) {
+                return Err(SimError::InvalidWorkload {
+                    parameter: "connections",
+                    reason: format!(
+                        "must be from 1 to the {} servers they are shared by, got {n}",
+                        self.workload.servers
+                    ),
+                });
+            }
         }
         if let Some(scope) = &self.scope {
             if scope.is_empty() || scope.len() > 64 || scope.contains(['{', '}', '*', '?']) {
@@ -311,6 +331,11 @@ impl SimSpec {
             ),
             n => format!("{n} algorithms compared"),
         };
-        format!("{what}: {}", self.workload.describe())
+        let shared = match self.connections {
+            Some(1) => ", 1 shared Redis connection".to_string(),
+            Some(n) => format!(", {n} shared Redis connections"),
+            None => String::new(),
+        };
+        format!("{what}: {}{shared}", self.workload.describe())
     }
 }

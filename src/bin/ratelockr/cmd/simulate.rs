@@ -116,6 +116,11 @@ pub struct SimulateArgs {
     /// maxclients).
     #[arg(long, default_value_t = DEFAULT_SERVERS)]
     pub servers: u32,
+    /// Redis connections the servers share instead of one each (1 to --servers): for a run
+    /// about throughput rather than the race, the servers' calls pipeline on each. Leave it
+    /// out for the race demo: separate app instances have separate connections.
+    #[arg(long)]
+    pub connections: Option<u32>,
     /// Distinct client keys.
     #[arg(long, default_value_t = DEFAULT_KEYS)]
     pub keys: u32,
@@ -309,6 +314,7 @@ impl SimulateArgs {
 
     /// The clock and key namespace flags, then the spec checked whole.
     fn finish_spec(&self, mut spec: SimSpec) -> anyhow::Result<SimSpec> {
+        spec.connections = self.connections;
         if self.server_clock {
             spec.clock = SimClock::Server;
         }
