@@ -221,8 +221,12 @@ async fn identity(
         if ea < 0 || eb < 0 {
             prop_assert_eq!(ea, eb, "{}: expiry", ctx);
         } else {
+            // Each script sets its key's expiry from the server's clock as it starts; a
+            // loaded machine can pause between the two scripts of one transaction, which the
+            // TIME replies around them (read from the transaction's cached clock) do not
+            // show: allow a pause of 25 ms on top of what they saw.
             prop_assert!(
-                (ea - eb).abs() <= moved,
+                (ea - eb).abs() <= moved + 25,
                 "{}: expiry {} vs {} ({} ms apart)",
                 ctx,
                 ea,

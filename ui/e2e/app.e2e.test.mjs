@@ -315,6 +315,20 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     assert.deepEqual(saved.rules, [{ name: "checkout", algorithm: "fixed_window", limit: 20, window_ms: 1000 }]);
   });
 
+  it("warns what a sliding window log above a limit of 128 costs per client key (issue 22)", async () => {
+    await click("#rule-new");
+    await fill("#rule-name", "uploads");
+    await fill("#rule-algorithm", "sliding_window_log");
+    await fill("#rule-limit", "1000");
+    await fill("#rule-window", "60000");
+    const note = await until(async () => (await text("#rule-memory-note")) || false, 5_000, "the memory note");
+    assert.match(note, /limit of 1000, each client key costs about [0-9.]+ KB in Redis/);
+    assert.match(note, /sliding window counter/);
+    await photograph(join(SHOTS, "log-memory.png"), []);
+    await fill("#rule-limit", "100");
+    await until(async () => (await text("#rule-memory-note")) === "", 5_000, "no note at a limit of 100");
+  });
+
   it("puts validation messages in their own field, with the text as typed (defects 5, 6)", async () => {
     await click("#rule-new");
     await fill("#rule-algorithm", "token_bucket");

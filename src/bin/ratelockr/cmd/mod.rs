@@ -13,6 +13,7 @@ pub mod replay_changes;
 pub mod reset;
 pub mod serve;
 pub mod simulate;
+pub mod simulate_print;
 pub mod simulate_sweep;
 pub mod stats;
 pub mod topology;
