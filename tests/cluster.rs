@@ -17,11 +17,7 @@ use tokio_util::sync::CancellationToken;
 fn the_engine_on_a_three_master_cluster() {
     let mut cluster = EmbeddedCluster::start(3, 1).expect("a 3-master, 3-replica cluster forms");
     let url = cluster.url();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
+    let runtime = common::runtime();
     runtime.block_on(async {
         every_key_the_engine_builds_shares_its_rules_slot(&url).await;
         exactly_limit_admitted_per_key_under_16_connections(&url).await;

@@ -18,11 +18,7 @@ const LIMIT: u64 = 60;
 fn decisions_follow_their_slot_through_a_migration_and_a_failover() {
     let mut cluster = EmbeddedCluster::start(3, 1).expect("a 3-master, 3-replica cluster forms");
     let url = cluster.url();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
+    let runtime = common::runtime();
     runtime.block_on(async {
         // Without telemetry a decision touches one key. With its per-minute counters, a call
         // sent to the importing master while a key is missing there meets TRYAGAIN (Redis's

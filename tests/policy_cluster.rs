@@ -64,11 +64,7 @@ fn policy(name: &str, mode: Mode) -> Policy {
 fn policies_on_a_three_master_cluster() {
     let cluster = EmbeddedCluster::start(3, 0).expect("a 3-master cluster forms");
     let url = cluster.url();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
+    let runtime = common::runtime();
     runtime.block_on(async {
         let base = limiter(&url, "pol-cluster");
         let names: Vec<String> = (0..12).map(|i| format!("policy-{i}.v1")).collect();

@@ -118,6 +118,16 @@ pub fn limiter_with(url: &str, options: LimiterOptions) -> Limiter {
     Limiter::new(&RedisTarget::parse(url).expect("a valid URL"), options)
 }
 
+/// A two-worker runtime, for the tests that start a cluster outside any runtime (it blocks
+/// while it forms) and run their async parts inside this one.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
 /// A loopback server that answers every connection's first bytes with `answer`, then closes
 /// it, as a web server answers a line it cannot parse. Its URL as `redis://`.
 pub fn not_redis(answer: &'static [u8]) -> String {
