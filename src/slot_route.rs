@@ -294,18 +294,7 @@ pub(crate) fn slot_of(key: &[u8]) -> u16 {
         let close = key[open + 1..].iter().position(|&b| b == b'}')?;
         (close > 0).then(|| &key[open + 1..open + 1 + close])
     });
-    let mut crc: u16 = 0;
-    for &byte in tagged.unwrap_or(key) {
-        crc ^= (byte as u16) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc % SLOTS as u16
+    crc16::State::<crc16::XMODEM>::calculate(tagged.unwrap_or(key)) % SLOTS as u16
 }
 
 #[cfg(test)]
