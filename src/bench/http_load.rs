@@ -1,4 +1,5 @@
-//! The load generator of `bench --api`: N keep-alive HTTP/1.1 connections (hyper's client),
+//! The load generator of `bench --api`: N keep-alive HTTP/1.1 connections (requests written
+//! as bytes made in advance, answers read with httparse, as wrk does),
 //! each sending its next request when the last answer is read (closed loop), to
 //! `POST /api/check` (one decision a request) or `POST /api/check/batch` (`batch` decisions a
 //! request). `ratelockr bench --api` runs it in a process of its own (the hidden
@@ -11,13 +12,12 @@ use super::client_key;
 use super::load::{Phase, Step, Tally, Totals};
 use crate::api::{CHECK_BATCH_PATH, CHECK_PATH};
 use axum::body::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1;
-use hyper_util::rt::TokioIo;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
 /// What to send, and for how long.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -74,34 +74,36 @@ impl HttpLoad {
             })
             .collect();
         let addr = self.addr;
+        // Each request whole, as it goes on the wire: the generator writes bytes made before
+        // the clock starts and reads each answer with httparse (as wrk does), so the CPU it
+        // takes from the endpoint on a shared machine is the least a keep-alive client needs.
+        let requests: Arc<[Bytes]> = bodies
+            .iter()
+            .map(|body| {
+                let mut request = format!(
+                    "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                    body.len()
+                )
+                .into_bytes();
+                request.extend_from_slice(body);
+                Bytes::from(request)
+            })
+            .collect();
         let phase = Phase::default();
         let mut tasks = Vec::with_capacity(self.connections);
         for task in 0..self.connections {
-            let (bodies, phase, stride) = (bodies.clone(), phase.clone(), self.connections);
+            let (requests, phase, stride) = (requests.clone(), phase.clone(), self.connections);
             let stream = tokio::net::TcpStream::connect(addr).await?;
             stream.set_nodelay(true)?;
-            let (mut sender, connection) = http1::handshake(TokioIo::new(stream)).await?;
-            tokio::spawn(connection);
             tasks.push(tokio::spawn(async move {
+                let mut connection = Connection::new(stream);
                 let mut tally = Tally::new();
                 let mut i = task;
-                let host = addr.to_string();
                 loop {
-                    let body = bodies[i % bodies.len()].clone();
+                    let request = &requests[i % requests.len()];
                     i += stride;
-                    let request = hyper::Request::post(path)
-                        .header(hyper::header::HOST, host.as_str())
-                        .header(hyper::header::CONTENT_TYPE, "application/json")
-                        .body(Full::new(body))?;
                     let started = Instant::now();
-                    let answer = async {
-                        sender.ready().await?;
-                        let response = sender.send_request(request).await?;
-                        let status = response.status();
-                        let body = response.into_body().collect().await?.to_bytes();
-                        anyhow::Ok((status, body))
-                    }
-                    .await;
+                    let answer = connection.exchange(request).await;
                     let elapsed = started.elapsed();
                     match phase.now() {
                         Step::Measuring => {}
@@ -109,16 +111,14 @@ impl HttpLoad {
                         Step::Stopped => break,
                     }
                     match answer {
-                        Ok((status, body)) if status == 200 => {
-                            count(&body, batch > 1, elapsed, &mut tally, batch)
-                        }
+                        Ok((200, body)) => count(body, batch > 1, elapsed, &mut tally, batch),
                         Ok(_) => tally.error(),
-                        // A connection the server closed cannot be used again.
-                        Err(_) if sender.is_closed() => {
+                        // A connection that failed (closed, or an answer that is not HTTP)
+                        // cannot be used again.
+                        Err(_) => {
                             tally.error();
                             break;
                         }
-                        Err(_) => tally.error(),
                     }
                 }
                 anyhow::Ok(tally)
@@ -177,5 +177,64 @@ fn count(body: &[u8], many: bool, waited: Duration, tally: &mut Tally, batch: us
             Ok(reply) => one(&reply, waited, tally),
             Err(_) => tally.error(),
         }
+    }
+}
+
+/// One keep-alive HTTP/1.1 connection: a request written, its answer read, in turn.
+struct Connection {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    /// Bytes of `buf` that belong to the last answer (consumed before the next read).
+    used: usize,
+    /// Bytes read into `buf`.
+    filled: usize,
+}
+
+impl Connection {
+    fn new(stream: TcpStream) -> Self {
+        Connection {
+            stream,
+            buf: vec![0; 16 * 1024],
+            used: 0,
+            filled: 0,
+        }
+    }
+
+    /// Writes `request` and reads its answer: the status and the body (by Content-Length;
+    /// the endpoint answers every request with one).
+    async fn exchange(&mut self, request: &[u8]) -> anyhow::Result<(u16, &[u8])> {
+        self.buf.copy_within(self.used..self.filled, 0);
+        self.filled -= self.used;
+        self.used = 0;
+        self.stream.write_all(request).await?;
+        let (status, head, length) = loop {
+            let mut headers = [httparse::EMPTY_HEADER; 16];
+            let mut response = httparse::Response::new(&mut headers);
+            if let httparse::Status::Complete(head) = response.parse(&self.buf[..self.filled])? {
+                let length = response
+                    .headers
+                    .iter()
+                    .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+                    .and_then(|h| std::str::from_utf8(h.value).ok()?.parse::<usize>().ok())
+                    .ok_or_else(|| anyhow::anyhow!("an answer without Content-Length"))?;
+                break (response.code.unwrap_or(0), head, length);
+            }
+            self.read_more().await?;
+        };
+        while self.filled < head + length {
+            self.read_more().await?;
+        }
+        self.used = head + length;
+        Ok((status, &self.buf[head..head + length]))
+    }
+
+    async fn read_more(&mut self) -> anyhow::Result<()> {
+        if self.filled == self.buf.len() {
+            self.buf.resize(self.buf.len() * 2, 0);
+        }
+        let n = self.stream.read(&mut self.buf[self.filled..]).await?;
+        anyhow::ensure!(n > 0, "the endpoint closed the connection");
+        self.filled += n;
+        Ok(())
     }
 }
