@@ -5,17 +5,20 @@
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-/// One decision of one request by one target: a CSV row.
+/// One decision of one request by one target: a CSV row. Its strings are shared (`Arc<str>`):
+/// a run makes one record per request and target, and the rule, algorithm and key are the same
+/// few strings over and over, so a record costs no allocation for them (issue 22).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     /// The request's number in the schedule (shared by the targets it was offered to).
     pub seq: u64,
     pub sent_at_ms: u64,
     pub server: u32,
-    pub rule: String,
-    pub algorithm: String,
-    pub key: String,
+    pub rule: Arc<str>,
+    pub algorithm: Arc<str>,
+    pub key: Arc<str>,
     pub allowed: bool,
     pub remaining: i64,
     pub retry_after_ms: u64,
@@ -36,10 +39,10 @@ pub struct Record {
     /// limit with the longest wait, or the one with the least remaining). Empty for a rule's
     /// decision and when Redis could not be asked.
     #[serde(default)]
-    pub binding: String,
+    pub binding: Arc<str>,
     /// A policy's decision only: the tier whose limits applied; empty for the policy's own.
     #[serde(default)]
-    pub tier: String,
+    pub tier: Arc<str>,
     /// A policy's decision only: some limit denied. Under enforcement the request was denied;
     /// in shadow mode it was admitted all the same (`allowed` and `would_deny`).
     #[serde(default)]

@@ -62,7 +62,7 @@ fn record(seq: u64) -> Record {
         server: 0,
         rule: "a-rule-with-a-long-name".into(),
         algorithm: "token_bucket".into(),
-        key: format!("client-{seq}"),
+        key: format!("client-{seq}").into(),
         allowed: seq % 3 != 0,
         remaining: 7,
         retry_after_ms: 0,

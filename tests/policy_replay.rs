@@ -79,7 +79,7 @@ async fn a_stack_of_one_decides_as_its_rule_for_every_algorithm() {
         assert_eq!(records.len(), rule_records.len());
         for (p, r) in records.iter().zip(&rule_records) {
             let same = (
-                p.key.as_str(),
+                &*p.key,
                 p.sent_at_ms,
                 p.allowed,
                 p.remaining,
@@ -87,7 +87,7 @@ async fn a_stack_of_one_decides_as_its_rule_for_every_algorithm() {
                 p.reset_after_ms,
             );
             let rule_side = (
-                r.key.as_str(),
+                &*r.key,
                 r.sent_at_ms,
                 r.allowed,
                 r.remaining,
@@ -95,8 +95,8 @@ async fn a_stack_of_one_decides_as_its_rule_for_every_algorithm() {
                 r.reset_after_ms,
             );
             assert_eq!(same, rule_side, "{kind:?}");
-            assert_eq!(p.algorithm, "policy");
-            assert_eq!(p.binding, "one");
+            assert_eq!(&*p.algorithm, "policy");
+            assert_eq!(&*p.binding, "one");
             assert_eq!(p.would_deny, !p.allowed);
         }
         let figures = report.rules[0].policy.as_ref().expect("a policy's figures");
@@ -167,7 +167,7 @@ async fn stacks_tiers_shadow_and_the_comparison_on_one_log() {
         report
             .rules
             .iter()
-            .find(|r| r.rule == name)
+            .find(|r| &*r.rule == name)
             .expect("a report per policy")
     };
     let (api, shadow, stricter) = (rule("api"), rule("api-shadow"), rule("stricter"));
@@ -176,7 +176,7 @@ async fn stacks_tiers_shadow_and_the_comparison_on_one_log() {
     let admitted = |policy: &str, key: &str| {
         records
             .iter()
-            .filter(|r| r.rule == policy && r.key == key && r.allowed)
+            .filter(|r| &*r.rule == policy && &*r.key == key && r.allowed)
             .count()
     };
     assert_eq!(admitted("api", "free-1"), 6);
@@ -184,8 +184,8 @@ async fn stacks_tiers_shadow_and_the_comparison_on_one_log() {
     let bindings = |key: &str| {
         let mut b: Vec<&str> = records
             .iter()
-            .filter(|r| r.rule == "api" && r.key == key && !r.allowed)
-            .map(|r| r.binding.as_str())
+            .filter(|r| &*r.rule == "api" && &*r.key == key && !r.allowed)
+            .map(|r| &*r.binding)
             .collect();
         b.dedup();
         b
@@ -194,10 +194,10 @@ async fn stacks_tiers_shadow_and_the_comparison_on_one_log() {
     assert_eq!(bindings("free-1").first(), Some(&"per-second"));
     assert_eq!(bindings("free-1").last(), Some(&"hourly"));
     assert_eq!(bindings("vip-1"), ["per-second"]);
-    for r in records.iter().filter(|r| r.rule != "stricter") {
+    for r in records.iter().filter(|r| &*r.rule != "stricter") {
         assert_eq!(
-            r.tier,
-            if r.key == "vip-1" { "premium" } else { "" },
+            &*r.tier,
+            if &*r.key == "vip-1" { "premium" } else { "" },
             "{r:?}"
         );
     }
@@ -229,12 +229,12 @@ async fn stacks_tiers_shadow_and_the_comparison_on_one_log() {
     assert_eq!(shadow.keys_denied, api.keys_denied);
     for (a, s) in records
         .iter()
-        .filter(|r| r.rule == "api")
-        .zip(records.iter().filter(|r| r.rule == "api-shadow"))
+        .filter(|r| &*r.rule == "api")
+        .zip(records.iter().filter(|r| &*r.rule == "api-shadow"))
     {
         assert_eq!(
-            (a.key.as_str(), a.would_deny, &a.binding),
-            (s.key.as_str(), s.would_deny, &s.binding)
+            (&*a.key, a.would_deny, &a.binding),
+            (&*s.key, s.would_deny, &s.binding)
         );
         assert!(s.allowed);
     }
@@ -254,7 +254,7 @@ async fn stacks_tiers_shadow_and_the_comparison_on_one_log() {
     assert_eq!(strict.denied, stricter.denied as i64 - api.denied as i64);
     assert!(strict.exact);
     // vip-1 had room under premium; the stricter policy has no tiers and denies it most.
-    assert_eq!(strict.more.first().map(|k| k.key.as_str()), Some("vip-1"));
+    assert_eq!(strict.more.first().map(|k| &*k.key), Some("vip-1"));
     // Both policies deny both keys at some point: no key changes sides.
     assert_eq!((api.keys_denied, stricter.keys_denied), (2, 2));
     assert_eq!(

@@ -72,19 +72,28 @@ async fn a_stack_admits_the_tightest_limit_and_names_it_per_tier() {
     assert_eq!((t.requests, t.fail_open, t.over_admitted), (40, 0, 0));
     assert_eq!(t.algorithm, sim::POLICY_LABEL);
     // client-0 holds the policy's own limits: the tighter (4) binds; client-1 is premium: 9.
-    let admitted = |key: &str| records.iter().filter(|r| r.key == key && r.allowed).count();
+    let admitted = |key: &str| {
+        records
+            .iter()
+            .filter(|r| &*r.key == key && r.allowed)
+            .count()
+    };
     assert_eq!(admitted("client-0"), 4);
     assert_eq!(admitted("client-1"), 9);
     for r in &records {
-        let tier = if r.key == "client-1" { "premium" } else { "" };
-        assert_eq!(r.tier, tier, "{r:?}");
+        let tier = if &*r.key == "client-1" { "premium" } else { "" };
+        assert_eq!(&*r.tier, tier, "{r:?}");
         assert_eq!(r.would_deny, !r.allowed, "{r:?}");
         if !r.allowed {
-            let binding = if r.key == "client-1" { "burst" } else { "long" };
-            assert_eq!(r.binding, binding, "{r:?}");
+            let binding = if &*r.key == "client-1" {
+                "burst"
+            } else {
+                "long"
+            };
+            assert_eq!(&*r.binding, binding, "{r:?}");
         }
     }
-    let sent = |key: &str| records.iter().filter(|r| r.key == key).count() as u64;
+    let sent = |key: &str| records.iter().filter(|r| &*r.key == key).count() as u64;
     // The seeded schedule sends each key more than either allowance.
     assert!(sent("client-0") > 4 && sent("client-1") > 9);
     assert_eq!(t.allowed, 13);
@@ -154,8 +163,8 @@ mode = "shadow"
     assert_eq!(rows.len(), 600);
     for (e, s) in rows
         .iter()
-        .filter(|r| r.rule == "enforced")
-        .zip(rows.iter().filter(|r| r.rule == "shadowed"))
+        .filter(|r| &*r.rule == "enforced")
+        .zip(rows.iter().filter(|r| &*r.rule == "shadowed"))
     {
         assert_eq!((e.seq, &e.key), (s.seq, &s.key));
         assert_eq!(e.would_deny, s.would_deny, "{e:?} {s:?}");

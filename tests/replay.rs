@@ -110,7 +110,7 @@ async fn several_rules_side_by_side_in_a_private_namespace() {
     let (report, records) = replay(&limiter, &log, &spec(rules)).await.expect("replays");
     let rows: Vec<(String, bool)> = records
         .iter()
-        .map(|r| (r.rule.clone(), r.allowed))
+        .map(|r| (r.rule.to_string(), r.allowed))
         .collect();
     assert_eq!(
         rows,
@@ -264,7 +264,7 @@ async fn bad_input_is_counted_skipped_and_named() {
     };
     let (report, records) = replay(&limiter, &log, &spec).await.expect("replays");
     assert_eq!(records.len(), 4);
-    let keys: Vec<&str> = records.iter().map(|r| r.key.as_str()).collect();
+    let keys: Vec<&str> = records.iter().map(|r| &*r.key).collect();
     assert_eq!(keys, ["1.1.1.1", "2.2.2.2", "1.1.1.1", "1.1.1.1"]);
     assert_eq!(
         (
@@ -414,10 +414,7 @@ async fn jsonl_and_csv_quirks_end_to_end() {
     };
     let (report, records) = replay(&limiter, log, &spec_csv).await.expect("replays");
     assert_eq!((report.format, report.filtered), (LogFormat::Csv, 1));
-    let got: Vec<(&str, bool)> = records
-        .iter()
-        .map(|r| (r.key.as_str(), r.allowed))
-        .collect();
+    let got: Vec<(&str, bool)> = records.iter().map(|r| (&*r.key, r.allowed)).collect();
     assert_eq!(
         got,
         [("::1|api", true), ("::1|static", true), ("::1|api", false)]
@@ -442,7 +439,7 @@ async fn jsonl_and_csv_quirks_end_to_end() {
     let (report, records) = replay(&limiter, log, &spec_lines).await.expect("replays");
     let got: Vec<(&str, u64, bool)> = records
         .iter()
-        .map(|r| (r.key.as_str(), r.sent_at_ms - 1_700_000_000_000, r.allowed))
+        .map(|r| (&*r.key, r.sent_at_ms - 1_700_000_000_000, r.allowed))
         .collect();
     assert_eq!(got, [("10.0.0.1", 0, true), ("10.0.0.1", 1000, false)]);
     let offsets: Vec<u64> = records.iter().map(|r| r.offset_ms).collect();

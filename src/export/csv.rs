@@ -351,14 +351,14 @@ mod tests {
             attempt: seq as u32 % 2,
             offset_ms: seq * 10,
             binding: if allowed {
-                String::new()
+                Default::default()
             } else {
                 "daily".into()
             },
             tier: if seq == 1 {
                 "premium".into()
             } else {
-                String::new()
+                Default::default()
             },
             would_deny: !allowed,
         }

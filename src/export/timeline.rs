@@ -118,7 +118,7 @@ impl TimelineBuilder {
 
     /// Counts one record (records of rules the spec does not name are ignored).
     pub fn add(&mut self, record: &Record) {
-        let Some(&i) = self.index.get(&record.rule) else {
+        let Some(&i) = self.index.get(&*record.rule) else {
             return;
         };
         let bin = (record.sent_at_ms.saturating_sub(self.started_at_ms) / self.fine_ms) as usize;
@@ -141,11 +141,11 @@ impl TimelineBuilder {
         } else {
             line.denied[bin] += 1;
         }
-        if !self.keys[i].contains(&record.key) {
-            self.keys[i].insert(record.key.clone());
+        if !self.keys[i].contains(&*record.key) {
+            self.keys[i].insert(record.key.to_string());
         }
         if let Some((trace, order)) = &mut self.trace {
-            if trace.rule == record.rule && trace.key == record.key {
+            if *trace.rule == *record.rule && *trace.key == *record.key {
                 let at = record.sent_at_ms.saturating_sub(self.started_at_ms);
                 let remaining = (!record.fail_open).then_some(record.remaining);
                 trace.points.push((at, remaining));

@@ -428,9 +428,9 @@ impl Tally<'_> {
                             seq: self.seq,
                             sent_at_ms: req.ms,
                             server: 0,
-                            rule: run.stats.rule.name().to_string(),
-                            algorithm: run.stats.label().to_string(),
-                            key: req.key.clone(),
+                            rule: run.stats.rule.name().into(),
+                            algorithm: run.stats.label().into(),
+                            key: req.key.as_str().into(),
                             allowed: d.allowed,
                             remaining: d.remaining_or_unknown(),
                             retry_after_ms: d.retry_after_ms,
@@ -441,8 +441,8 @@ impl Tally<'_> {
                             reset_after_ms: d.reset_after_ms,
                             attempt: 0,
                             offset_ms: req.ms.saturating_sub(first_ms),
-                            binding: binding.to_string(),
-                            tier: tier.to_string(),
+                            binding: binding.into(),
+                            tier: tier.into(),
                             would_deny: verdict.would_deny,
                         };
                         if let Err(e) = sink.write(&record) {

@@ -16,4 +16,7 @@ pub enum SimError {
     Rule(#[from] RuleError),
     #[error("the run stopped because its records could not be written: {0}")]
     Export(#[from] ExportError),
+    /// The simulated servers' own runtime could not start, or stopped on a panic.
+    #[error("the simulated servers could not run: {0}")]
+    Servers(String),
 }

@@ -264,10 +264,10 @@ impl TargetAccumulator {
             self.worst_wait_ms = self.worst_wait_ms.max(record.retry_after_ms);
         }
         if record.would_deny && !record.binding.is_empty() {
-            match self.denied_by.get_mut(&record.binding) {
+            match self.denied_by.get_mut(&*record.binding) {
                 Some(n) => *n += 1,
                 None => {
-                    self.denied_by.insert(record.binding.clone(), 1);
+                    self.denied_by.insert(record.binding.to_string(), 1);
                 }
             }
         }
@@ -277,17 +277,17 @@ impl TargetAccumulator {
         }
         // Look up before inserting: cloning the key on every record would allocate on the hot
         // path for keys seen many times.
-        if !self.keys.contains_key(&record.key) {
+        if !self.keys.contains_key(&*record.key) {
             let first = KeySpan {
                 first_ms: record.sent_at_ms,
                 last_ms: record.sent_at_ms,
                 admitted: 0,
                 denied: false,
-                tier: (!record.tier.is_empty()).then(|| record.tier.clone()),
+                tier: (!record.tier.is_empty()).then(|| record.tier.to_string()),
             };
-            self.keys.insert(record.key.clone(), first);
+            self.keys.insert(record.key.to_string(), first);
         }
-        let Some(span) = self.keys.get_mut(&record.key) else {
+        let Some(span) = self.keys.get_mut(&*record.key) else {
             return;
         };
         span.first_ms = span.first_ms.min(record.sent_at_ms);

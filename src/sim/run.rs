@@ -22,6 +22,10 @@ use tokio_util::sync::CancellationToken;
 
 /// The most requests one simulated server keeps in flight; beyond it the schedule waits.
 const MAX_IN_FLIGHT_PER_SERVER: usize = 4096;
+/// The most requests' records the collector takes at once.
+const COLLECT_AT_ONCE: usize = 1024;
+/// How long the collector waits after a take that did not fill up.
+const COLLECT_PAUSE: Duration = Duration::from_millis(2);
 /// How often progress is reported.
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
@@ -54,8 +58,10 @@ pub struct NoObserver;
 impl SimObserver for NoObserver {}
 
 /// Runs `spec` against the Redis behind `limiter`. Each simulated server gets its own
-/// connection (or takes one of the spec's shared [`SimSpec::connections`] in turn); `cancel` stops the schedule at once and the run ends when in-flight decisions
-/// are back (each is bounded by the limiter's deadline). The sink sees every record before the
+/// connection (or takes one of the spec's shared [`SimSpec::connections`] in turn); the
+/// servers run on a one-thread runtime of their own (a blocking task of the caller's
+/// runtime), the records are summed on the caller's. `cancel` stops the schedule at once and
+/// the run ends when in-flight decisions are back (each is bounded by the limiter's deadline). The sink sees every record before the
 /// report is returned; on a sink error the run stops and the error is returned.
 pub async fn run(
     limiter: &Limiter,
@@ -103,11 +109,18 @@ pub async fn run(
     let pool: Vec<Limiter> = (0..connections)
         .map(|_| limiter.with_own_connection())
         .collect();
+    let names: Arc<Vec<(Arc<str>, Arc<str>)>> = Arc::new(
+        targets
+            .iter()
+            .map(|t| (Arc::from(t.name()), Arc::from(t.label())))
+            .collect(),
+    );
     let servers: Vec<Server> = (0..workload.servers)
         .map(|index| Server {
             index,
             limiter: pool[(index % connections) as usize].clone(),
             targets: targets.clone(),
+            names: names.clone(),
             workload: workload.clone(),
             records: records_tx.clone(),
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT_PER_SERVER)),
@@ -118,13 +131,21 @@ pub async fn run(
         })
         .collect();
     drop(records_tx);
-    let driver = tokio::spawn(drive(
-        servers,
-        workload.clone(),
-        stop.clone(),
-        sent.clone(),
-        start,
-    ));
+    // The simulated servers, their connections and their decisions run on a runtime of their
+    // own on one thread, as `bench` drives the engine: a decision's answer wakes its request on
+    // the thread that reads the connection, not across threads (each a futex wake). The
+    // collector below stays on the caller's runtime.
+    let drive_servers = {
+        let (workload, stop, sent) = (workload.clone(), stop.clone(), sent.clone());
+        move || -> std::io::Result<()> {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?
+                .block_on(drive(servers, workload, stop, sent, start));
+            Ok(())
+        }
+    };
+    let driver = tokio::task::spawn_blocking(drive_servers);
 
     let mut accumulators: Vec<TargetAccumulator> = spec
         .targets
@@ -145,7 +166,8 @@ pub async fn run(
     // Every request's records that have arrived, taken at once: the collector wakes once per
     // burst of completions, not once per request.
     let mut arrived = Vec::with_capacity(256);
-    while records_rx.recv_many(&mut arrived, 256).await > 0 {
+    while records_rx.recv_many(&mut arrived, COLLECT_AT_ONCE).await > 0 {
+        let took = arrived.len();
         for batch in arrived.drain(..) {
             completed += 1;
             // batch[i] holds target i's records of one request: one, or more with retries.
@@ -164,6 +186,12 @@ pub async fn run(
                 }
             }
         }
+        // A short take means the collector keeps up: it waits a little before the next, so
+        // the simulated servers' sends accumulate instead of waking this thread once per
+        // request (a futex wake each, the most expensive thing a fast run did).
+        if took < COLLECT_AT_ONCE {
+            tokio::time::sleep(COLLECT_PAUSE).await;
+        }
         if last_progress.elapsed() >= PROGRESS_EVERY {
             last_progress = Instant::now();
             observer.on_progress(&Progress {
@@ -174,7 +202,11 @@ pub async fn run(
             });
         }
     }
-    let _ = driver.await;
+    let servers_failed = match driver.await {
+        Ok(Ok(())) => None,
+        Ok(Err(err)) => Some(err.to_string()),
+        Err(err) => Some(err.to_string()),
+    };
     if let Some(sink) = sink {
         let flushed = sink.flush();
         if sink_error.is_none() {
@@ -183,6 +215,9 @@ pub async fn run(
     }
     if let Some(err) = sink_error {
         return Err(SimError::Export(err));
+    }
+    if let Some(reason) = servers_failed {
+        return Err(SimError::Servers(reason));
     }
     let duration_ms = start.elapsed().as_millis() as u64;
     let requests_sent = sent.load(Ordering::Relaxed);
@@ -241,6 +276,8 @@ struct Server {
     /// Its own connection (a separate `Conn`: on a cluster, its own cluster connection), like a separate process would have.
     limiter: Limiter,
     targets: Arc<Vec<Target>>,
+    /// Each target's name and algorithm label as its records carry them, made once.
+    names: Arc<Vec<(Arc<str>, Arc<str>)>>,
     workload: Arc<Workload>,
     records: mpsc::UnboundedSender<Vec<Vec<Record>>>,
     in_flight: Arc<Semaphore>,
@@ -351,6 +388,8 @@ impl Server {
     ) -> impl std::future::Future<Output = ()> + Send + 'static {
         let limiter = self.limiter.clone();
         let targets = self.targets.clone();
+        let names = self.names.clone();
+        let key: Arc<str> = key.into();
         let records = self.records.clone();
         let cost = self.workload.cost;
         let retries = self.workload.retry.map_or(0, |r| r.max_attempts);
@@ -359,59 +398,65 @@ impl Server {
         let stop = self.stop.clone();
         let started_at_ms = self.started_at_ms;
         // The limiter sees the scoped name; records keep the client's own key.
-        let decided_as = SimSpec::decided_as(self.scope.as_deref(), &key);
+        let scoped = self
+            .scope
+            .as_deref()
+            .map(|scope| SimSpec::decided_as(Some(scope), &key));
         async move {
             // Every target sees the first try at the same time, so compare runs stay fair.
             let first_sent_ms = now_ms();
-            let batch = futures::future::join_all(targets.iter().map(|target| {
-                let (limiter, key, decided_as, stop) = (&limiter, &key, &decided_as, &stop);
-                async move {
-                    let mut out = Vec::with_capacity(1);
-                    for attempt in 0..=retries {
-                        let sent_at_ms = if attempt == 0 {
-                            first_sent_ms
-                        } else {
-                            now_ms()
-                        };
-                        let at = match clock {
-                            SimClock::Client => At::Millis(sent_at_ms),
-                            SimClock::Server => At::ServerClock,
-                        };
-                        let started = Instant::now();
-                        let decided = decide(limiter, target, decided_as, cost, at).await;
-                        let decision = &decided.decision;
-                        out.push(Record {
-                            seq,
-                            sent_at_ms,
-                            server,
-                            rule: target.name().to_string(),
-                            algorithm: target.label().to_string(),
-                            key: key.clone(),
-                            allowed: decision.allowed,
-                            remaining: decision.remaining_or_unknown(),
-                            retry_after_ms: decision.retry_after_ms,
-                            latency_us: started.elapsed().as_micros() as u64,
-                            fail_open: decision.fail_open(),
-                            reset_after_ms: decision.reset_after_ms,
-                            attempt,
-                            offset_ms: sent_at_ms.saturating_sub(started_at_ms),
-                            binding: decided.binding,
-                            tier: decided.tier,
-                            would_deny: decided.would_deny,
-                        });
-                        if decision.allowed || attempt == retries {
-                            break;
+            let batch = futures::future::join_all(targets.iter().zip(names.iter()).map(
+                |(target, (name, label))| {
+                    let decided_as = scoped.as_deref().unwrap_or(&key);
+                    let (limiter, key, stop) = (&limiter, &key, &stop);
+                    async move {
+                        let mut out = Vec::with_capacity(1);
+                        for attempt in 0..=retries {
+                            let sent_at_ms = if attempt == 0 {
+                                first_sent_ms
+                            } else {
+                                now_ms()
+                            };
+                            let at = match clock {
+                                SimClock::Client => At::Millis(sent_at_ms),
+                                SimClock::Server => At::ServerClock,
+                            };
+                            let started = Instant::now();
+                            let decided = decide(limiter, target, decided_as, cost, at).await;
+                            let decision = &decided.decision;
+                            out.push(Record {
+                                seq,
+                                sent_at_ms,
+                                server,
+                                rule: name.clone(),
+                                algorithm: label.clone(),
+                                key: key.clone(),
+                                allowed: decision.allowed,
+                                remaining: decision.remaining_or_unknown(),
+                                retry_after_ms: decision.retry_after_ms,
+                                latency_us: started.elapsed().as_micros() as u64,
+                                fail_open: decision.fail_open(),
+                                reset_after_ms: decision.reset_after_ms,
+                                attempt,
+                                offset_ms: sent_at_ms.saturating_sub(started_at_ms),
+                                binding: decided.binding,
+                                tier: decided.tier,
+                                would_deny: decided.would_deny,
+                            });
+                            if decision.allowed || attempt == retries {
+                                break;
+                            }
+                            // A wait of 0 (a fail-closed answer) would spin: wait at least 1 ms.
+                            let wait = Duration::from_millis(decision.retry_after_ms.max(1));
+                            tokio::select! {
+                                _ = stop.cancelled() => break,
+                                _ = tokio::time::sleep(wait) => {}
+                            }
                         }
-                        // A wait of 0 (a fail-closed answer) would spin: wait at least 1 ms.
-                        let wait = Duration::from_millis(decision.retry_after_ms.max(1));
-                        tokio::select! {
-                            _ = stop.cancelled() => break,
-                            _ = tokio::time::sleep(wait) => {}
-                        }
+                        out
                     }
-                    out
-                }
-            }))
+                },
+            ))
             .await;
             let _ = records.send(batch);
         }
@@ -421,8 +466,8 @@ impl Server {
 /// A target's answer: the decision, and for a policy what its record adds.
 struct Decided {
     decision: Decision,
-    binding: String,
-    tier: String,
+    binding: Arc<str>,
+    tier: Arc<str>,
     would_deny: bool,
 }
 
@@ -430,8 +475,8 @@ impl From<Decision> for Decided {
     fn from(decision: Decision) -> Self {
         Decided {
             decision,
-            binding: String::new(),
-            tier: String::new(),
+            binding: Arc::default(),
+            tier: Arc::default(),
             would_deny: false,
         }
     }
@@ -456,8 +501,8 @@ async fn decide(limiter: &Limiter, target: &Target, key: &str, cost: u64, at: At
         match limiter.check_policy_at(policy, key, cost, at).await {
             Ok(d) => Decided {
                 decision: d.as_decision(),
-                binding: d.binding.unwrap_or_default(),
-                tier: d.tier.unwrap_or_default(),
+                binding: d.binding.map(Arc::from).unwrap_or_default(),
+                tier: d.tier.map(Arc::from).unwrap_or_default(),
                 would_deny: d.would_deny,
             },
             Err(_) => Decision::FAIL_OPEN.into(),

@@ -116,7 +116,7 @@ impl SimObserver for Relay<'_> {
         if record.fail_open {
             self.fail_open.fetch_add(1, Ordering::Relaxed);
         }
-        if record.rule == self.first_rule {
+        if *record.rule == *self.first_rule {
             let mut cue = self.cue.lock().unwrap_or_else(|e| e.into_inner());
             if cue.event(Instant::now()) {
                 self.events.refetch_stats();

@@ -370,7 +370,7 @@ impl<S: RecordSink> RecordSink for RulesOnly<S> {
         &mut self,
         record: &ratelockr::sim::Record,
     ) -> Result<(), ratelockr::export::ExportError> {
-        match self.rules.contains(&record.rule) {
+        match self.rules.iter().any(|r| *r == *record.rule) {
             true => self.inner.write(record),
             false => Ok(()),
         }
