@@ -426,6 +426,33 @@ fn http_get(port: u16) -> String {
     body
 }
 
+/// The form's shared connections (a run about throughput): the servers take them in turn and
+/// decide as many as one connection each would; more connections than servers is refused,
+/// naming the field.
+#[test]
+fn a_run_on_shared_connections_decides_as_one_connection_each_would() {
+    let server = redis();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ui = Ui::open(dir.path(), Some(&server.url()));
+    let gate =
+        json!({ "name": "pooled", "algorithm": "fixed_window", "limit": 7, "window_ms": 600000 });
+    ui.ok("rule_save", json!({ "original": null, "draft": gate }));
+    for extra in [
+        json!({ "servers": 8 }),
+        json!({ "servers": 8, "connections": 2 }),
+    ] {
+        let (allowed, last) = run_allowed(&ui, run_request("pooled", 60, extra.clone()));
+        assert_eq!(allowed, 7, "{extra}: {last}");
+    }
+    let err = ui
+        .call(
+            "sim_start",
+            run_request("pooled", 60, json!({ "servers": 2, "connections": 3 })),
+        )
+        .expect_err("more connections than servers");
+    assert_eq!(err["field"], "connections", "{err}");
+}
+
 #[test]
 fn runs_start_full_by_default_and_reset_empties_a_shared_state() {
     let server = redis();

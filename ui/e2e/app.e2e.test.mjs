@@ -205,7 +205,7 @@ const simState = () =>
     errors: [...document.querySelectorAll("[data-sim-error-for]")].map((e) => e.textContent).filter(Boolean),
   }));
 
-async function runSimulation({ target, rps, requests, servers = 2, keys = 1, naive = false, keepState = false }) {
+async function runSimulation({ target, rps, requests, servers = 2, connections = "", keys = 1, naive = false, keepState = false }) {
   runsBefore = await runsFinished();
   await fill("#sim-target", target);
   await fill("#sim-length", "requests");
@@ -213,6 +213,7 @@ async function runSimulation({ target, rps, requests, servers = 2, keys = 1, nai
   await fill("#sim-rps", String(rps));
   await fill("#sim-requests", String(requests));
   await fill("#sim-servers", String(servers));
+  await fill("#sim-connections", String(connections));
   await fill("#sim-keys", String(keys));
   await fill("#sim-naive", naive);
   await click("#sim-run");
@@ -358,6 +359,12 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await click("#sim-run");
     assert.match(await until(async () => (await text('[data-sim-error-for="servers"]')) || false, 5_000, "servers -5"), /1 or more, got “-5”/);
     await fill("#sim-servers", "2");
+    // Shared connections are the servers' own: more of them than servers is the engine's
+    // refusal, in the field's own slot.
+    await fill("#sim-connections", "3");
+    await click("#sim-run");
+    assert.match(await until(async () => (await text('[data-sim-error-for="connections"]')) || false, 5_000, "3 connections for 2 servers"), /1 to the 2 servers/);
+    await fill("#sim-connections", "");
     await fill("#rule-capacity", "10");
     await fill("#rule-refill", "5");
     await click("#rule-new");
@@ -390,6 +397,19 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     assert.ok(lines[0].startsWith("seq,sent_at_ms,server,rule,algorithm,key,allowed,remaining,retry_after_ms,latency_us,fail_open"), lines[0]);
     assert.equal(lines.length, 601);
     assert.ok(lines.slice(1).every((l) => l.includes(",checkout,fixed_window,")));
+  });
+
+  it("runs many servers on one shared Redis connection: every decision made, none without Redis", async () => {
+    await runSimulation({ target: "checkout", rps: 0, requests: 2000, servers: 16, connections: 1, keys: 50 });
+    await until(finished, 60_000, "the run ends");
+    // The run's summary (the live chart sums every run of the last 30 s).
+    const [row] = await summaryRows();
+    const count = (cell) => Number(cell.split(" ")[0].replace(/,/g, ""));
+    assert.equal(row.rule, "checkout", JSON.stringify(row));
+    assert.equal(count(row.cells[2]), 2000, `every request decided: ${row.cells}`);
+    assert.equal(count(row.cells[5]), 0, `none without Redis: ${row.cells}`);
+    assert.ok(count(row.cells[3]) > 0 && count(row.cells[4]) > 0, `admitted and denied: ${row.cells}`);
+    await photograph(join(SHOTS, "shared-connections.png"), []);
   });
 
   it("fails open visibly when Redis dies mid-run, and recovers when it returns", async () => {

@@ -52,6 +52,12 @@ pub struct SimRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
     pub servers: u32,
+    /// Redis connections the servers share, taken in turn: a run about throughput (many
+    /// servers on a few connections pipeline their calls). None: one connection per server,
+    /// as separate app instances have (what the race demo shows).
+    #[ts(optional)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u32>,
     pub keys: u32,
     /// Zipf-skewed keys (one hot client, `client-0`) instead of uniform.
     pub zipf: bool,
@@ -177,6 +183,10 @@ impl SimRequest {
             SimTarget::Compare { limit, window_ms } => {
                 SimSpec::compare(COMPARE_PREFIX, *limit, *window_ms, workload, self.naive)?
             }
+        };
+        let spec = SimSpec {
+            connections: self.connections,
+            ..spec
         };
         spec.validate()?;
         Ok(spec)

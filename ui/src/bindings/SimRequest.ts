@@ -25,7 +25,13 @@ requests?: number,
 /**
  * How long to send instead, in milliseconds.
  */
-duration_ms?: number, servers: number, keys: number, 
+duration_ms?: number, servers: number, 
+/**
+ * Redis connections the servers share, taken in turn: a run about throughput (many
+ * servers on a few connections pipeline their calls). None: one connection per server,
+ * as separate app instances have (what the race demo shows).
+ */
+connections?: number, keys: number, 
 /**
  * Zipf-skewed keys (one hot client, `client-0`) instead of uniform.
  */

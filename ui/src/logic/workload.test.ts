@@ -23,7 +23,7 @@ describe("workload form", () => {
 
   it("sends every parameter the CLI has, and only the chosen pattern's", () => {
     const r = requestFromForm(
-      form({ pattern: "spike", rps: "10", spike_multiplier: "20", spike_start_ms: "4000", spike_length_ms: "4000", length: "duration", duration_s: "14", servers: "8", keys: "50", zipf: true, zipf_exponent: "1.5", cost: "2", seed: "7", retries: "3", continue_state: true }),
+      form({ pattern: "spike", rps: "10", spike_multiplier: "20", spike_start_ms: "4000", spike_length_ms: "4000", length: "duration", duration_s: "14", servers: "8", connections: "2", keys: "50", zipf: true, zipf_exponent: "1.5", cost: "2", seed: "7", retries: "3", continue_state: true }),
       " my run ",
     );
     expect(r).toEqual({
@@ -34,6 +34,7 @@ describe("workload form", () => {
         rps: 10,
         duration_ms: 14000,
         servers: 8,
+        connections: 2,
         keys: 50,
         zipf: true,
         zipf_exponent: 1.5,
@@ -51,6 +52,8 @@ describe("workload form", () => {
     const r = requestFromForm(form({ target: "api" }));
     expect(r.ok && r.request).toMatchObject({ target: { kind: "rule", name: "api" }, requests: 1000, continue_state: false });
     expect(r.ok && r.request.seed).toBeUndefined();
+    // One Redis connection per server unless shared ones are asked for.
+    expect(r.ok && r.request.connections).toBeUndefined();
     expect(r.ok && r.request.retry).toBeUndefined();
     expect(r.ok && r.request.duration_ms).toBeUndefined();
   });
@@ -63,9 +66,9 @@ describe("workload form", () => {
   });
 
   it("puts every bad field in its own slot", () => {
-    const r = requestFromForm(form({ servers: "-5", keys: "abc", limit: "0.5" }));
+    const r = requestFromForm(form({ servers: "-5", connections: "1.5", keys: "abc", limit: "0.5" }));
     expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.errors.map((e) => e.field)).toEqual(["limit", "servers", "keys"]);
+    if (!r.ok) expect(r.errors.map((e) => e.field)).toEqual(["limit", "servers", "connections", "keys"]);
   });
 
   it("maps the engine's field names to the compare form's slots (Limit 0 said “invalid capacity” form-wide)", () => {

@@ -39,6 +39,8 @@ export interface WorkloadForm {
   duration_s: string;
   rps: string;
   servers: string;
+  /** Redis connections the servers share; empty: one each (separate app instances). */
+  connections: string;
   keys: string;
   zipf: boolean;
   zipf_exponent: string;
@@ -70,6 +72,7 @@ export const DEFAULT_FORM: WorkloadForm = {
   duration_s: "5",
   rps: "100",
   servers: "4",
+  connections: "",
   keys: "1",
   zipf: false,
   zipf_exponent: "1.2",
@@ -175,6 +178,7 @@ const SPECS: Partial<Record<keyof WorkloadForm, NumberSpec>> = {
   duration_s: decimal("duration_s", "duration", 0),
   rps: decimal("rps", "rate", 0),
   servers: whole("servers", "servers", 1, U32_MAX),
+  connections: { ...whole("connections", "connections", 1, U32_MAX), optional: true },
   keys: whole("keys", "keys", 1, U32_MAX),
   zipf_exponent: decimal("zipf_exponent", "Zipf exponent", 0),
   cost: whole("cost", "cost", 0),
@@ -187,7 +191,7 @@ export function activeFields(form: WorkloadForm): (keyof WorkloadForm)[] {
   const fields: (keyof WorkloadForm)[] = [];
   if (form.target === COMPARE) fields.push("limit", "window_ms");
   fields.push(...PATTERN_PARAMS[form.pattern]);
-  fields.push(form.length === "requests" ? "requests" : "duration_s", "servers", "keys", "cost", "seed", "retries");
+  fields.push(form.length === "requests" ? "requests" : "duration_s", "servers", "connections", "keys", "cost", "seed", "retries");
   if (form.zipf) fields.push("zipf_exponent");
   return fields;
 }
@@ -242,6 +246,7 @@ export function requestFromForm(form: WorkloadForm, name?: string): { ok: true; 
   else request.duration_ms = Math.round(v("duration_s") * 1000);
   if (form.zipf) request.zipf_exponent = v("zipf_exponent");
   if (values.seed !== undefined) request.seed = values.seed;
+  if (values.connections !== undefined) request.connections = values.connections;
   if (v("retries") > 0) request.retry = { max_attempts: v("retries") };
   if (sweep.ok && sweep.axes.length) request.sweep = sweep.axes;
   if (name && name.trim()) request.name = name.trim();

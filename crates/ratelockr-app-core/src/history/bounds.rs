@@ -90,6 +90,7 @@ mod tests {
             requests: Some(3),
             duration_ms: None,
             servers: 1,
+            connections: None,
             keys: 1,
             zipf: false,
             zipf_exponent: None,
