@@ -155,6 +155,9 @@ pub fn run() {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| "info,ratelockr=info".into()),
         )
+        // Colour only for a person at a terminal (the fmt layer writes to stdout): `make run`
+        // piped into a file or a pager gets plain text, as the CLI's log does.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
         .try_init();
     let app = match app(Builder::default())
         .setup(|app| {
