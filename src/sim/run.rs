@@ -61,8 +61,9 @@ impl SimObserver for NoObserver {}
 /// connection (or takes one of the spec's shared [`SimSpec::connections`] in turn); the
 /// servers run on a one-thread runtime of their own (a blocking task of the caller's
 /// runtime), the records are summed on the caller's. `cancel` stops the schedule at once and
-/// the run ends when in-flight decisions are back (each is bounded by the limiter's deadline). The sink sees every record before the
-/// report is returned; on a sink error the run stops and the error is returned.
+/// the run ends when in-flight decisions are back (each is bounded by the limiter's deadline).
+/// The sink sees every record before the report is returned; on a sink error the run stops and
+/// the error is returned.
 pub async fn run(
     limiter: &Limiter,
     spec: &SimSpec,
