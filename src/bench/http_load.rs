@@ -208,7 +208,7 @@ impl Connection {
         self.used = 0;
         self.stream.write_all(request).await?;
         let (status, head, length) = loop {
-            let mut headers = [httparse::EMPTY_HEADER; 16];
+            let mut headers = [httparse::EMPTY_HEADER; 32];
             let mut response = httparse::Response::new(&mut headers);
             if let httparse::Status::Complete(head) = response.parse(&self.buf[..self.filled])? {
                 let length = response
