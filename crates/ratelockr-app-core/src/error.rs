@@ -154,7 +154,8 @@ impl From<ratelockr::sim::SimError> for AppError {
                 AppError::new(ErrorCode::InvalidWorkload, err.to_string()).with_field(parameter)
             }
             E::Rule(rule) => rule.into(),
-            other => AppError::new(ErrorCode::Export, other.to_string()),
+            E::Export(_) => AppError::new(ErrorCode::Export, err.to_string()),
+            E::Servers(_) => AppError::new(ErrorCode::Internal, err.to_string()),
         }
     }
 }
