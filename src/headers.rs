@@ -19,7 +19,7 @@ pub struct HttpAnswer {
     pub status: u16,
     /// `(name, value)` in this order: `RateLimit-Policy`, `RateLimit`, `Retry-After` (denials
     /// only), `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset`.
-    pub headers: Vec<(String, String)>,
+    pub headers: Vec<(&'static str, String)>,
 }
 
 impl HttpAnswer {
@@ -74,7 +74,7 @@ pub fn http_answer(rule: &Rule, decision: &Decision) -> HttpAnswer {
         let mut headers = Vec::new();
         if decision.by == DecidedBy::Degraded && !decision.allowed {
             let wait = secs_up(decision.retry_after_ms).max(1);
-            headers.push(("Retry-After".to_string(), wait.to_string()));
+            headers.push(("Retry-After", wait.to_string()));
         }
         return HttpAnswer {
             status: if decision.allowed { 200 } else { 429 },
@@ -91,24 +91,21 @@ pub fn http_answer(rule: &Rule, decision: &Decision) -> HttpAnswer {
     };
     let mut headers = vec![
         (
-            "RateLimit-Policy".to_string(),
+            "RateLimit-Policy",
             format!("\"{name}\";q={quota};w={window}"),
         ),
         (
-            "RateLimit".to_string(),
+            "RateLimit",
             format!("\"{name}\";r={};t={t}", decision.remaining),
         ),
     ];
     if !decision.allowed {
-        headers.push(("Retry-After".to_string(), t.to_string()));
+        headers.push(("Retry-After", t.to_string()));
     }
     headers.extend([
-        ("X-RateLimit-Limit".to_string(), quota.to_string()),
-        (
-            "X-RateLimit-Remaining".to_string(),
-            decision.remaining.to_string(),
-        ),
-        ("X-RateLimit-Reset".to_string(), reset.to_string()),
+        ("X-RateLimit-Limit", quota.to_string()),
+        ("X-RateLimit-Remaining", decision.remaining.to_string()),
+        ("X-RateLimit-Reset", reset.to_string()),
     ]);
     HttpAnswer { status, headers }
 }
@@ -157,19 +154,19 @@ pub fn policy_answer(policy: &Policy, decision: &PolicyDecision) -> HttpAnswer {
         (429, secs_up(decision.retry_after_ms).max(1))
     };
     let mut headers = vec![
-        ("RateLimit-Policy".to_string(), items.join(", ")),
+        ("RateLimit-Policy", items.join(", ")),
         (
-            "RateLimit".to_string(),
+            "RateLimit",
             format!("{};r={remaining};t={t}", item(&binding.name)),
         ),
     ];
     if !decision.allowed {
-        headers.push(("Retry-After".to_string(), t.to_string()));
+        headers.push(("Retry-After", t.to_string()));
     }
     headers.extend([
-        ("X-RateLimit-Limit".to_string(), quota.to_string()),
-        ("X-RateLimit-Remaining".to_string(), remaining.to_string()),
-        ("X-RateLimit-Reset".to_string(), reset.to_string()),
+        ("X-RateLimit-Limit", quota.to_string()),
+        ("X-RateLimit-Remaining", remaining.to_string()),
+        ("X-RateLimit-Reset", reset.to_string()),
     ]);
     HttpAnswer { status, headers }
 }
@@ -202,7 +199,7 @@ mod tests {
                 ("X-RateLimit-Remaining", "7"),
                 ("X-RateLimit-Reset", "2"),
             ]
-            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .map(|(n, v)| (n, v.to_string()))
         );
         assert_eq!(answer.header("retry-after"), None);
     }
@@ -265,7 +262,7 @@ mod tests {
         assert_eq!(answer.status, 429);
         assert_eq!(
             answer.headers,
-            [("Retry-After".to_string(), "2".to_string())],
+            [("Retry-After", "2".to_string())],
             "rounded up; no RateLimit fields without Redis"
         );
     }
@@ -390,7 +387,7 @@ mod tests {
                     ("X-RateLimit-Remaining", "3"),
                     ("X-RateLimit-Reset", "1"),
                 ]
-                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .map(|(n, v)| (n, v.to_string()))
             );
         }
 

@@ -40,7 +40,7 @@ pub(crate) struct Headers(Vec<(usize, HeaderValue)>);
 impl Headers {
     /// From [`crate::headers::HttpAnswer::headers`]; a field this endpoint does not know is
     /// left out of both the body and the HTTP header.
-    pub(crate) fn from_answer(fields: Vec<(String, String)>) -> Self {
+    pub(crate) fn from_answer(fields: Vec<(&'static str, String)>) -> Self {
         let mut headers = Vec::with_capacity(fields.len());
         for (name, value) in fields {
             let Some(index) = FIELDS.iter().position(|(n, _)| *n == name) else {

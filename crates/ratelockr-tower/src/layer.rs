@@ -516,7 +516,7 @@ impl Shared {
                     continue;
                 }
                 if let (Ok(name), Ok(value)) = (
-                    HeaderName::try_from(name.as_str()),
+                    HeaderName::try_from(*name),
                     HeaderValue::try_from(value.as_str()),
                 ) {
                     headers.insert(name, value);
