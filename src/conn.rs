@@ -5,9 +5,9 @@
 //! slot's master on a connection of its own (`crate::slot_route`); everything else, and every
 //! call that meets a redirection or a lost connection, goes through redis-rs's cluster
 //! connection: it routes each command by its key's slot, follows MOVED and ASK, retries
-//! TRYAGAIN and refreshes its slot map when a node fails or a slot moves. Both implement `ConnectionLike`, so scripts, pipelines and plain
-//! commands are sent the same way; what differs (SCAN must visit every master, the topology)
-//! has its own method here.
+//! TRYAGAIN and refreshes its slot map when a node fails or a slot moves. Both implement
+//! `ConnectionLike`, so scripts, pipelines and plain commands are sent the same way; what
+//! differs (SCAN must visit every master, the topology) has its own method here.
 
 use crate::cluster::{self, ClusterNode};
 use crate::error::{FailureKind, RedisFailure};
@@ -221,17 +221,15 @@ impl Conn {
                     // The cluster connection routes to masters only; a replica gets a
                     // connection of its own, with the seed's credentials.
                     (cluster::NodeRole::Replica, Conn::Cluster(lazy)) => {
-                        let mut url = url::Url::parse(&lazy.seed).map_err(|_| {
+                        let seed = url::Url::parse(&lazy.seed).map_err(|_| {
                             RedisFailure::new(FailureKind::Other, "unusable seed URL")
                         })?;
-                        let _ = url.set_host(Some(&node.host));
-                        let _ = url.set_port(Some(node.port));
-                        let client = match &lazy.tls {
-                            Some(certificates) => {
-                                redis::Client::build_with_tls(url.as_str(), certificates.clone())?
-                            }
-                            None => redis::Client::open(url.as_str())?,
-                        };
+                        let client = crate::target::node_client(
+                            &seed,
+                            lazy.tls.as_ref(),
+                            &node.host,
+                            node.port,
+                        )?;
                         let mut conn = client.get_multiplexed_async_connection().await?;
                         Ok(ping.query_async::<String>(&mut conn).await?)
                     }

@@ -140,16 +140,12 @@ impl SlotRouter {
 
     async fn connection(&self, master: &Master) -> RedisResult<MultiplexedConnection> {
         let made = master.conn.get_or_try_init(|| async {
-            let mut url = self.seed.clone();
-            let _ = url.set_host(Some(&master.host));
-            let _ = url.set_port(Some(master.port));
-            let client = match &self.tls {
-                Some(certificates) => {
-                    crate::target::install_crypto_provider();
-                    redis::Client::build_with_tls(url.as_str(), certificates.clone())?
-                }
-                None => redis::Client::open(url.as_str())?,
-            };
+            let client = crate::target::node_client(
+                &self.seed,
+                self.tls.as_ref(),
+                &master.host,
+                master.port,
+            )?;
             let config = redis::AsyncConnectionConfig::new()
                 .set_connection_timeout(Some(self.timeouts.0))
                 .set_response_timeout(Some(self.timeouts.1));

@@ -295,6 +295,27 @@ impl RedisTarget {
     }
 }
 
+/// A client for one node of a cluster (`host:port`), with the seed URL's credentials and
+/// `tls` (the target's [`RedisTarget::tls_certificates`]): a master's own connection, a
+/// replica's ping.
+pub(crate) fn node_client(
+    seed: &url::Url,
+    tls: Option<&redis::TlsCertificates>,
+    host: &str,
+    port: u16,
+) -> redis::RedisResult<redis::Client> {
+    let mut url = seed.clone();
+    let _ = url.set_host(Some(host));
+    let _ = url.set_port(Some(port));
+    match tls {
+        Some(certificates) => {
+            install_crypto_provider();
+            redis::Client::build_with_tls(url.as_str(), certificates.clone())
+        }
+        None => redis::Client::open(url.as_str()),
+    }
+}
+
 fn tls_client(url: &str, tls: &TlsMaterial) -> redis::RedisResult<redis::Client> {
     install_crypto_provider();
     redis::Client::build_with_tls(url, tls.certificates())
