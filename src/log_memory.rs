@@ -5,21 +5,44 @@
 //! to 128 entries (`zset-max-listpack-entries`) as a compact listpack, and converts a larger one
 //! to a skiplist and a hash table, which costs about four times as much per entry. The figures
 //! are `MEMORY USAGE` of a full log with the engine's 16-character members on Redis 7
-//! (`ratelockr bench --memory`, docs/benchmarks.md "Sliding window log memory"); the same
-//! coefficients are in `ui/src/logMemory.ts`.
+//! (`ratelockr bench --memory`, docs/benchmarks.md "Sliding window log memory"); the app's rule
+//! editor gets the same figures ([`LOG_MEMORY`], generated into `ui/src/bindings/logMemory.ts`).
 
 use crate::rule::Algorithm;
+use serde::Serialize;
 
 /// The largest limit whose full log Redis still keeps as a listpack.
 pub const LISTPACK_MAX_ENTRIES: u64 = 128;
 
-/// The bytes one client key's full log takes in Redis at `limit`, estimated from the measured
-/// per-entry cost (about 31 B per entry up to 128 entries, about 116 B past that).
+/// A full log's size in Redis: `base + per_entry × limit` bytes, one pair up to
+/// [`LISTPACK_MAX_ENTRIES`] entries (a listpack), one past it (a skiplist and a hash table).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct LogMemory {
+    pub listpack_max_entries: u64,
+    pub listpack_base: u64,
+    pub listpack_per_entry: u64,
+    pub skiplist_base: u64,
+    pub skiplist_per_entry: u64,
+}
+
+/// The fitted figures: about 31 B per entry up to 128 entries, about 116 B past that.
+pub const LOG_MEMORY: LogMemory = LogMemory {
+    listpack_max_entries: LISTPACK_MAX_ENTRIES,
+    listpack_base: 90,
+    listpack_per_entry: 31,
+    skiplist_base: 3_000,
+    skiplist_per_entry: 116,
+};
+
+/// The bytes one client key's full log takes in Redis at `limit`, estimated from
+/// [`LOG_MEMORY`].
 pub fn log_bytes_per_key(limit: u64) -> u64 {
-    if limit <= LISTPACK_MAX_ENTRIES {
-        90 + 31 * limit
+    let m = LOG_MEMORY;
+    if limit <= m.listpack_max_entries {
+        m.listpack_base + m.listpack_per_entry * limit
     } else {
-        3_000_u64.saturating_add(116_u64.saturating_mul(limit))
+        m.skiplist_base
+            .saturating_add(m.skiplist_per_entry.saturating_mul(limit))
     }
 }
 

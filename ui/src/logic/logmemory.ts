@@ -1,13 +1,17 @@
 //! What a sliding window log costs in Redis per client key, and the warning the rule editor
-//! shows above a limit of 128. The coefficients are the engine's (src/log_memory.rs), fitted to
-//! `MEMORY USAGE` of full logs (`ratelockr bench --memory`, docs/benchmarks.md).
+//! shows above a limit of 128. The figures are the engine's (src/log_memory.rs, generated into
+//! ../bindings/logMemory.ts), fitted to `MEMORY USAGE` of full logs (`ratelockr bench --memory`,
+//! docs/benchmarks.md).
+
+import { LOG_MEMORY } from "../bindings/logMemory";
 
 /** The largest limit whose full log Redis still keeps as a compact listpack. */
-export const LISTPACK_MAX_ENTRIES = 128;
+export const LISTPACK_MAX_ENTRIES = LOG_MEMORY.listpack_max_entries;
 
 /** Estimated bytes one client key's full log takes in Redis at `limit`. */
 export function logBytesPerKey(limit: number): number {
-  return limit <= LISTPACK_MAX_ENTRIES ? 90 + 31 * limit : 3000 + 116 * limit;
+  const m = LOG_MEMORY;
+  return limit <= m.listpack_max_entries ? m.listpack_base + m.listpack_per_entry * limit : m.skiplist_base + m.skiplist_per_entry * limit;
 }
 
 function humanBytes(bytes: number): string {
