@@ -11,8 +11,8 @@ mod common;
 #[path = "common/tls.rs"]
 mod tls;
 
-use ratelockr::{At, CheckError, FailureKind, Limiter, RedisTarget, Rule, TlsOptions};
-use tls::{Pki, TlsRedis, TlsServer};
+use ratelockr::{At, CheckError, FailureKind, Limiter, RedisTarget, Rule};
+use tls::{target, with_ca, Pki, TlsRedis, TlsServer};
 
 fn rule() -> Rule {
     Rule::fixed_window("misconfig", 5, 60_000).expect("valid")
@@ -53,20 +53,6 @@ async fn named_within_the_default_deadline(
         ));
     }
     Ok(())
-}
-
-fn target(url: &str, tls: TlsOptions) -> RedisTarget {
-    RedisTarget::parse(url)
-        .expect("a valid URL")
-        .with_tls(tls)
-        .expect("valid TLS files")
-}
-
-fn with_ca(ca: &std::path::Path) -> TlsOptions {
-    TlsOptions {
-        ca: Some(ca.to_path_buf()),
-        ..TlsOptions::default()
-    }
 }
 
 #[tokio::test]

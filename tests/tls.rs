@@ -10,21 +10,7 @@ use ratelockr::{
     backend, Algorithm, FailureKind, Limiter, RedisFailure, RedisTarget, Rule, TlsOptions,
 };
 use std::time::Duration;
-use tls::{Pki, TlsRedis, TlsServer};
-
-fn target(url: &str, options: TlsOptions) -> RedisTarget {
-    RedisTarget::parse(url)
-        .expect("a valid URL")
-        .with_tls(options)
-        .expect("usable TLS options")
-}
-
-fn with_ca(ca: &std::path::Path) -> TlsOptions {
-    TlsOptions {
-        ca: Some(ca.to_path_buf()),
-        ..TlsOptions::default()
-    }
-}
+use tls::{target, with_ca, Pki, TlsRedis, TlsServer};
 
 fn rule() -> Rule {
     Rule::new(

@@ -37,15 +37,9 @@ impl ApiError {
     }
 }
 
+/// `{"error": {...}}` with the error's status.
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        self.into_response_json()
-    }
-}
-
-impl ApiError {
-    /// `{"error": {...}}` with the error's status.
-    pub(crate) fn into_response_json(self) -> Response {
         #[derive(Serialize)]
         struct Shape<'a> {
             error: &'a ApiError,

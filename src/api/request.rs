@@ -153,8 +153,6 @@ fn string(raw: &RawValue) -> Option<Cow<'_, str>> {
     }
 }
 
-/// A body serde_json refused: `invalid_json`, or `invalid_number` naming the field when the
-/// JSON holds a number no field can hold (`"cost": 1e400`).
 /// serde's "unknown field `x`, expected one of ..." as the endpoint's `unknown_field` error.
 fn unknown_field(e: &serde_json::Error) -> Option<ApiError> {
     let text = e.to_string();
@@ -166,6 +164,8 @@ fn unknown_field(e: &serde_json::Error) -> Option<ApiError> {
     ))
 }
 
+/// A body serde_json refused: `unknown_field`, `invalid_json`, or `invalid_number` naming the
+/// field when the JSON holds a number no field can hold (`"cost": 1e400`).
 fn not_json(body: &[u8], e: serde_json::Error) -> ApiError {
     if let Some(error) = unknown_field(&e) {
         return error;
@@ -190,6 +190,10 @@ fn not_json(body: &[u8], e: serde_json::Error) -> ApiError {
 fn number_field(body: &[u8], column: usize) -> Option<String> {
     let text = std::str::from_utf8(body).ok()?;
     let before = text.get(..column.min(text.len()))?;
-    let key = regex::Regex::new(r#""([^"\\]{1,64})"\s*:\s*[-+0-9.eE]*$"#).ok()?;
+    // Compiled once: every such bad request would otherwise compile it again.
+    static KEY: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#""([^"\\]{1,64})"\s*:\s*[-+0-9.eE]*$"#).ok()
+    });
+    let key = KEY.as_ref()?;
     Some(key.captures(before)?.get(1)?.as_str().to_string())
 }

@@ -11,7 +11,6 @@
 use super::client_key;
 use super::load::{Phase, Step, Tally, Totals};
 use crate::api::{CHECK_BATCH_PATH, CHECK_PATH};
-use axum::body::Bytes;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -60,33 +59,25 @@ impl HttpLoad {
         } else {
             CHECK_PATH
         };
-        // The request bodies, made before the clock starts: one per key (single), or
-        // `keys` batches of `batch` consecutive keys.
+        let addr = self.addr;
+        // Each request whole, as it goes on the wire, made before the clock starts: one per
+        // key (single), or `keys` batches of `batch` consecutive keys. The generator writes
+        // these bytes and reads each answer with httparse (as wrk does), so the CPU it takes
+        // from the endpoint on a shared machine is the least a keep-alive client needs.
         let one = |i: usize| serde_json::json!({"rule": self.rule, "key": client_key(i % self.keys), "cost": 1});
-        let bodies: Arc<[Bytes]> = (0..self.keys)
+        let requests: Arc<[Vec<u8>]> = (0..self.keys)
             .map(|i| {
                 let body = if batch > 1 {
                     serde_json::Value::Array((0..batch).map(|j| one(i * batch + j)).collect())
                 } else {
                     one(i)
-                };
-                Bytes::from(body.to_string())
-            })
-            .collect();
-        let addr = self.addr;
-        // Each request whole, as it goes on the wire: the generator writes bytes made before
-        // the clock starts and reads each answer with httparse (as wrk does), so the CPU it
-        // takes from the endpoint on a shared machine is the least a keep-alive client needs.
-        let requests: Arc<[Bytes]> = bodies
-            .iter()
-            .map(|body| {
-                let mut request = format!(
-                    "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                }
+                .to_string();
+                format!(
+                    "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
                     body.len()
                 )
-                .into_bytes();
-                request.extend_from_slice(body);
-                Bytes::from(request)
+                .into_bytes()
             })
             .collect();
         let phase = Phase::default();

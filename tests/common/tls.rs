@@ -201,3 +201,19 @@ fn free_port() -> u16 {
 pub fn arg(path: &Path) -> &str {
     path.to_str().expect("a UTF-8 temp path")
 }
+
+/// `url` with these TLS settings, as a test target.
+pub fn target(url: &str, options: ratelockr::TlsOptions) -> ratelockr::RedisTarget {
+    ratelockr::RedisTarget::parse(url)
+        .expect("a valid URL")
+        .with_tls(options)
+        .expect("usable TLS options")
+}
+
+/// TLS settings that trust `ca` alone.
+pub fn with_ca(ca: &Path) -> ratelockr::TlsOptions {
+    ratelockr::TlsOptions {
+        ca: Some(ca.to_path_buf()),
+        ..ratelockr::TlsOptions::default()
+    }
+}

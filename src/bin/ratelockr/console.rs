@@ -7,6 +7,23 @@ use ratelockr::export::{self, CsvSink, Replace};
 use std::io::IsTerminal;
 use tokio_util::sync::CancellationToken;
 
+/// Warns on stderr, under `command`'s name, what a sliding window log of `name` costs in
+/// Redis when its limit is past a listpack ([`ratelockr::log_memory`]); nothing otherwise.
+pub fn warn_log_memory(command: &str, name: &str, algorithm: &ratelockr::Algorithm) {
+    if let Some(warning) = ratelockr::log_memory::log_memory_warning(name, algorithm) {
+        eprintln!("ratelockr {command}: warning: {warning}");
+    }
+}
+
+/// Each round's ratio, as `0.93 1.02 0.88`.
+pub fn rounds_text(ratios: &[f64]) -> String {
+    ratios
+        .iter()
+        .map(|x| format!("{x:.2}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Prints `value` as one line of JSON on stdout.
 pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     println!(

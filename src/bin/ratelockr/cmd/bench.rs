@@ -458,17 +458,10 @@ fn opt_median(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 
 fn print_result(r: &AlgorithmResult) {
     let ceiling = match (r.ceiling_per_sec, r.engine_to_ceiling) {
-        (Some(c), Some(ratio)) => {
-            let rounds: Vec<String> = r
-                .engine_to_ceiling_rounds
-                .iter()
-                .map(|x| format!("{x:.2}"))
-                .collect();
-            format!(
-                "  ceiling {c:>9.0}/s  engine/ceiling {ratio:.2} (rounds {})",
-                rounds.join(" ")
-            )
-        }
+        (Some(c), Some(ratio)) => format!(
+            "  ceiling {c:>9.0}/s  engine/ceiling {ratio:.2} (rounds {})",
+            crate::console::rounds_text(&r.engine_to_ceiling_rounds)
+        ),
         _ => String::new(),
     };
     println!(

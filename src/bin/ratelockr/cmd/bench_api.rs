@@ -4,7 +4,7 @@
 //! batch form (`POST /api/check/batch`) with as many decisions in flight. The HTTP load
 //! generator runs in a process of its own (this binary's hidden `bench-http-load`).
 
-use crate::console::print_json;
+use crate::console::{print_json, rounds_text};
 use crate::opts::{AlgorithmArg, Global};
 use ratelockr::bench::api::{ApiBench, ApiReport, LoadGenerator};
 use ratelockr::bench::ceiling::median;
@@ -165,13 +165,7 @@ pub async fn run(global: &Global, args: &ApiBenchArgs) -> anyhow::Result<ExitCod
             batch_rounds,
         };
         if !global.json {
-            let show = |xs: &[f64]| -> String {
-                xs.iter()
-                    .map(|x| format!("{x:.2}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            };
-            let rounds = show(&result.api_to_engine_rounds);
+            let rounds = rounds_text(&result.api_to_engine_rounds);
             println!(
                 "{:<19} engine {:>8.0}/s (p50 {:.0} us, p99 {:.0} us)  HTTP keep-alive {:>8.0}/s (p50 {:.0} us, p99 {:.0} us)  HTTP/engine {:.2} (rounds {})  errors {}/{}",
                 result.algorithm,
@@ -195,7 +189,7 @@ pub async fn run(global: &Global, args: &ApiBenchArgs) -> anyhow::Result<ExitCod
                 result.batch_p50_us,
                 result.batch_p99_us,
                 result.batch_to_engine,
-                show(&result.batch_to_engine_rounds),
+                rounds_text(&result.batch_to_engine_rounds),
                 result.batch_errors
             );
         }
@@ -235,7 +229,6 @@ pub struct HttpLoadArgs {
 pub async fn run_load(args: &HttpLoadArgs) -> anyhow::Result<ExitCode> {
     let load: HttpLoad =
         serde_json::from_str(&args.spec).map_err(|e| anyhow::anyhow!("invalid --spec: {e}"))?;
-    let report = load.drive().await?;
-    println!("{}", serde_json::to_string(&report)?);
+    print_json(&load.drive().await?)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -2,6 +2,7 @@
 //! (`MEMORY USAGE`), full at limits of 10, 100, 129 and 1,000, beside the estimate the CLI's and
 //! the app's warning give (docs/benchmarks.md, "Sliding window log memory").
 
+use crate::console::print_json;
 use crate::opts::Global;
 use ratelockr::log_memory::log_bytes_per_key;
 use ratelockr::Rule;
@@ -31,20 +32,19 @@ pub async fn run(global: &Global) -> anyhow::Result<ExitCode> {
             limiter.check(&rule, key).await?;
         }
         let redis_key = limiter.keys().limiter(&rule, key);
+        // Counted, measured and deleted in one round trip.
         let mut conn = limiter.connection();
-        let entries: u64 = redis::cmd("ZCARD")
+        let (entries, bytes): (u64, Option<u64>) = redis::pipe()
+            .cmd("ZCARD")
             .arg(&redis_key)
-            .query_async(&mut conn)
-            .await?;
-        let bytes: Option<u64> = redis::cmd("MEMORY")
+            .cmd("MEMORY")
             .arg("USAGE")
             .arg(&redis_key)
             .arg("SAMPLES")
             .arg(0)
-            .query_async(&mut conn)
-            .await?;
-        let _: () = redis::cmd("DEL")
+            .cmd("DEL")
             .arg(&redis_key)
+            .ignore()
             .query_async(&mut conn)
             .await?;
         let bytes = bytes.ok_or_else(|| anyhow::anyhow!("{redis_key}: no such key to measure"))?;
@@ -61,7 +61,7 @@ pub async fn run(global: &Global) -> anyhow::Result<ExitCode> {
         });
     }
     if global.json {
-        println!("{}", serde_json::to_string_pretty(&figures)?);
+        print_json(&figures)?;
     } else {
         println!("sliding window log, one full client key (MEMORY USAGE ... SAMPLES 0)");
         println!(

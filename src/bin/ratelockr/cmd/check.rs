@@ -64,10 +64,7 @@ pub async fn run(global: &Global, args: &CheckArgs) -> anyhow::Result<ExitCode> 
         return super::check_policy::run(global, policy).await;
     };
     let rule = args.rule.rule_for(algorithm.into())?;
-    if let Some(warning) = ratelockr::log_memory::log_memory_warning(rule.name(), rule.algorithm())
-    {
-        eprintln!("ratelockr check: warning: {warning}");
-    }
+    crate::console::warn_log_memory("check", rule.name(), rule.algorithm());
     if !args.peek {
         rule.check_cost(args.cost).map_err(flag_error)?;
     }

@@ -483,11 +483,7 @@ fn print_report(r: &ReplayReport, args: &ReplayArgs) {
 /// The rules, after a warning for each sliding window log whose memory grows past a listpack.
 fn warn_log_memory(rules: Vec<Rule>) -> Vec<Rule> {
     for rule in &rules {
-        if let Some(warning) =
-            ratelockr::log_memory::log_memory_warning(rule.name(), rule.algorithm())
-        {
-            eprintln!("ratelockr replay: warning: {warning}");
-        }
+        crate::console::warn_log_memory("replay", rule.name(), rule.algorithm());
     }
     rules
 }

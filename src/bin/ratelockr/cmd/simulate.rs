@@ -326,11 +326,7 @@ impl SimulateArgs {
                 None => vec![*target.rule.algorithm()],
             };
             for algorithm in &algorithms {
-                if let Some(warning) =
-                    ratelockr::log_memory::log_memory_warning(target.name(), algorithm)
-                {
-                    eprintln!("ratelockr simulate: warning: {warning}");
-                }
+                crate::console::warn_log_memory("simulate", target.name(), algorithm);
             }
         }
         Ok(spec)
