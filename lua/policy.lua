@@ -226,7 +226,8 @@ if not valid then
 end
 
 local now = ARGV[2]
-if now == nil or now == '' then
+local server_clock = now == nil or now == ''
+if server_clock then
   local t = redis.call('TIME')
   -- TIME gives seconds and microseconds as strings; Lua's arithmetic reads them as numbers,
   -- once each.
@@ -272,7 +273,8 @@ for i = 1, n do
       if tokens > capacity then tokens = capacity end
     end
     yes = tokens >= cost
-    v[b + 6], v[b + 7], v[b + 8] = tokens, stored, last -- refilled tokens; stored tokens and last_refill
+    -- refilled tokens; stored tokens and last_refill; whether a bucket was stored
+    v[b + 6], v[b + 7], v[b + 8], v[b + 9] = tokens, stored, last, state ~= false
   elseif kind == 'gc' then
     local limit, period, burst = v[b + 2], v[b + 3], v[b + 4]
     local span = burst * period
@@ -376,12 +378,21 @@ for i = 1, n do
     local tokens, stored, last = v[b + 6], v[b + 7], v[b + 8]
     if charge then
       tokens = tokens - cost
+      local previous = last
       if now > last then last = now end
       stored = tokens
       local ttl = capacity / rate * 2
       local fraction = ttl % 1
       if fraction > 0 then ttl = ttl - fraction + 1 end
-      redis.call('SET', key, struct.pack('<dd', tokens, last), 'EX', ttl)
+      -- token_bucket.lua's TTL: on the server's clock set by the first admission of each
+      -- half-TTL period and kept by the others; on a caller's clock set by every admission.
+      local half = ttl * 500
+      if server_clock and v[b + 9] and now - now % half == previous - previous % half then
+        redis.call('SET', key, struct.pack('<dd', tokens, last), 'KEEPTTL')
+      else
+        if ttl < 9007199254740992 then ttl = string.format('%d', ttl) end
+        redis.call('SET', key, struct.pack('<dd', tokens, last), 'EX', ttl)
+      end
     end
     -- token_bucket.lua's waits: the least whole ms after `last` at which the next call's
     -- refill of the stored tokens reaches the target (the cost when denied, the capacity),

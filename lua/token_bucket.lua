@@ -32,10 +32,13 @@ REPLY  {allowed, remaining, retry_after_ms, reset_after_ms}
 Refill is lazy: tokens = min(capacity, tokens + max(now - last_refill, 0) * rate / 1000).
 A new bucket starts full. A clock that goes backwards mints nothing: elapsed time is clamped at
 zero and last_refill never moves back. Only an admission writes: one SET that stores the state
-and sets the TTL, ceil(capacity / rate * 2) seconds, so idle buckets evict themselves. A denial
-writes nothing (below capacity the refill is linear, so the stored state yields the same tokens
-later); the TTL, twice the time to fill, outlives the last admission's bucket until it is full,
-and an absent key is exactly a full bucket. Redis work: TIME, GET, and SET on admission only.
+and sets the TTL, ceil(capacity / rate * 2) seconds, so idle buckets evict themselves. On the
+server's clock the TTL is set by the first admission of each half-TTL period (now_ms floored to
+a multiple of TTL/2) and kept (KEEPTTL) by the others, so after any admission at least half the
+TTL is left; on a caller's clock every admission sets it. A denial writes nothing (below
+capacity the refill is linear, so the stored state yields the same tokens later); half the TTL,
+the time to fill, outlives the last admission's bucket until it is full, and an absent key is
+exactly a full bucket. Redis work: TIME, GET, and SET on admission only.
 
 EXAMPLE  (10 tokens, 5 per second, server clock, cost 1)
   redis-cli EVAL "$(cat token_bucket.lua)" 1 ratelockr:tb:{api}:user42 10 5 "" 1
@@ -97,7 +100,8 @@ if not ((nkeys == 1 or nkeys == 3)
 end
 
 local now = ARGV[3]
-if now == nil or now == '' then
+local server_clock = now == nil or now == ''
+if server_clock then
   local t = redis.call('TIME')
   -- TIME gives seconds and microseconds as strings; Lua's arithmetic reads them as numbers,
   -- once each.
@@ -139,17 +143,27 @@ if tokens >= cost then
   allowed = 1
   if cost > 0 then
     tokens = tokens - cost
+    local previous = last
     if now > last then last = now end
     stored = tokens
-    -- One SET writes the state and its TTL, ceil(capacity / rate * 2) seconds; the next call
-    -- starts from these very doubles.
+    -- One SET writes the state (the next call starts from these very doubles) and, when the
+    -- TTL is due, the TTL: ceil(capacity / rate * 2) seconds.
     local ttl = capacity / rate * 2
     local fraction = ttl % 1
     if fraction > 0 then ttl = ttl - fraction + 1 end
-    -- As text made here: %d is cheaper than the %.17g Redis applies to a Lua number, and
-    -- the same digits for an integer below 2^53.
-    if ttl < 9007199254740992 then ttl = string.format('%d', ttl) end
-    redis.call('SET', KEYS[1], struct.pack('<dd', tokens, last), 'EX', ttl)
+    -- On the server's clock (the one Redis expires keys by) the TTL is renewed by the first
+    -- admission of each half-TTL period: one in that period set it, so at least half of it
+    -- is left, and half is at least the time an empty bucket takes to fill. KEEPTTL costs
+    -- Redis less than a new TTL (docs/benchmarks.md). On a caller's clock, every admission.
+    local half = ttl * 500
+    if server_clock and state and now - now % half == previous - previous % half then
+      redis.call('SET', KEYS[1], struct.pack('<dd', tokens, last), 'KEEPTTL')
+    else
+      -- As text made here: %d is cheaper than the %.17g Redis applies to a Lua number, and
+      -- the same digits for an integer below 2^53.
+      if ttl < 9007199254740992 then ttl = string.format('%d', ttl) end
+      redis.call('SET', KEYS[1], struct.pack('<dd', tokens, last), 'EX', ttl)
+    end
   end
 end
 

@@ -193,6 +193,9 @@ fn named_source(sha: &str) -> Option<(&'static str, &'static str)> {
         .or_else(|| (POLICY.get_hash() == sha).then_some(("policy", POLICY_LUA)))
 }
 
+/// The telemetry counters' TTL a script takes when its call leaves it out.
+pub(crate) const SCRIPT_STATS_TTL_SECS: u64 = 120;
+
 /// Everything one script call needs besides the connection.
 pub(crate) struct Call<'a> {
     pub algorithm: &'a Algorithm,
@@ -221,6 +224,12 @@ impl Call<'_> {
         if let Some((allowed, denied)) = self.stats_keys {
             cmd.arg(allowed).arg(denied);
         }
+        // Trailing ARGV equal to the scripts' defaults (the server's clock, cost 1, the stats
+        // TTL of 120 s) are left out: the same decision, and every argument Redis does not
+        // parse and hand to Lua is about a sixth of a microsecond of its CPU
+        // (docs/benchmarks.md, issue 24).
+        let ttl = self.stats_ttl_secs != SCRIPT_STATS_TTL_SECS;
+        let cost = ttl || self.cost != 1;
         let now = |cmd: &mut redis::Cmd| match self.at.millis() {
             None => {
                 cmd.arg("");
@@ -229,14 +238,24 @@ impl Call<'_> {
                 cmd.arg(ms);
             }
         };
+        let tail = |cmd: &mut redis::Cmd, with_now: bool| {
+            if with_now && (cost || self.at.millis().is_some()) {
+                now(cmd);
+            }
+            if cost {
+                cmd.arg(self.cost);
+            }
+            if ttl {
+                cmd.arg(self.stats_ttl_secs);
+            }
+        };
         match *self.algorithm {
             Algorithm::TokenBucket {
                 capacity,
                 refill_per_sec,
             } => {
                 cmd.arg(capacity).arg(refill_per_sec);
-                now(&mut cmd);
-                cmd.arg(self.cost).arg(self.stats_ttl_secs);
+                tail(&mut cmd, true);
             }
             Algorithm::Gcra {
                 limit,
@@ -244,28 +263,25 @@ impl Call<'_> {
                 burst,
             } => {
                 cmd.arg(limit).arg(window_ms).arg(burst);
-                now(&mut cmd);
-                cmd.arg(self.cost).arg(self.stats_ttl_secs);
+                tail(&mut cmd, true);
             }
             Algorithm::SlidingWindowCounter { limit, window_ms } => {
                 cmd.arg(limit).arg(window_ms);
-                now(&mut cmd);
-                cmd.arg(self.cost).arg(self.stats_ttl_secs);
+                tail(&mut cmd, true);
             }
             Algorithm::SlidingWindowLog { limit, window_ms } => {
                 cmd.arg(limit).arg(window_ms);
                 now(&mut cmd);
-                cmd.arg(&log_member()[..])
-                    .arg(self.cost)
-                    .arg(self.stats_ttl_secs);
+                cmd.arg(&log_member()[..]);
+                tail(&mut cmd, false);
             }
             Algorithm::FixedWindow { limit, window_ms } => {
-                cmd.arg(limit)
-                    .arg(window_ms)
-                    .arg(self.cost)
-                    .arg(self.stats_ttl_secs);
+                cmd.arg(limit).arg(window_ms);
+                // The clock mode's now_ms comes after the cost and the stats TTL.
                 if let At::Virtual(ms) = self.at {
-                    cmd.arg(ms);
+                    cmd.arg(self.cost).arg(self.stats_ttl_secs).arg(ms);
+                } else {
+                    tail(&mut cmd, false);
                 }
             }
         }
@@ -366,6 +382,59 @@ mod tests {
         }
     }
 
+    /// The EVALSHA as the script headers spell it: every ARGV in order, then the trailing ones
+    /// equal to the scripts' defaults left out.
+    fn expected_call(
+        algorithm: &Algorithm,
+        stats_keys: Option<(&str, &str)>,
+        at: At,
+        cost: u64,
+        stats_ttl_secs: u64,
+    ) -> redis::Cmd {
+        let mut argv: Vec<String> = match *algorithm {
+            Algorithm::TokenBucket {
+                capacity,
+                refill_per_sec,
+            } => vec![capacity.to_string(), refill_per_sec.to_string()],
+            Algorithm::FixedWindow { limit, window_ms }
+            | Algorithm::SlidingWindowCounter { limit, window_ms } => {
+                vec![limit.to_string(), window_ms.to_string()]
+            }
+            Algorithm::Gcra {
+                limit,
+                window_ms,
+                burst,
+            } => vec![limit.to_string(), window_ms.to_string(), burst.to_string()],
+            Algorithm::SlidingWindowLog { .. } => unreachable!(),
+        };
+        let now = at.millis().map(|ms| ms.to_string()).unwrap_or_default();
+        let fixed = algorithm.kind() == AlgorithmKind::FixedWindow;
+        if !fixed {
+            argv.push(now.clone());
+        }
+        argv.extend([cost.to_string(), stats_ttl_secs.to_string()]);
+        // The fixed window's clock mode: now_ms after the stats TTL.
+        if let (true, At::Virtual(_)) = (fixed, at) {
+            argv.push(now);
+        }
+        let defaults = ["", "1", "120"];
+        while argv.len() > 2 && defaults.contains(&argv[argv.len() - 1].as_str()) {
+            argv.pop();
+        }
+        let mut expected = redis::cmd("EVALSHA");
+        expected
+            .arg(script(algorithm.kind()).get_hash())
+            .arg(if stats_keys.is_some() { 3 } else { 1 })
+            .arg("p:tb:{r}:k");
+        if let Some((a, d)) = stats_keys {
+            expected.arg(a).arg(d);
+        }
+        for arg in argv {
+            expected.arg(arg);
+        }
+        expected
+    }
+
     #[test]
     fn evalsha_sends_keys_and_argv_as_documented() {
         let rules = [
@@ -387,6 +456,8 @@ mod tests {
                 window_ms: 1000,
             },
         ];
+        // (cost, stats TTL): the defaults, then each spelled out.
+        let tails = [(1, 120), (3, 120), (1, 60)];
         for algorithm in &rules {
             for stats_keys in [None, Some(("s:a", "s:d"))] {
                 for at in [
@@ -394,58 +465,22 @@ mod tests {
                     At::Millis(1_700_000_000_123),
                     At::Virtual(1_700_000_000_456),
                 ] {
-                    let call = Call {
-                        algorithm,
-                        limiter_key: "p:tb:{r}:k",
-                        stats_keys,
-                        stats_ttl_secs: 120,
-                        cost: 3,
-                        at,
-                    };
-                    let mut expected = redis::cmd("EVALSHA");
-                    expected
-                        .arg(script(algorithm.kind()).get_hash())
-                        .arg(if stats_keys.is_some() { 3 } else { 1 })
-                        .arg("p:tb:{r}:k");
-                    if let Some((a, d)) = stats_keys {
-                        expected.arg(a).arg(d);
-                    }
-                    match *algorithm {
-                        Algorithm::TokenBucket {
-                            capacity,
-                            refill_per_sec,
-                        } => {
-                            expected.arg(capacity).arg(refill_per_sec);
-                        }
-                        Algorithm::FixedWindow { limit, window_ms }
-                        | Algorithm::SlidingWindowCounter { limit, window_ms } => {
-                            expected.arg(limit).arg(window_ms);
-                        }
-                        Algorithm::Gcra {
-                            limit,
-                            window_ms,
-                            burst,
-                        } => {
-                            expected.arg(limit).arg(window_ms).arg(burst);
-                        }
-                        Algorithm::SlidingWindowLog { .. } => unreachable!(),
-                    }
-                    if algorithm.kind() != AlgorithmKind::FixedWindow {
-                        match at.millis() {
-                            None => expected.arg(""),
-                            Some(ms) => expected.arg(ms.to_string()),
+                    for (cost, stats_ttl_secs) in tails {
+                        let call = Call {
+                            algorithm,
+                            limiter_key: "p:tb:{r}:k",
+                            stats_keys,
+                            stats_ttl_secs,
+                            cost,
+                            at,
                         };
+                        assert_eq!(
+                            call.evalsha().get_packed_command(),
+                            expected_call(algorithm, stats_keys, at, cost, stats_ttl_secs)
+                                .get_packed_command(),
+                            "{algorithm:?} {stats_keys:?} {at:?} cost {cost} TTL {stats_ttl_secs}"
+                        );
                     }
-                    expected.arg(3u64).arg(120u64);
-                    // The fixed window's clock mode: now_ms after the stats TTL.
-                    if let (AlgorithmKind::FixedWindow, At::Virtual(ms)) = (algorithm.kind(), at) {
-                        expected.arg(ms);
-                    }
-                    assert_eq!(
-                        call.evalsha().get_packed_command(),
-                        expected.get_packed_command(),
-                        "{algorithm:?} {stats_keys:?} {at:?}"
-                    );
                 }
             }
         }
@@ -465,6 +500,8 @@ mod tests {
         let packed = String::from_utf8(call.evalsha().get_packed_command()).expect("utf-8");
         let member = packed.split("\r\n").nth(16).expect("the member argument");
         assert_eq!(member.len(), LOG_MEMBER_LEN, "{packed:?}");
+        // Cost 1 and the default stats TTL are left out: the member is the last argument.
+        assert_eq!(packed.trim_end().rsplit("\r\n").next(), Some(member));
         assert!(
             member
                 .bytes()

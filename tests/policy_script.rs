@@ -155,3 +155,68 @@ async fn bad_arguments_are_refused_naming_the_argument() {
     let tb: Option<Vec<u8>> = query(&limiter, redis::cmd("GET").arg("tb")).await;
     assert!(tb.is_none(), "the bucket was charged before the failure");
 }
+
+/// A token-bucket limit keeps its TTL as `token_bucket.lua` does: on the server's clock set by
+/// the first admission of each half-TTL period and kept by the others, on a caller's clock
+/// set by every admission.
+#[tokio::test]
+async fn a_bucket_limit_renews_its_ttl_as_the_standalone_script_does() {
+    let server = common::redis();
+    let limiter = common::limiter(&server, "pol-lua-ttl");
+    // 10 tokens at 0.01 a second: a TTL of 2,000 s, periods of 1,000,000 ms.
+    let call = |now: &str| {
+        eval(
+            &["b"],
+            &[
+                "1", now, "1", "enforce", "120", "", "", "tb", "10", "0.01", "",
+            ],
+        )
+    };
+    // Lowers the TTL to 1,500 s, admits, and reads the PTTL and last_refill, in one MULTI.
+    let admit = |now: &str| {
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("PEXPIRE")
+            .arg("b")
+            .arg(1_500_000)
+            .ignore()
+            .add_command(call(now))
+            .ignore()
+            .cmd("PTTL")
+            .arg("b")
+            .cmd("GET")
+            .arg("b");
+        pipe
+    };
+    let last = |state: &[u8]| f64::from_le_bytes(state[8..16].try_into().expect("16 bytes"));
+    let _: Vec<i64> = query(&limiter, &call("")).await;
+    let state: Vec<u8> = query(&limiter, redis::cmd("GET").arg("b")).await;
+    let first = last(&state);
+    let period = |ms: f64| (ms / 1_000_000.0).floor();
+    let mut kept = false;
+    for _ in 0..3 {
+        let (ttl, state): (i64, Vec<u8>) = admit("")
+            .query_async(&mut limiter.connection())
+            .await
+            .expect("MULTI");
+        if period(last(&state)) != period(first) {
+            continue; // a period boundary fell between the two admissions
+        }
+        assert!((1_499_990..=1_500_000).contains(&ttl), "kept: PTTL {ttl}");
+        kept = true;
+        break;
+    }
+    assert!(kept, "three admissions in a row crossed a period boundary");
+    // On a caller's clock (the same ms as the bucket's last_refill, so the same period) every
+    // admission sets the TTL.
+    let state: Vec<u8> = query(&limiter, redis::cmd("GET").arg("b")).await;
+    let at = (last(&state) as u64).to_string();
+    let (ttl, _): (i64, Vec<u8>) = admit(&at)
+        .query_async(&mut limiter.connection())
+        .await
+        .expect("MULTI");
+    assert!(
+        (1_999_000..=2_000_000).contains(&ttl),
+        "renewed: PTTL {ttl}"
+    );
+}

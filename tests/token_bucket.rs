@@ -1,9 +1,11 @@
-//! The token bucket against a real Redis, on an explicit clock.
+//! The token bucket against a real Redis, on an explicit clock (and its TTL on the server's).
 
 mod common;
 
 use common::{decide_at, fork, limiter, pttl, query, redis, T0};
-use ratelockr::{Limiter, Rule};
+use ratelockr::scripts::source;
+use ratelockr::{AlgorithmKind, Limiter, Rule};
+use std::time::Duration;
 
 /// One request of a table case and what must come back.
 #[derive(Debug)]
@@ -260,4 +262,92 @@ async fn waiting_retry_after_passes_and_one_ms_less_does_not() {
             "1 ms before retry_after already passes, so retry_after is too long: {ctx}"
         );
     }
+}
+
+/// One admission on the server's clock and what it left, in one MULTI so that no time passes
+/// between them: the decision's allowed flag, the key's PTTL, and the stored last_refill (ms).
+async fn admit_and_read(
+    limiter: &Limiter,
+    key: &str,
+    argv: &[&str],
+    set_pttl: Option<i64>,
+) -> (i64, i64, f64) {
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    if let Some(ms) = set_pttl {
+        pipe.cmd("PEXPIRE").arg(key).arg(ms).ignore();
+    }
+    pipe.cmd("EVAL")
+        .arg(source(AlgorithmKind::TokenBucket))
+        .arg(1)
+        .arg(key)
+        .arg(argv)
+        .cmd("PTTL")
+        .arg(key)
+        .cmd("GET")
+        .arg(key);
+    let (reply, ttl, state): (Vec<i64>, i64, Vec<u8>) = pipe
+        .query_async(&mut limiter.connection())
+        .await
+        .expect("EVAL, PTTL, GET");
+    let last = f64::from_le_bytes(state[8..16].try_into().expect("16 bytes"));
+    (reply[0], ttl, last)
+}
+
+#[tokio::test]
+async fn on_the_server_clock_the_ttl_is_set_once_per_half_ttl_and_never_below_half() {
+    let server = redis();
+    let limiter = limiter(&server, "tb-ttl-server");
+    // Capacity 10 at 0.01 a second: 1,000 s to fill, a TTL of 2,000 s, renewed by the first
+    // admission of each 1,000,000 ms period of the server's clock.
+    let argv = ["10", "0.01"];
+    let (allowed, ttl, first) = admit_and_read(&limiter, "slow", &argv, None).await;
+    assert_eq!(allowed, 1);
+    assert!(
+        (1_999_000..=2_000_000).contains(&ttl),
+        "a new bucket's TTL: {ttl}"
+    );
+    // The same period (the next admission comes milliseconds later; a period boundary in
+    // between is detected and the case tried again): the TTL is kept, not renewed. Lowered
+    // by hand to 1,500 s (still more than the 1,000 s to fill) so that a renewal would show.
+    let mut kept = false;
+    for _ in 0..3 {
+        let (allowed, ttl, last) = admit_and_read(&limiter, "slow", &argv, Some(1_500_000)).await;
+        assert_eq!(allowed, 1);
+        let period = |ms: f64| (ms / 1_000_000.0).floor();
+        if period(last) != period(first) {
+            continue;
+        }
+        assert!(
+            (1_499_990..=1_500_000).contains(&ttl),
+            "an admission in the same half-TTL period keeps the TTL: PTTL {ttl}"
+        );
+        kept = true;
+        break;
+    }
+    assert!(kept, "three admissions in a row crossed a period boundary");
+
+    // A 2 s TTL (capacity 1,000 at 1,000 a second; 1 s to fill), admissions for 2.5 s:
+    // after every one of them at least half the TTL is left (the bucket's time to fill, so
+    // the key outlives its refill and an absent key is exactly a full bucket), and some
+    // kept the TTL rather than renewing it.
+    let argv = ["1000", "1000"];
+    let (mut renewed, mut kept) = (0, 0);
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_millis(2_500) {
+        let (allowed, ttl, _) = admit_and_read(&limiter, "fast", &argv, None).await;
+        assert_eq!(allowed, 1);
+        assert!(
+            ttl >= 1_000,
+            "PTTL {ttl} after an admission: less than half the TTL"
+        );
+        // A kept TTL is at least one 20 ms sleep older than a new one.
+        if ttl >= 1_990 {
+            renewed += 1
+        } else {
+            kept += 1
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(renewed >= 2 && kept >= 1, "renewed {renewed}, kept {kept}");
 }

@@ -36,6 +36,8 @@ pub struct RedisBenchmark {
     program: PathBuf,
     /// `-h H -p P` or `-s SOCKET`, then `--dbnum N`.
     endpoint: Vec<String>,
+    /// `taskset` and the core to run on, when pinned ([`super::pin`]).
+    pinned: Option<(PathBuf, usize)>,
 }
 
 /// One redis-benchmark figure.
@@ -81,7 +83,11 @@ impl RedisBenchmark {
                 port.to_string(),
                 "--cluster".into(),
             ];
-            return Ok(RedisBenchmark { program, endpoint });
+            return Ok(RedisBenchmark {
+                program,
+                endpoint,
+                pinned: None,
+            });
         }
         let client = target.client();
         let info = client.get_connection_info();
@@ -102,7 +108,19 @@ impl RedisBenchmark {
             }
         };
         endpoint.extend(["--dbnum".into(), settings.db().to_string()]);
-        Ok(RedisBenchmark { program, endpoint })
+        Ok(RedisBenchmark {
+            program,
+            endpoint,
+            pinned: None,
+        })
+    }
+
+    /// The same, run on the core `pinning` keeps for it.
+    pub fn pinned(&self, pinning: &super::pin::Pinning) -> Self {
+        RedisBenchmark {
+            pinned: Some((pinning.taskset().to_path_buf(), pinning.benchmark_cpu())),
+            ..self.clone()
+        }
     }
 
     /// Whether it runs against a cluster (`--cluster`).
@@ -149,7 +167,20 @@ impl RedisBenchmark {
             "--csv".into(),
         ]);
         argv.extend(command.iter().cloned());
-        let output = tokio::process::Command::new(&self.program)
+        let shown: Vec<String> = argv.iter().map(|a| shell_quote(a)).collect();
+        let mut shown = format!("redis-benchmark {}", shown.join(" "));
+        let mut program = self.program.as_path();
+        if let Some((taskset, cpu)) = &self.pinned {
+            let to = [
+                "-c".into(),
+                cpu.to_string(),
+                self.program.display().to_string(),
+            ];
+            argv.splice(0..0, to);
+            program = taskset;
+            shown = format!("taskset -c {cpu} {shown}");
+        }
+        let output = tokio::process::Command::new(program)
             .args(&argv)
             .kill_on_drop(true)
             .output()
@@ -164,14 +195,13 @@ impl RedisBenchmark {
         );
         let calls_per_sec = parse_csv_rps(&stdout)
             .ok_or_else(|| anyhow::anyhow!("no figure in redis-benchmark's output: {stdout}"))?;
-        let shown: Vec<String> = argv.iter().map(|a| shell_quote(a)).collect();
         Ok(CeilingReport {
             script: label.into(),
             requests,
             clients: CLIENTS,
             pipeline: PIPELINE,
             calls_per_sec,
-            command: format!("redis-benchmark {}", shown.join(" ")),
+            command: shown,
         })
     }
 
@@ -196,61 +226,34 @@ impl RedisBenchmark {
 }
 
 /// The engine's EVALSHA for `rule`, as redis-benchmark should send it: KEYS then ARGV exactly
-/// as `scripts::Call::evalsha` builds them (server clock, cost 1), with the client key
-/// replaced by `__rand_int__`. `telemetry: false` sends the limiter key alone.
+/// as `scripts::Call::evalsha` builds them (server clock, cost 1, so the trailing defaults left
+/// out), with the client key replaced by `__rand_int__` and the log's member by
+/// `req-__rand_int__` (redis-benchmark sends one command line; collisions only re-score).
+/// `telemetry: false` sends the limiter key alone.
 pub fn engine_command(rule: &Rule, keys: &KeySpace, telemetry: bool) -> (Vec<String>, Vec<String>) {
     let limiter_key = keys.limiter(rule, "__rand_int__");
-    let mut script_keys = vec![limiter_key];
-    if telemetry {
-        // A fixed second: redis-benchmark cannot follow the clock.
-        for outcome in [crate::Outcome::Allowed, crate::Outcome::Denied] {
-            script_keys.push(keys.stats(rule.name(), 0, outcome));
-        }
-    }
-    let ttl = COUNTER_TTL_SECS.to_string();
-    let args = match *rule.algorithm() {
-        Algorithm::TokenBucket {
-            capacity,
-            refill_per_sec,
-        } => vec![
-            capacity.to_string(),
-            refill_per_sec.to_string(),
-            String::new(),
-            "1".into(),
-            ttl,
-        ],
-        Algorithm::Gcra {
-            limit,
-            window_ms,
-            burst,
-        } => vec![
-            limit.to_string(),
-            window_ms.to_string(),
-            burst.to_string(),
-            String::new(),
-            "1".into(),
-            ttl,
-        ],
-        Algorithm::SlidingWindowCounter { limit, window_ms } => vec![
-            limit.to_string(),
-            window_ms.to_string(),
-            String::new(),
-            "1".into(),
-            ttl,
-        ],
-        Algorithm::SlidingWindowLog { limit, window_ms } => vec![
-            limit.to_string(),
-            window_ms.to_string(),
-            String::new(),
-            // A random member per call; the engine sends a UUID. Collisions only re-score.
-            "req-__rand_int__".into(),
-            "1".into(),
-            ttl,
-        ],
-        Algorithm::FixedWindow { limit, window_ms } => {
-            vec![limit.to_string(), window_ms.to_string(), "1".into(), ttl]
-        }
+    // A fixed second: redis-benchmark cannot follow the clock.
+    let stats =
+        [crate::Outcome::Allowed, crate::Outcome::Denied].map(|o| keys.stats(rule.name(), 0, o));
+    let call = crate::scripts::Call {
+        algorithm: rule.algorithm(),
+        limiter_key: &limiter_key,
+        stats_keys: telemetry.then(|| (stats[0].as_str(), stats[1].as_str())),
+        stats_ttl_secs: COUNTER_TTL_SECS,
+        cost: 1,
+        at: crate::scripts::At::ServerClock,
     };
+    let cmd = call.evalsha();
+    // EVALSHA, the SHA, the number of keys, then KEYS and ARGV.
+    let mut words = cmd.args_iter().skip(3).map(|arg| match arg {
+        redis::Arg::Simple(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        _ => String::new(),
+    });
+    let script_keys: Vec<String> = words.by_ref().take(if telemetry { 3 } else { 1 }).collect();
+    let mut args: Vec<String> = words.collect();
+    if let Algorithm::SlidingWindowLog { .. } = rule.algorithm() {
+        args[3] = "req-__rand_int__".into();
+    }
     (script_keys, args)
 }
 
@@ -390,7 +393,12 @@ mod tests {
                 "ratelockr:stats:{bench}:0:denied"
             ]
         );
-        assert_eq!(args, ["100", "100", "", "1", "120"]);
+        // The server's clock, cost 1 and the stats TTL are the scripts' defaults: left out.
+        // The very bytes the engine sends: the rate is a float.
+        assert_eq!(args, ["100", "100.0"]);
+        let log = super::super::bench_rule(AlgorithmKind::SlidingWindowLog).expect("rule");
+        let (_, args) = engine_command(&log, &KeySpace::default(), false);
+        assert_eq!(args, ["100", "1000", "", "req-__rand_int__"]);
         assert_eq!(shell_quote(""), "''");
         assert_eq!(shell_quote("a{b}"), "'a{b}'");
     }

@@ -123,7 +123,7 @@ pub fn goal_ratios(costs: &[LuaCost]) -> Vec<PairedRatio> {
     }
     pairs.push((before_label(fw), RLFLX_LABEL.to_string()));
     for kind in [AlgorithmKind::TokenBucket, fw] {
-        pairs.push((trimmed_label(kind), script_label(kind, true)));
+        pairs.push((script_label(kind, true), spelled_label(kind)));
     }
     // Each pair on both measures: the time in the command moves with what the script does,
     // Redis's CPU is steadier when other processes take the CPU from Redis mid-command.
@@ -137,9 +137,25 @@ pub fn goal_ratios(costs: &[LuaCost]) -> Vec<PairedRatio> {
         .collect()
 }
 
-/// The label of a script called with its non-default ARGV only.
-pub(crate) fn trimmed_label(kind: AlgorithmKind) -> String {
-    format!("{} (defaults left out of ARGV)", kind.as_str())
+/// The label of a script called with every ARGV spelled out, the defaults the engine leaves
+/// out included (as the engine called it before issue 24).
+pub(crate) fn spelled_label(kind: AlgorithmKind) -> String {
+    format!("{} (every ARGV spelled out)", kind.as_str())
+}
+
+/// `args` as the engine sends them with the trailing defaults it leaves out (server clock,
+/// cost 1, stats TTL 120) written out again.
+fn spelled_out(kind: AlgorithmKind, mut args: Vec<String>) -> Vec<String> {
+    let (len, defaults): (usize, &[&str]) = match kind {
+        AlgorithmKind::TokenBucket | AlgorithmKind::SlidingWindowCounter => (5, &["", "1", "120"]),
+        AlgorithmKind::Gcra => (6, &["", "1", "120"]),
+        AlgorithmKind::SlidingWindowLog => (6, &["1", "120"]),
+        AlgorithmKind::FixedWindow => (4, &["1", "120"]),
+    };
+    while args.len() < len {
+        args.push(defaults[defaults.len() - (len - args.len())].to_string());
+    }
+    args
 }
 
 /// The label of an earlier version of a script (`bench --lua --lua-before DIR`).
@@ -354,15 +370,15 @@ pub async fn lua_costs(
             ));
         }
     }
-    // What the engine's ARGV cost: the token bucket and the fixed window called with only the
-    // arguments that differ from the scripts' defaults (server clock, cost 1, stats TTL 120),
+    // What the ARGV the engine leaves out would cost: the token bucket and the fixed window
+    // called with the scripts' defaults (server clock, cost 1, stats TTL 120) spelled out,
     // which is the same decision, on keys of their own.
     for kind in [AlgorithmKind::TokenBucket, AlgorithmKind::FixedWindow] {
-        let (mut k, mut a) = engine_command(&super::bench_rule(kind)?, keys, true);
-        k[0] = k[0].replacen(":{bench}:", ":{bench}:trimmed:", 1);
-        a.truncate(2);
+        let (mut k, a) = engine_command(&super::bench_rule(kind)?, keys, true);
+        k[0] = k[0].replacen(":{bench}:", ":{bench}:spelled:", 1);
+        let a = spelled_out(kind, a);
         cases.push(Case::script(
-            trimmed_label(kind),
+            spelled_label(kind),
             crate::scripts::source(kind),
             k,
             a,
@@ -377,6 +393,8 @@ pub async fn lua_costs(
             };
             let (mut k, a) = engine_command(&super::bench_rule(kind)?, keys, true);
             k[0] = k[0].replacen(":{bench}:", ":{bench}:before:", 1);
+            // As every earlier engine sent them.
+            let a = spelled_out(kind, a);
             cases.push(Case::script(before_label(kind), source, k, a));
         }
     }
@@ -491,6 +509,31 @@ mod tests {
             usec_rounds: vec![us],
             command: String::new(),
         }
+    }
+
+    #[test]
+    fn spelled_out_arguments_are_every_script_argv_in_full() {
+        let keys = crate::keys::KeySpace::default();
+        let full = |kind| {
+            let rule = crate::bench::bench_rule(kind).expect("rule");
+            spelled_out(kind, engine_command(&rule, &keys, true).1)
+        };
+        assert_eq!(
+            full(AlgorithmKind::TokenBucket),
+            ["100", "100.0", "", "1", "120"]
+        );
+        assert_eq!(
+            full(AlgorithmKind::Gcra),
+            ["100", "1000", "100", "", "1", "120"]
+        );
+        assert_eq!(
+            full(AlgorithmKind::SlidingWindowLog),
+            ["100", "1000", "", "req-__rand_int__", "1", "120"]
+        );
+        assert_eq!(
+            full(AlgorithmKind::FixedWindow),
+            ["100", "1000", "1", "120"]
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //!   physical limit the engine is measured against
 //! - [`lua_cost`] each script's Redis cost per call beside a plain `INCR` and peers' scripts
 //! - [`lua_profile`] what each piece of a script (a command, a check) costs inside Redis
+//! - [`pin`]      Redis and redis-benchmark on a core each while `--lua` measures
 //! - [`stats`]    the cost of reading 30 seconds of stats, with and without a million keys
 //! - [`replay`]   log parsing, a generated log replayed end to end beside the ceiling, a sweep
 //! - [`cluster`]  a failover and a resharding mid-run on a private Redis Cluster
@@ -22,6 +23,7 @@ pub mod http_load;
 mod load;
 pub mod lua_cost;
 pub mod lua_profile;
+pub mod pin;
 pub mod policy_cost;
 pub mod replay;
 pub mod stats;

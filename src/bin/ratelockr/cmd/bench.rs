@@ -171,6 +171,8 @@ struct Output {
     ceiling_note: Option<String>,
     results: Vec<AlgorithmResult>,
     lua: Option<Vec<lua_cost::LuaCost>>,
+    /// Where Redis and redis-benchmark ran during the Lua costs (`--lua`).
+    lua_pinning: Option<String>,
     /// Paired per-round ratios of Redis CPU per call (`--lua`).
     lua_comparisons: Option<Vec<lua_cost::PairedRatio>>,
     /// Issue 24's ratios, paired per round, on the time in the command (`--lua`).
@@ -393,10 +395,25 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
     let mut lua_options = global.limiter_options()?;
     lua_options.deadline = Duration::from_secs(30);
     let lua_conn = || Limiter::new(backend.target(), lua_options.clone()).connection();
+    // A Redis this process started is pinned to a core of its own for the Lua costs, and
+    // redis-benchmark to another: the rounds agree far better (bench::pin).
+    let pinning = match args.lua {
+        true => backend
+            .embedded_server()
+            .and_then(|server| bench::pin::Pinning::redis(server.pid())),
+        false => None,
+    };
+    let lua_pinning = args.lua.then(|| match &pinning {
+        Some(p) => p.describe(),
+        None => "not pinned (only an --embedded Redis on two or more cores is)".to_string(),
+    });
     let lua = match (&redis_benchmark, args.lua) {
         (Ok(rb), true) => Some(
             lua_cost::lua_costs(
-                rb,
+                &match &pinning {
+                    Some(p) => rb.pinned(p),
+                    None => rb.clone(),
+                },
                 &mut lua_conn(),
                 limiter.keys(),
                 args.keys,
@@ -420,6 +437,7 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
         ),
         false => None,
     };
+    drop(pinning);
     let stats = match args.stats {
         true => Some(stats::run(2_000, 1_000_000).await?),
         false => None,
@@ -432,6 +450,7 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
         lua_comparisons: lua.as_deref().map(lua_cost::lua_comparisons),
         lua_goals: lua.as_deref().map(lua_cost::goal_ratios),
         lua,
+        lua_pinning,
         lua_profile: profile,
         stats,
     };
@@ -509,7 +528,8 @@ fn print_tail(output: &Output) {
     );
     if let Some(costs) = &output.lua {
         println!(
-            "\nLua cost (redis-benchmark, medians; × = against a plain INCR in the same rounds):"
+            "\nLua cost (redis-benchmark, medians; × = against a plain INCR in the same rounds; {}):",
+            output.lua_pinning.as_deref().unwrap_or("not pinned")
         );
         let us = |v: Option<f64>, x: Option<f64>| match (v, x) {
             (Some(v), Some(x)) => format!("{v:>6.2} us = {x:>5.2}x"),
