@@ -71,6 +71,10 @@ elseif piece == 'SET PX' then
   for _ = 1, n do
     redis.call('SET', s, packed, 'PX', '60000')
   end
+elseif piece == 'SET KEEPTTL' then
+  for _ = 1, n do
+    redis.call('SET', s, packed, 'KEEPTTL')
+  end
 elseif piece == 'INCR' then
   for _ = 1, n do
     redis.call('INCR', c)
@@ -134,6 +138,10 @@ elseif piece == "string.format('%d')" then
 elseif piece == "string.format('%.17g')" then
   for _ = 1, n do
     sink = string.format('%.17g', number)
+  end
+elseif piece == 'math.floor' then
+  for _ = 1, n do
+    sink = math.floor(number)
   end
 elseif piece == 'a closure' then
   for _ = 1, n do

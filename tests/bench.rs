@@ -199,3 +199,27 @@ async fn the_http_load_generator_refuses_a_redis_that_does_not_answer() {
     let err = short_api().run(&limiter).await.expect_err("no Redis there");
     assert!(err.to_string().contains("does not answer"), "{err}");
 }
+
+/// `bench --lua`'s profile: every piece it names is a loop `bench/profile_loop.lua` runs (an
+/// unknown one is an error), and its scratch keys are gone afterwards.
+#[tokio::test]
+async fn the_lua_profile_runs_every_piece_it_names() {
+    let redis = EmbeddedRedis::start().expect("redis-server on PATH");
+    let target = RedisTarget::parse(&redis.url()).expect("url");
+    let limiter = Limiter::new(&target, LimiterOptions::default());
+    let mut conn = limiter.connection();
+    let pieces = ratelockr::bench::lua_profile::lua_profile(&mut conn, limiter.keys(), 10, 1)
+        .await
+        .expect("every piece runs");
+    let names: Vec<&str> = pieces.iter().map(|p| p.piece.as_str()).collect();
+    for expected in ["empty", "SET EX", "SET KEEPTTL", "math.floor", "TIME"] {
+        assert!(names.contains(&expected), "{names:?}");
+    }
+    assert!(pieces.iter().all(|p| p.rounds.len() == 1), "{pieces:?}");
+    let left: Vec<String> = redis::cmd("KEYS")
+        .arg("*")
+        .query_async(&mut conn)
+        .await
+        .expect("KEYS");
+    assert!(left.is_empty(), "scratch keys left: {left:?}");
+}
