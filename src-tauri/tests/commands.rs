@@ -15,6 +15,14 @@ fn draft(name: &str, limit: u64) -> Value {
     json!({ "name": name, "algorithm": "fixed_window", "limit": limit, "window_ms": 1000 })
 }
 
+/// Saves a fixed window of `limit` over ten minutes: far longer than any test, so nothing
+/// refills on its own and the state only changes when something spends.
+fn save_gate(ui: &Ui, name: &str, limit: u64) {
+    let gate =
+        json!({ "name": name, "algorithm": "fixed_window", "limit": limit, "window_ms": 600000 });
+    ui.ok("rule_save", json!({ "original": null, "draft": gate }));
+}
+
 #[test]
 fn rules_are_validated_inline_and_survive_a_restart() {
     let server = redis();
@@ -434,9 +442,7 @@ fn a_run_on_shared_connections_decides_as_one_connection_each_would() {
     let server = redis();
     let dir = tempfile::tempdir().expect("tempdir");
     let ui = Ui::open(dir.path(), Some(&server.url()));
-    let gate =
-        json!({ "name": "pooled", "algorithm": "fixed_window", "limit": 7, "window_ms": 600000 });
-    ui.ok("rule_save", json!({ "original": null, "draft": gate }));
+    save_gate(&ui, "pooled", 7);
     for extra in [
         json!({ "servers": 8 }),
         json!({ "servers": 8, "connections": 2 }),
@@ -458,10 +464,7 @@ fn runs_start_full_by_default_and_reset_empties_a_shared_state() {
     let server = redis();
     let dir = tempfile::tempdir().expect("tempdir");
     let ui = Ui::open(dir.path(), Some(&server.url()));
-    // A window far longer than the test, so nothing refills on its own.
-    let gate =
-        json!({ "name": "gate", "algorithm": "fixed_window", "limit": 5, "window_ms": 600000 });
-    ui.ok("rule_save", json!({ "original": null, "draft": gate }));
+    save_gate(&ui, "gate", 5);
     // Two default runs back to back: each has its own namespace and starts full.
     for _ in 0..2 {
         assert_eq!(run_allowed(&ui, run_request("gate", 20, json!({}))).0, 5);
@@ -507,10 +510,7 @@ fn a_peek_reads_the_state_a_run_left_without_spending_it() {
     let server = redis();
     let dir = tempfile::tempdir().expect("tempdir");
     let ui = Ui::open(dir.path(), Some(&server.url()));
-    // A window far longer than the test, so the state only changes when something spends.
-    let rule =
-        json!({ "name": "peeked", "algorithm": "fixed_window", "limit": 5, "window_ms": 600000 });
-    ui.ok("rule_save", json!({ "original": null, "draft": rule }));
+    save_gate(&ui, "peeked", 5);
     let peek = |run: &str, key: &str| {
         ui.ok(
             "limiter_peek",

@@ -146,14 +146,19 @@ pub(crate) fn spelled_label(kind: AlgorithmKind) -> String {
 /// `args` as the engine sends them with the trailing defaults it leaves out (server clock,
 /// cost 1, stats TTL 120) written out again.
 fn spelled_out(kind: AlgorithmKind, mut args: Vec<String>) -> Vec<String> {
-    let (len, defaults): (usize, &[&str]) = match kind {
-        AlgorithmKind::TokenBucket | AlgorithmKind::SlidingWindowCounter => (5, &["", "1", "120"]),
-        AlgorithmKind::Gcra => (6, &["", "1", "120"]),
-        AlgorithmKind::SlidingWindowLog => (6, &["1", "120"]),
-        AlgorithmKind::FixedWindow => (4, &["1", "120"]),
+    // Every ARGV ends with (now_ms,) cost, stats TTL: the missing ones are the last of these.
+    let defaults = [
+        String::new(),
+        "1".into(),
+        crate::scripts::SCRIPT_STATS_TTL_SECS.to_string(),
+    ];
+    let len = match kind {
+        AlgorithmKind::FixedWindow => 4,
+        AlgorithmKind::TokenBucket | AlgorithmKind::SlidingWindowCounter => 5,
+        AlgorithmKind::Gcra | AlgorithmKind::SlidingWindowLog => 6,
     };
     while args.len() < len {
-        args.push(defaults[defaults.len() - (len - args.len())].to_string());
+        args.push(defaults[defaults.len() - (len - args.len())].clone());
     }
     args
 }

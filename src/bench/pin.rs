@@ -76,7 +76,7 @@ impl Pinning {
 
 impl Drop for Pinning {
     fn drop(&mut self) {
-        self.set(&self.all.clone());
+        self.set(&self.all);
     }
 }
 

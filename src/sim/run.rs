@@ -166,7 +166,7 @@ pub async fn run(
     let mut sink_error = None;
     // Every request's records that have arrived, taken at once: the collector wakes once per
     // burst of completions, not once per request.
-    let mut arrived = Vec::with_capacity(256);
+    let mut arrived = Vec::with_capacity(COLLECT_AT_ONCE);
     while records_rx.recv_many(&mut arrived, COLLECT_AT_ONCE).await > 0 {
         let took = arrived.len();
         for batch in arrived.drain(..) {
