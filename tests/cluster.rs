@@ -367,7 +367,7 @@ async fn a_replay_decides_as_on_a_single_node(url: &str, cluster: &EmbeddedClust
     }
 }
 
-/// `bench` on a cluster: the engine decides for copies of a rule over every master, and
+/// `bench` on a cluster: the engine decides for a copy of a rule on each master, and
 /// redis-benchmark `--cluster` runs the same script on every master, found in each one's cache
 /// (put there by EVAL, never SCRIPT LOAD), with no call failing.
 async fn bench_decides_and_redis_benchmark_calls_on_every_master(
@@ -377,8 +377,11 @@ async fn bench_decides_and_redis_benchmark_calls_on_every_master(
     use ratelockr::bench::{bench_rule, ceiling, engine::EngineBench};
     let limiter = limiter(url, "bench");
     let rule = bench_rule(AlgorithmKind::TokenBucket).expect("rule");
-    let rules = ceiling::cluster_rules(&rule, 30).expect("valid names");
     let mut conn = limiter.connection();
+    let rules = ceiling::cluster_rules(&mut conn, &rule)
+        .await
+        .expect("a tag per master");
+    assert_eq!(rules.len(), 3, "{rules:?}");
     assert_eq!(masters_of(&mut conn, &rules).await.len(), 3);
     let report = EngineBench {
         rules,

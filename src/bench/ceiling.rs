@@ -9,8 +9,8 @@
 //! On a Redis Cluster redis-benchmark runs with `--cluster`: its connections are spread over
 //! the masters, and it writes into each key's `{tag}` a hash tag of a slot the connection's
 //! master serves, so a call's keys share a slot as the engine's do. The rule is then named
-//! `tag` (keys `…:{tag}:…`), and the engine's side decides for rules spread over every master
-//! ([`cluster_rules`]).
+//! `tag` (keys `…:{tag}:…`), and the engine's side decides for a copy of the rule on each
+//! master ([`cluster_rules`]): the same number of keys on the same masters.
 //!
 //! Scripts are put in Redis's cache the engine's way, by EVAL of the very command, on each
 //! master it will reach ([`cache_script`]): never `SCRIPT LOAD`.
@@ -270,12 +270,23 @@ pub fn median(mut values: Vec<f64>) -> f64 {
 /// The rule name whose hash tag redis-benchmark `--cluster` rewrites per call (`{tag}`).
 pub const CLUSTER_TAG_RULE: &str = "tag";
 
-/// `count` copies of `rule` named `<name>.<i>`: on a cluster their hash tags spread the
-/// engine's decisions over every master, as redis-benchmark `--cluster` spreads its calls.
-pub fn cluster_rules(rule: &Rule, count: usize) -> Result<Vec<Rule>, crate::RuleError> {
-    (0..count)
-        .map(|i| Rule::new(format!("{}.{i}", rule.name()), *rule.algorithm()))
-        .collect()
+/// Copies of `rule` for the engine's side of a cluster bench, one per master: each named
+/// `<name>.<i>` for the first `i` whose hash tag that master serves. The engine then decides
+/// over as many (rule, client key) pairs as redis-benchmark `--cluster` calls with (one tag per
+/// master, the same client keys), spread evenly over the masters as its connections are.
+/// (Copies by the dozen would make the engine's keyspace that many times the ceiling's: each
+/// key revisited after its TTL, so each decision a new key to create and expire.) On a single
+/// Redis: `rule` itself.
+pub async fn cluster_rules(conn: &mut Conn, rule: &Rule) -> anyhow::Result<Vec<Rule>> {
+    let Some(masters) = conn.masters().await? else {
+        return Ok(vec![rule.clone()]);
+    };
+    let mut rules = Vec::new();
+    for master in &masters {
+        let tag = tag_served_by(conn, master, |i| format!("{}.{i}", rule.name())).await?;
+        rules.push(Rule::new(tag, *rule.algorithm())?);
+    }
+    Ok(rules)
 }
 
 /// Puts `source` in the script cache of every node redis-benchmark will send its `keys` to,
@@ -301,7 +312,7 @@ pub async fn cache_script(
             );
             let mut tags = Vec::new();
             for master in masters {
-                tags.push(tag_served_by(conn, &master).await?);
+                tags.push(tag_served_by(conn, &master, |i| i.to_string()).await?);
             }
             tags
         }
@@ -320,10 +331,15 @@ pub async fn cache_script(
     Ok(redis::Script::new(source).get_hash().to_string())
 }
 
-/// A hash tag (`0`, `1`, …) whose slot `master` serves, as `CLUSTER KEYSLOT` tells.
-async fn tag_served_by(conn: &mut Conn, master: &ClusterNode) -> anyhow::Result<String> {
+/// The first hash tag `name(0)`, `name(1)`, … whose slot `master` serves, as `CLUSTER KEYSLOT`
+/// tells.
+async fn tag_served_by(
+    conn: &mut Conn,
+    master: &ClusterNode,
+    name: impl Fn(u32) -> String,
+) -> anyhow::Result<String> {
     for i in 0..10_000u32 {
-        let tag = i.to_string();
+        let tag = name(i);
         let slot: u16 = redis::cmd("CLUSTER")
             .arg("KEYSLOT")
             .arg(&tag)

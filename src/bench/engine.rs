@@ -15,9 +15,8 @@ use std::time::{Duration, Instant};
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct EngineBench {
-    /// The rules decided, in turn: one on a single Redis; on a cluster, copies of one rule
-    /// whose hash tags spread the decisions over every master
-    /// ([`super::ceiling::cluster_rules`]).
+    /// The rules decided, in turn: one on a single Redis; on a cluster, a copy of one rule on
+    /// each master ([`super::ceiling::cluster_rules`]).
     pub rules: Vec<Rule>,
     /// Tasks deciding at once, each waiting for its answer before asking again (closed loop).
     pub concurrency: usize,

@@ -14,10 +14,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Copies of the rule the engine decides on a cluster, their hash tags spread over the slots:
-/// about 20 per master of a 3-master cluster, so each master gets a share near a third.
-const CLUSTER_RULES: usize = 60;
-
 /// The most decisions `bench` keeps in flight in process: past a few hundred Redis's one
 /// thread is the limit, and past this the tasks only cost memory.
 const MAX_CONCURRENCY: usize = 65_536;
@@ -271,11 +267,11 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
             Some(_) => bench::attack_rule(kind)?,
             None => bench::bench_rule(kind)?,
         };
-        // On a cluster: copies of the rule over every master, and the ceiling's keys in the
+        // On a cluster: a copy of the rule on every master, and the ceiling's keys in the
         // `{tag}` redis-benchmark --cluster rewrites per call to a slot of its connection's master.
         let (rules, ceiling_rule) = match cluster {
             true => (
-                ceiling::cluster_rules(&rule, CLUSTER_RULES)?,
+                ceiling::cluster_rules(&mut limiter.connection(), &rule).await?,
                 ratelockr::Rule::new(ceiling::CLUSTER_TAG_RULE, *rule.algorithm())?,
             ),
             false => (vec![rule.clone()], rule.clone()),
