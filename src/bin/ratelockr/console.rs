@@ -70,16 +70,51 @@ pub fn progress_bar(len: u64, template: &str) -> ProgressBar {
     bar
 }
 
-/// A token that Ctrl-C cancels: a long run stops and keeps what it has.
+/// A token that Ctrl-C or SIGTERM cancels ([`stop_signal`]): a long run stops and keeps what
+/// it has.
 pub fn cancel_on_ctrl_c() -> CancellationToken {
     let cancel = CancellationToken::new();
-    let on_ctrl_c = cancel.clone();
+    let on_stop = cancel.clone();
+    let stop = stop_signal();
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_ctrl_c.cancel();
-        }
+        stop.await;
+        on_stop.cancel();
     });
     cancel
+}
+
+/// Completes on Ctrl-C (SIGINT) or, on Unix, SIGTERM (what `kill`, `timeout` and service
+/// managers send): the command then ends as on Ctrl-C, dropping what it owns, an embedded
+/// Redis included, rather than dying with its servers left to the next start's sweep. The
+/// signals are listened for from this call on, not from the first poll. A signal that cannot
+/// be listened for never completes it.
+pub fn stop_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, Signal, SignalKind};
+        async fn received(signal: Option<Signal>) {
+            match signal {
+                Some(mut signal) => {
+                    signal.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
+        let interrupt = received(signal(SignalKind::interrupt()).ok());
+        let terminate = received(signal(SignalKind::terminate()).ok());
+        async move {
+            tokio::select! {
+                () = interrupt => {}
+                () = terminate => {}
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
 }
 
 /// Opens a run's CSV and checks its charts' paths before the run, so an unwritable or existing

@@ -61,6 +61,9 @@ pub enum FailureArg {
 }
 
 pub async fn run(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    // Listened for before anything is started, so a stop while the embedded Redis starts
+    // still ends the command cleanly.
+    let stop = crate::console::stop_signal();
     if !args.addr.ip().is_loopback() {
         eprintln!(
             "ratelockr serve: warning: {} is reachable from other machines; the metrics and the decision endpoint are open to them",
@@ -189,14 +192,10 @@ pub async fn run(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode> 
         backend.target().transport()
     );
     eprintln!(
-        "ratelockr serve: metrics of this process's decisions at http://{addr}{} (Ctrl-C stops)",
+        "ratelockr serve: metrics of this process's decisions at http://{addr}{} (Ctrl-C or SIGTERM stops)",
         ratelockr::metrics::METRICS_PATH
     );
-    server
-        .run_with(api.router(), async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
+    server.run_with(api.router(), stop).await?;
     Ok(ExitCode::SUCCESS)
 }
 
