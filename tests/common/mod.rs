@@ -358,3 +358,30 @@ pub fn world(name: &str) -> World {
         _server: server,
     }
 }
+
+/// The directory and port of the embedded server started by process `owner`, once it is up.
+pub fn embedded_server_of(owner: u32) -> (std::path::PathBuf, u16) {
+    use ratelockr::embedded::ping;
+    use std::time::Instant;
+    let prefix = format!("ratelockr-redis-{owner}-");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let found = std::fs::read_dir(std::env::temp_dir())
+            .expect("the temp dir")
+            .flatten()
+            .find_map(|entry| {
+                let name = entry.file_name().into_string().ok()?;
+                let port: u16 = name.strip_prefix(&prefix)?.parse().ok()?;
+                let dir = entry.path();
+                (dir.join("redis.pid").exists() && ping(port)).then_some((dir, port))
+            });
+        if let Some(found) = found {
+            return found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "process {owner} started no embedded redis-server"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -1,0 +1,144 @@
+//! SIGTERM (what `kill`, `timeout` and service managers send to one process) ends the CLI's
+//! long-running commands as Ctrl-C does: `serve` exits cleanly and takes its embedded
+//! redis-server with it; a `simulate` run stops and keeps what it sent, its CSV whole.
+
+mod common;
+
+use common::{embedded_server_of, signal, tempdir};
+use ratelockr::embedded::ping;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+#[test]
+fn sigterm_stops_serve_and_its_embedded_server() {
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_ratelockr"))
+        .args(["--embedded", "serve", "--addr", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ratelockr serve starts");
+    let (dir, port) = embedded_server_of(serve.id());
+    // serve listens for signals before it binds its port: once it listens, SIGTERM is its.
+    wait_until_listening(serve.id());
+
+    signal("TERM", serve.id());
+    let exit = wait_for_exit(&mut serve);
+    assert!(
+        exit.success(),
+        "serve did not exit cleanly on SIGTERM: {exit:?}"
+    );
+    assert!(!ping(port), "its redis-server on port {port} still answers");
+    assert!(
+        !dir.exists(),
+        "its server's files remain: {}",
+        dir.display()
+    );
+}
+
+#[test]
+fn sigterm_stops_a_simulation_which_keeps_what_it_sent() {
+    let redis = common::redis();
+    let prefix = common::unique("sigterm-sim");
+    let dir = tempdir("sigterm-sim");
+    let csv = dir.join("run.csv");
+    let mut simulate = Command::new(env!("CARGO_BIN_EXE_ratelockr"))
+        .args(["--redis", &redis.url(), "--prefix", &prefix, "simulate"])
+        .args(["--algorithm", "token-bucket", "--capacity", "10"])
+        .args([
+            "--refill-per-sec",
+            "5",
+            "--rps",
+            "200",
+            "--duration-secs",
+            "120",
+        ])
+        .arg("--csv")
+        .arg(&csv)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ratelockr simulate starts");
+    // It listens for signals before its first decision: wait until Redis has made some.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while evalsha_calls(redis.port()) < 20 {
+        assert!(Instant::now() < deadline, "the simulation decided nothing");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    signal("TERM", simulate.id());
+    let exit = wait_for_exit(&mut simulate);
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(simulate.stderr.as_mut().expect("piped"), &mut stderr)
+        .expect("stderr");
+    assert_eq!(exit.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("cancelled"), "{stderr}");
+    let mut reader = csv::Reader::from_path(&csv).expect("the CSV was kept");
+    let width = reader.headers().expect("a header").len();
+    let rows = reader
+        .records()
+        .map(|r| r.expect("a whole row").len())
+        .inspect(|&n| assert_eq!(n, width, "a short row"))
+        .count();
+    assert!(rows >= 20, "{rows} rows, fewer than Redis decided");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// EVALSHA calls Redis on `port` has run (`INFO commandstats`).
+fn evalsha_calls(port: u16) -> u64 {
+    let stats = ratelockr::embedded_cluster::query_node(port, &["INFO", "commandstats"])
+        .unwrap_or_default();
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Waits for `child` to exit: a guard against a hang (30 s, then it is killed), not a timing.
+fn wait_for_exit(child: &mut Child) -> ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the process did not exit within 30 s of the signal");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits until process `pid` has a listening TCP socket (Linux: its socket inodes in
+/// /proc/PID/fd against the listeners of /proc/net/tcp).
+fn wait_until_listening(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .map(|fds| {
+                fds.flatten()
+                    .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+                    .filter_map(|link| {
+                        let link = link.to_string_lossy().into_owned();
+                        Some(
+                            link.strip_prefix("socket:[")?
+                                .strip_suffix(']')?
+                                .to_string(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+        let listening = tcp.lines().skip(1).any(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // st 0A is LISTEN; the inode is the tenth field.
+            fields.len() > 9 && fields[3] == "0A" && inodes.iter().any(|i| i == fields[9])
+        });
+        if listening {
+            return;
+        }
+        assert!(Instant::now() < deadline, "process {pid} never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
