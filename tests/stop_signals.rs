@@ -1,6 +1,7 @@
 //! SIGTERM (what `kill`, `timeout` and service managers send to one process) ends the CLI's
 //! long-running commands as Ctrl-C does: `serve` exits cleanly and takes its embedded
-//! redis-server with it; a `simulate` run stops and keeps what it sent, its CSV whole.
+//! redis-server with it; a `simulate` run stops and keeps what it sent, its CSV whole; any other
+//! command is stopped (exit 130) with its embedded Redis.
 
 mod common;
 
@@ -27,6 +28,33 @@ fn sigterm_stops_serve_and_its_embedded_server() {
         exit.success(),
         "serve did not exit cleanly on SIGTERM: {exit:?}"
     );
+    assert!(!ping(port), "its redis-server on port {port} still answers");
+    assert!(
+        !dir.exists(),
+        "its server's files remain: {}",
+        dir.display()
+    );
+}
+
+#[test]
+fn sigterm_stops_a_bench_and_its_embedded_server() {
+    let mut bench = Command::new(env!("CARGO_BIN_EXE_ratelockr"))
+        .args(["--embedded", "bench", "--algorithm", "fixed-window"])
+        .args(["--duration-secs", "120", "--no-ceiling"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ratelockr bench starts");
+    // The command listens for signals before it starts its Redis.
+    let (dir, port) = embedded_server_of(bench.id());
+
+    signal("TERM", bench.id());
+    let exit = wait_for_exit(&mut bench);
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(bench.stderr.as_mut().expect("piped"), &mut stderr)
+        .expect("stderr");
+    assert_eq!(exit.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("stopped by a signal"), "{stderr}");
     assert!(!ping(port), "its redis-server on port {port} still answers");
     assert!(
         !dir.exists(),

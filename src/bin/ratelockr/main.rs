@@ -33,13 +33,17 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(cmd::run(cli)) {
+    let code = match runtime.block_on(cmd::run(cli)) {
         Ok(code) => code,
         Err(err) => {
             eprintln!("ratelockr: {}", message(&err));
             ExitCode::from(2)
         }
+    };
+    if cmd::stopped_by_signal() {
+        runtime.shutdown_background();
     }
+    code
 }
 
 /// The command line, every value-taking flag accepting a leading '-': `--limit -1` is then

@@ -58,7 +58,40 @@ pub enum Command {
     BenchHttpLoad(bench_api::HttpLoadArgs),
 }
 
+/// Set when a signal stopped the command ([`run`]).
+static STOPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether a signal stopped the command: work it left on other threads (a bench round on a
+/// runtime of its own) is then abandoned rather than waited for.
+pub fn stopped_by_signal() -> bool {
+    STOPPED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Runs the command. serve, simulate and replay stop by themselves on Ctrl-C or SIGTERM
+/// (serve finishes the requests in flight; a run keeps what it sent). Any other command is
+/// dropped at its next await on either signal: what it owns, an embedded Redis or cluster
+/// included, is stopped and removed, and it exits with 130.
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let stops_itself = matches!(
+        cli.command,
+        Command::Serve(_) | Command::Simulate(_) | Command::Replay(_) | Command::BenchHttpLoad(_)
+    );
+    if stops_itself {
+        return dispatch(&cli).await;
+    }
+    let stop = crate::console::stop_signal();
+    tokio::select! {
+        biased;
+        () = stop => {
+            STOPPED.store(true, std::sync::atomic::Ordering::Relaxed);
+            eprintln!("ratelockr: stopped by a signal (Ctrl-C or SIGTERM)");
+            Ok(ExitCode::from(130))
+        }
+        result = dispatch(&cli) => result,
+    }
+}
+
+async fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Check(args) => check::run(&cli.global, args).await,
         Command::Stats(args) => stats::run(&cli.global, args).await,
