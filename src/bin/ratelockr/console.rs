@@ -70,12 +70,12 @@ pub fn progress_bar(len: u64, template: &str) -> ProgressBar {
     bar
 }
 
-/// A token that Ctrl-C or SIGTERM cancels ([`stop_signal`]): a long run stops and keeps what
-/// it has.
-pub fn cancel_on_ctrl_c() -> CancellationToken {
+/// A token that `stop` ([`stop_signal`]) cancels: a long run stops and keeps what it has.
+pub fn cancel_on(
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> CancellationToken {
     let cancel = CancellationToken::new();
     let on_stop = cancel.clone();
-    let stop = stop_signal();
     tokio::spawn(async move {
         stop.await;
         on_stop.cancel();

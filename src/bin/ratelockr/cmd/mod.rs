@@ -67,19 +67,26 @@ pub fn stopped_by_signal() -> bool {
     STOPPED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// Runs the command. serve, simulate and replay stop by themselves on Ctrl-C or SIGTERM
-/// (serve finishes the requests in flight; a run keeps what it sent). Any other command is
-/// dropped at its next await on either signal: what it owns, an embedded Redis or cluster
-/// included, is stopped and removed, and it exits with 130.
+/// Runs the command, Ctrl-C and SIGTERM listened for before it starts anything. serve,
+/// simulate and replay stop by themselves on either (serve finishes the requests in flight; a
+/// run keeps what it sent). Any other command is dropped at its next await: what it owns, an
+/// embedded Redis or cluster included, is stopped and removed, and it exits with 130.
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let stops_itself = matches!(
-        cli.command,
-        Command::Serve(_) | Command::Simulate(_) | Command::Replay(_) | Command::BenchHttpLoad(_)
-    );
-    if stops_itself {
-        return dispatch(&cli).await;
-    }
+    use std::future::Future;
     let stop = crate::console::stop_signal();
+    let global = &cli.global;
+    let command: std::pin::Pin<Box<dyn Future<Output = anyhow::Result<ExitCode>> + Send + '_>> =
+        match &cli.command {
+            Command::Serve(args) => return serve::run(global, args, stop).await,
+            Command::Simulate(args) => return simulate::run(global, args, stop).await,
+            Command::Replay(args) => return replay::run(global, args, stop).await,
+            Command::Check(args) => Box::pin(check::run(global, args)),
+            Command::Stats(args) => Box::pin(stats::run(global, args)),
+            Command::Reset(args) => Box::pin(reset::run(global, args)),
+            Command::Bench(args) => Box::pin(bench::run(global, args)),
+            Command::Topology(args) => Box::pin(topology::run(global, args)),
+            Command::BenchHttpLoad(args) => Box::pin(bench_api::run_load(args)),
+        };
     tokio::select! {
         biased;
         () = stop => {
@@ -87,20 +94,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             eprintln!("ratelockr: stopped by a signal (Ctrl-C or SIGTERM)");
             Ok(ExitCode::from(130))
         }
-        result = dispatch(&cli) => result,
-    }
-}
-
-async fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
-    match &cli.command {
-        Command::Check(args) => check::run(&cli.global, args).await,
-        Command::Stats(args) => stats::run(&cli.global, args).await,
-        Command::Reset(args) => reset::run(&cli.global, args).await,
-        Command::Serve(args) => serve::run(&cli.global, args).await,
-        Command::Bench(args) => bench::run(&cli.global, args).await,
-        Command::Simulate(args) => simulate::run(&cli.global, args).await,
-        Command::Replay(args) => replay::run(&cli.global, args).await,
-        Command::Topology(args) => topology::run(&cli.global, args).await,
-        Command::BenchHttpLoad(args) => bench_api::run_load(args).await,
+        result = command => result,
     }
 }

@@ -239,7 +239,11 @@ impl ReplayObserver for Bar {
     }
 }
 
-pub async fn run(global: &Global, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(
+    global: &Global,
+    args: &ReplayArgs,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<ExitCode> {
     crate::opts::policy_needs_file(!args.policy.is_empty(), args.policies.as_deref())?;
     anyhow::ensure!(
         !args.log.trim().is_empty(),
@@ -289,7 +293,7 @@ pub async fn run(global: &Global, args: &ReplayArgs) -> anyhow::Result<ExitCode>
         "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes}  {msg}",
     );
     let observer = Bar(bar.clone());
-    let cancel = crate::console::cancel_on_ctrl_c();
+    let cancel = crate::console::cancel_on(stop);
     let report = replay::run(
         &limiter,
         &source,

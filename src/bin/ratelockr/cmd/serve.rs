@@ -60,10 +60,11 @@ pub enum FailureArg {
     Degraded,
 }
 
-pub async fn run(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode> {
-    // Listened for before anything is started, so a stop while the embedded Redis starts
-    // still ends the command cleanly.
-    let stop = crate::console::stop_signal();
+pub async fn run(
+    global: &Global,
+    args: &ServeArgs,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<ExitCode> {
     if !args.addr.ip().is_loopback() {
         eprintln!(
             "ratelockr serve: warning: {} is reachable from other machines; the metrics and the decision endpoint are open to them",

@@ -383,7 +383,11 @@ impl SimObserver for Watch {
     }
 }
 
-pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(
+    global: &Global,
+    args: &SimulateArgs,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<ExitCode> {
     crate::opts::policy_needs_file(!args.policy.is_empty(), args.policies.as_deref())?;
     let spec = args.spec()?;
     if args.preview {
@@ -415,7 +419,7 @@ pub async fn run(global: &Global, args: &SimulateArgs) -> anyhow::Result<ExitCod
             .observer()
         }),
     };
-    let cancel = crate::console::cancel_on_ctrl_c();
+    let cancel = crate::console::cancel_on(stop);
     let report = sim::run(
         &limiter,
         &spec,
