@@ -15,25 +15,19 @@ fn sigterm_stops_serve_and_its_embedded_server() {
     let mut serve = Command::new(env!("CARGO_BIN_EXE_ratelockr"))
         .args(["--embedded", "serve", "--addr", "127.0.0.1:0"])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("ratelockr serve starts");
     let (dir, port) = embedded_server_of(serve.id());
     // serve listens for signals before it binds its port: once it listens, SIGTERM is its.
     wait_until_listening(serve.id());
 
-    signal("TERM", serve.id());
-    let exit = wait_for_exit(&mut serve);
+    let (exit, stderr) = terminate(&mut serve);
     assert!(
         exit.success(),
-        "serve did not exit cleanly on SIGTERM: {exit:?}"
+        "serve did not exit cleanly: {exit:?}\n{stderr}"
     );
-    assert!(!ping(port), "its redis-server on port {port} still answers");
-    assert!(
-        !dir.exists(),
-        "its server's files remain: {}",
-        dir.display()
-    );
+    assert_gone(&dir, port);
 }
 
 #[test]
@@ -48,19 +42,10 @@ fn sigterm_stops_a_bench_and_its_embedded_server() {
     // The command listens for signals before it starts its Redis.
     let (dir, port) = embedded_server_of(bench.id());
 
-    signal("TERM", bench.id());
-    let exit = wait_for_exit(&mut bench);
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(bench.stderr.as_mut().expect("piped"), &mut stderr)
-        .expect("stderr");
+    let (exit, stderr) = terminate(&mut bench);
     assert_eq!(exit.code(), Some(130), "{stderr}");
     assert!(stderr.contains("stopped by a signal"), "{stderr}");
-    assert!(!ping(port), "its redis-server on port {port} still answers");
-    assert!(
-        !dir.exists(),
-        "its server's files remain: {}",
-        dir.display()
-    );
+    assert_gone(&dir, port);
 }
 
 #[test]
@@ -93,11 +78,7 @@ fn sigterm_stops_a_simulation_which_keeps_what_it_sent() {
         std::thread::sleep(Duration::from_millis(50));
     }
 
-    signal("TERM", simulate.id());
-    let exit = wait_for_exit(&mut simulate);
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(simulate.stderr.as_mut().expect("piped"), &mut stderr)
-        .expect("stderr");
+    let (exit, stderr) = terminate(&mut simulate);
     assert_eq!(exit.code(), Some(130), "{stderr}");
     assert!(stderr.contains("cancelled"), "{stderr}");
     let mut reader = csv::Reader::from_path(&csv).expect("the CSV was kept");
@@ -120,6 +101,27 @@ fn evalsha_calls(port: u16) -> u64 {
         .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
         .and_then(|rest| rest.split(',').next()?.parse().ok())
         .unwrap_or(0)
+}
+
+/// Sends `child` SIGTERM and waits for it to exit: its status and what it wrote to stderr.
+fn terminate(child: &mut Child) -> (ExitStatus, String) {
+    signal("TERM", child.id());
+    let exit = wait_for_exit(child);
+    let mut stderr = String::new();
+    if let Some(pipe) = child.stderr.as_mut() {
+        std::io::Read::read_to_string(pipe, &mut stderr).expect("stderr");
+    }
+    (exit, stderr)
+}
+
+/// The embedded redis-server on `port`, whose files were in `dir`, is stopped and removed.
+fn assert_gone(dir: &std::path::Path, port: u16) {
+    assert!(!ping(port), "its redis-server on port {port} still answers");
+    assert!(
+        !dir.exists(),
+        "its server's files remain: {}",
+        dir.display()
+    );
 }
 
 /// Waits for `child` to exit: a guard against a hang (30 s, then it is killed), not a timing.
