@@ -86,28 +86,44 @@ pub fn cancel_on(
 /// Completes on Ctrl-C (SIGINT) or, on Unix, SIGTERM (what `kill`, `timeout` and service
 /// managers send): the command then ends as on Ctrl-C, dropping what it owns, an embedded
 /// Redis included, rather than dying with its servers left to the next start's sweep. The
-/// signals are listened for from this call on, not from the first poll. A signal that cannot
-/// be listened for never completes it.
+/// signals are listened for from this call on, not from the first poll. A second signal exits
+/// at once (status 130), whatever the command is doing: a stop that cannot finish (a cluster
+/// still forming, a stuck write) never holds the terminal. A signal that cannot be listened
+/// for never completes it. Call it inside the runtime.
 pub fn stop_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, Signal, SignalKind};
-        async fn received(signal: Option<Signal>) {
+        fn listen() -> [Option<Signal>; 2] {
+            [
+                signal(SignalKind::interrupt()).ok(),
+                signal(SignalKind::terminate()).ok(),
+            ]
+        }
+        async fn received(signal: &mut Option<Signal>) {
             match signal {
-                Some(mut signal) => {
+                Some(signal) => {
                     signal.recv().await;
                 }
                 None => std::future::pending().await,
             }
         }
-        let interrupt = received(signal(SignalKind::interrupt()).ok());
-        let terminate = received(signal(SignalKind::terminate()).ok());
-        async move {
+        async fn either(signals: &mut [Option<Signal>; 2]) {
+            let [interrupt, terminate] = signals;
             tokio::select! {
-                () = interrupt => {}
-                () = terminate => {}
+                () = received(interrupt) => {}
+                () = received(terminate) => {}
             }
         }
+        let mut first = listen();
+        let mut watch = listen();
+        tokio::spawn(async move {
+            either(&mut watch).await;
+            either(&mut watch).await;
+            eprintln!("ratelockr: a second signal: exiting at once");
+            std::process::exit(130);
+        });
+        async move { either(&mut first).await }
     }
     #[cfg(not(unix))]
     async {
