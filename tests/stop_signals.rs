@@ -48,6 +48,31 @@ fn sigterm_stops_a_bench_and_its_embedded_server() {
     assert_gone(&dir, port);
 }
 
+/// While a cluster forms, the first signal waits for it (the command stops at its next await);
+/// a second one exits at once. Its servers are then left to the next start's sweep.
+#[test]
+fn a_second_signal_exits_at_once() {
+    let mut topology = Command::new(env!("CARGO_BIN_EXE_ratelockr"))
+        .args(["--embedded-cluster", "topology"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ratelockr topology starts");
+    // Its first node answers: the cluster is forming, seconds from done.
+    embedded_server_of(topology.id());
+    signal("TERM", topology.id());
+    std::thread::sleep(Duration::from_millis(300));
+    signal("INT", topology.id());
+    let exit = wait_for_exit(&mut topology);
+    let stderr = stderr_of(&mut topology);
+    ratelockr::embedded::reap_orphans();
+    assert_eq!(exit.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("a second signal: exiting at once"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn sigterm_stops_a_simulation_which_keeps_what_it_sent() {
     let redis = common::redis();
@@ -107,11 +132,16 @@ fn evalsha_calls(port: u16) -> u64 {
 fn terminate(child: &mut Child) -> (ExitStatus, String) {
     signal("TERM", child.id());
     let exit = wait_for_exit(child);
+    (exit, stderr_of(child))
+}
+
+/// What an exited `child` wrote to its piped stderr.
+fn stderr_of(child: &mut Child) -> String {
     let mut stderr = String::new();
     if let Some(pipe) = child.stderr.as_mut() {
         std::io::Read::read_to_string(pipe, &mut stderr).expect("stderr");
     }
-    (exit, stderr)
+    stderr
 }
 
 /// The embedded redis-server on `port`, whose files were in `dir`, is stopped and removed.
