@@ -213,11 +213,17 @@ impl Call<'_> {
     /// the copy `invoke_async` makes of them). Sent with [`invoke`], which recovers from
     /// NOSCRIPT.
     pub(crate) fn evalsha(&self) -> redis::Cmd {
-        let kind = self.algorithm.kind();
-        self.command("EVALSHA", script(kind).get_hash(), 192)
+        self.command(false)
     }
 
-    fn command(&self, verb: &str, script: &str, capacity: usize) -> redis::Cmd {
+    /// The same EVALSHA with every ARGV written out, the scripts' defaults the engine leaves
+    /// out included (as the engine called them before issue 24; `bench --lua` measures both).
+    pub(crate) fn evalsha_in_full(&self) -> redis::Cmd {
+        self.command(true)
+    }
+
+    fn command(&self, in_full: bool) -> redis::Cmd {
+        let (verb, script, capacity) = ("EVALSHA", script(self.algorithm.kind()).get_hash(), 192);
         let keys = if self.stats_keys.is_some() { 3 } else { 1 };
         let mut cmd = redis::Cmd::with_capacity(3 + keys + 6, capacity + self.limiter_key.len());
         cmd.arg(verb).arg(script).arg(keys).arg(self.limiter_key);
@@ -228,7 +234,7 @@ impl Call<'_> {
         // TTL of 120 s) are left out: the same decision, and every argument Redis does not
         // parse and hand to Lua is about a sixth of a microsecond of its CPU
         // (docs/benchmarks.md, issue 24).
-        let ttl = self.stats_ttl_secs != SCRIPT_STATS_TTL_SECS;
+        let ttl = in_full || self.stats_ttl_secs != SCRIPT_STATS_TTL_SECS;
         let cost = ttl || self.cost != 1;
         let now = |cmd: &mut redis::Cmd| match self.at.millis() {
             None => {
@@ -417,7 +423,7 @@ mod tests {
         if let (true, At::Virtual(_)) = (fixed, at) {
             argv.push(now);
         }
-        let defaults = ["", "1", "120"];
+        let defaults = ["", "1", &SCRIPT_STATS_TTL_SECS.to_string()];
         while argv.len() > 2 && defaults.contains(&argv[argv.len() - 1].as_str()) {
             argv.pop();
         }

@@ -231,6 +231,25 @@ impl RedisBenchmark {
 /// `req-__rand_int__` (redis-benchmark sends one command line; collisions only re-score).
 /// `telemetry: false` sends the limiter key alone.
 pub fn engine_command(rule: &Rule, keys: &KeySpace, telemetry: bool) -> (Vec<String>, Vec<String>) {
+    command_words(rule, keys, telemetry, false)
+}
+
+/// [`engine_command`] with every ARGV written out, the defaults the engine leaves out
+/// included (`scripts::Call::evalsha_in_full`).
+pub(crate) fn engine_command_in_full(
+    rule: &Rule,
+    keys: &KeySpace,
+    telemetry: bool,
+) -> (Vec<String>, Vec<String>) {
+    command_words(rule, keys, telemetry, true)
+}
+
+fn command_words(
+    rule: &Rule,
+    keys: &KeySpace,
+    telemetry: bool,
+    in_full: bool,
+) -> (Vec<String>, Vec<String>) {
     let limiter_key = keys.limiter(rule, "__rand_int__");
     // A fixed second: redis-benchmark cannot follow the clock.
     let stats =
@@ -243,7 +262,10 @@ pub fn engine_command(rule: &Rule, keys: &KeySpace, telemetry: bool) -> (Vec<Str
         cost: 1,
         at: crate::scripts::At::ServerClock,
     };
-    let cmd = call.evalsha();
+    let cmd = match in_full {
+        true => call.evalsha_in_full(),
+        false => call.evalsha(),
+    };
     // EVALSHA, the SHA, the number of keys, then KEYS and ARGV.
     let mut words = cmd.args_iter().skip(3).map(|arg| match arg {
         redis::Arg::Simple(bytes) => String::from_utf8_lossy(bytes).into_owned(),
@@ -283,7 +305,7 @@ pub async fn cluster_rules(conn: &mut Conn, rule: &Rule) -> anyhow::Result<Vec<R
     };
     let mut rules = Vec::new();
     for master in &masters {
-        let tag = tag_served_by(conn, master, |i| format!("{}.{i}", rule.name())).await?;
+        let tag = tag_served_by(master, |i| format!("{}.{i}", rule.name()))?;
         rules.push(Rule::new(tag, *rule.algorithm())?);
     }
     Ok(rules)
@@ -312,7 +334,7 @@ pub async fn cache_script(
             );
             let mut tags = Vec::new();
             for master in masters {
-                tags.push(tag_served_by(conn, &master, |i| i.to_string()).await?);
+                tags.push(tag_served_by(&master, |i| i.to_string())?);
             }
             tags
         }
@@ -331,25 +353,16 @@ pub async fn cache_script(
     Ok(redis::Script::new(source).get_hash().to_string())
 }
 
-/// The first hash tag `name(0)`, `name(1)`, … whose slot `master` serves, as `CLUSTER KEYSLOT`
-/// tells.
-async fn tag_served_by(
-    conn: &mut Conn,
-    master: &ClusterNode,
-    name: impl Fn(u32) -> String,
-) -> anyhow::Result<String> {
-    for i in 0..10_000u32 {
-        let tag = name(i);
-        let slot: u16 = redis::cmd("CLUSTER")
-            .arg("KEYSLOT")
-            .arg(&tag)
-            .query_async(conn)
-            .await?;
-        if master.slots.iter().any(|&(a, b)| (a..=b).contains(&slot)) {
-            return Ok(tag);
-        }
-    }
-    anyhow::bail!("no hash tag found for the master at {}", master.address())
+/// The first hash tag `name(0)`, `name(1)`, … whose slot `master` serves (the slot computed
+/// here, as the engine routes by it: no round trip per candidate).
+fn tag_served_by(master: &ClusterNode, name: impl Fn(u32) -> String) -> anyhow::Result<String> {
+    (0..10_000u32)
+        .map(name)
+        .find(|tag| {
+            let slot = crate::slot_route::slot_of(tag.as_bytes());
+            master.slots.iter().any(|&(a, b)| (a..=b).contains(&slot))
+        })
+        .ok_or_else(|| anyhow::anyhow!("no hash tag found for the master at {}", master.address()))
 }
 
 /// The label of an algorithm's script in reports.

@@ -14,7 +14,9 @@
 //! Ratios are taken round by round ([`PairedRatio`]), so the machine's drift cancels.
 
 use super::ceiling::RedisBenchmark;
-use super::ceiling::{cache_script, engine_command, median, script_label, CeilingReport};
+use super::ceiling::{
+    cache_script, engine_command, engine_command_in_full, median, script_label, CeilingReport,
+};
 use crate::conn::Conn;
 use crate::keys::KeySpace;
 use crate::rule::AlgorithmKind;
@@ -141,26 +143,6 @@ pub fn goal_ratios(costs: &[LuaCost]) -> Vec<PairedRatio> {
 /// out included (as the engine called it before issue 24).
 pub(crate) fn spelled_label(kind: AlgorithmKind) -> String {
     format!("{} (every ARGV spelled out)", kind.as_str())
-}
-
-/// `args` as the engine sends them with the trailing defaults it leaves out (server clock,
-/// cost 1, stats TTL 120) written out again.
-fn spelled_out(kind: AlgorithmKind, mut args: Vec<String>) -> Vec<String> {
-    // Every ARGV ends with (now_ms,) cost, stats TTL: the missing ones are the last of these.
-    let defaults = [
-        String::new(),
-        "1".into(),
-        crate::scripts::SCRIPT_STATS_TTL_SECS.to_string(),
-    ];
-    let len = match kind {
-        AlgorithmKind::FixedWindow => 4,
-        AlgorithmKind::TokenBucket | AlgorithmKind::SlidingWindowCounter => 5,
-        AlgorithmKind::Gcra | AlgorithmKind::SlidingWindowLog => 6,
-    };
-    while args.len() < len {
-        args.push(defaults[defaults.len() - (len - args.len())].clone());
-    }
-    args
 }
 
 /// The label of an earlier version of a script (`bench --lua --lua-before DIR`).
@@ -379,9 +361,8 @@ pub async fn lua_costs(
     // called with the scripts' defaults (server clock, cost 1, stats TTL 120) spelled out,
     // which is the same decision, on keys of their own.
     for kind in [AlgorithmKind::TokenBucket, AlgorithmKind::FixedWindow] {
-        let (mut k, a) = engine_command(&super::bench_rule(kind)?, keys, true);
+        let (mut k, a) = engine_command_in_full(&super::bench_rule(kind)?, keys, true);
         k[0] = k[0].replacen(":{bench}:", ":{bench}:spelled:", 1);
-        let a = spelled_out(kind, a);
         cases.push(Case::script(
             spelled_label(kind),
             crate::scripts::source(kind),
@@ -396,10 +377,9 @@ pub async fn lua_costs(
             let Ok(source) = std::fs::read_to_string(&path) else {
                 continue;
             };
-            let (mut k, a) = engine_command(&super::bench_rule(kind)?, keys, true);
-            k[0] = k[0].replacen(":{bench}:", ":{bench}:before:", 1);
             // As every earlier engine sent them.
-            let a = spelled_out(kind, a);
+            let (mut k, a) = engine_command_in_full(&super::bench_rule(kind)?, keys, true);
+            k[0] = k[0].replacen(":{bench}:", ":{bench}:before:", 1);
             cases.push(Case::script(before_label(kind), source, k, a));
         }
     }
@@ -521,7 +501,7 @@ mod tests {
         let keys = crate::keys::KeySpace::default();
         let full = |kind| {
             let rule = crate::bench::bench_rule(kind).expect("rule");
-            spelled_out(kind, engine_command(&rule, &keys, true).1)
+            engine_command_in_full(&rule, &keys, true).1
         };
         assert_eq!(
             full(AlgorithmKind::TokenBucket),

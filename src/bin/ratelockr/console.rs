@@ -70,37 +70,44 @@ pub fn progress_bar(len: u64, template: &str) -> ProgressBar {
     bar
 }
 
-/// A token that `stop` ([`stop_signal`]) cancels: a long run stops and keeps what it has.
-pub fn cancel_on(
-    stop: impl std::future::Future<Output = ()> + Send + 'static,
-) -> CancellationToken {
-    let cancel = CancellationToken::new();
-    let on_stop = cancel.clone();
+/// A token cancelled by Ctrl-C (SIGINT) or, on Unix, SIGTERM (what `kill`, `timeout` and
+/// service managers send): the command then ends as on Ctrl-C, dropping what it owns, an
+/// embedded Redis included, rather than dying with its servers left to the next start's
+/// sweep; a long run stops and keeps what it has. The signals are listened for from this call
+/// on. A second signal exits at once (status 130), whatever the command is doing: a stop that
+/// cannot finish (a cluster still forming, a stuck write) never holds the terminal. Call it
+/// inside the runtime.
+pub fn stop_token() -> CancellationToken {
+    let stop = CancellationToken::new();
+    let on_signal = stop.clone();
+    let mut signals = Signals::listen();
     tokio::spawn(async move {
-        stop.await;
-        on_stop.cancel();
+        signals.next().await;
+        on_signal.cancel();
+        signals.next().await;
+        eprintln!("ratelockr: a second signal: exiting at once");
+        std::process::exit(130);
     });
-    cancel
+    stop
 }
 
-/// Completes on Ctrl-C (SIGINT) or, on Unix, SIGTERM (what `kill`, `timeout` and service
-/// managers send): the command then ends as on Ctrl-C, dropping what it owns, an embedded
-/// Redis included, rather than dying with its servers left to the next start's sweep. The
-/// signals are listened for from this call on, not from the first poll. A second signal exits
-/// at once (status 130), whatever the command is doing: a stop that cannot finish (a cluster
-/// still forming, a stuck write) never holds the terminal. A signal that cannot be listened
-/// for never completes it. Call it inside the runtime.
-pub fn stop_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, Signal, SignalKind};
-        fn listen() -> [Option<Signal>; 2] {
-            [
-                signal(SignalKind::interrupt()).ok(),
-                signal(SignalKind::terminate()).ok(),
-            ]
-        }
-        async fn received(signal: &mut Option<Signal>) {
+/// SIGINT and SIGTERM, listened for from [`Signals::listen`] on; a signal that cannot be
+/// listened for never arrives.
+#[cfg(unix)]
+struct Signals([Option<tokio::signal::unix::Signal>; 2]);
+
+#[cfg(unix)]
+impl Signals {
+    fn listen() -> Self {
+        use tokio::signal::unix::{signal, SignalKind};
+        Signals([
+            signal(SignalKind::interrupt()).ok(),
+            signal(SignalKind::terminate()).ok(),
+        ])
+    }
+
+    async fn next(&mut self) {
+        async fn received(signal: &mut Option<tokio::signal::unix::Signal>) {
             match signal {
                 Some(signal) => {
                     signal.recv().await;
@@ -108,25 +115,25 @@ pub fn stop_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
                 None => std::future::pending().await,
             }
         }
-        async fn either(signals: &mut [Option<Signal>; 2]) {
-            let [interrupt, terminate] = signals;
-            tokio::select! {
-                () = received(interrupt) => {}
-                () = received(terminate) => {}
-            }
+        let [interrupt, terminate] = &mut self.0;
+        tokio::select! {
+            () = received(interrupt) => {}
+            () = received(terminate) => {}
         }
-        let mut first = listen();
-        let mut watch = listen();
-        tokio::spawn(async move {
-            either(&mut watch).await;
-            either(&mut watch).await;
-            eprintln!("ratelockr: a second signal: exiting at once");
-            std::process::exit(130);
-        });
-        async move { either(&mut first).await }
     }
-    #[cfg(not(unix))]
-    async {
+}
+
+/// Ctrl-C, where SIGTERM is not a thing.
+#[cfg(not(unix))]
+struct Signals;
+
+#[cfg(not(unix))]
+impl Signals {
+    fn listen() -> Self {
+        Signals
+    }
+
+    async fn next(&mut self) {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;
         }

@@ -33,14 +33,21 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let code = match runtime.block_on(cmd::run(cli)) {
+    // Ctrl-C and SIGTERM are listened for before the command starts anything.
+    let stop = {
+        let _runtime = runtime.enter();
+        console::stop_token()
+    };
+    let code = match runtime.block_on(cmd::run(cli, stop.clone())) {
         Ok(code) => code,
         Err(err) => {
             eprintln!("ratelockr: {}", message(&err));
             ExitCode::from(2)
         }
     };
-    if cmd::stopped_by_signal() {
+    if stop.is_cancelled() {
+        // Work a stopped command left on other threads (a bench round on a runtime of its
+        // own) is abandoned rather than waited for.
         runtime.shutdown_background();
     }
     code

@@ -21,6 +21,7 @@ pub mod topology;
 use crate::opts::Global;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
+use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -58,26 +59,16 @@ pub enum Command {
     BenchHttpLoad(bench_api::HttpLoadArgs),
 }
 
-/// Set when a signal stopped the command ([`run`]).
-static STOPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Whether a signal stopped the command: work it left on other threads (a bench round on a
-/// runtime of its own) is then abandoned rather than waited for.
-pub fn stopped_by_signal() -> bool {
-    STOPPED.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-/// Runs the command, Ctrl-C and SIGTERM listened for before it starts anything. serve,
-/// simulate and replay stop by themselves on either (serve finishes the requests in flight; a
-/// run keeps what it sent). Any other command is dropped at its next await: what it owns, an
-/// embedded Redis or cluster included, is stopped and removed, and it exits with 130.
-pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+/// Runs the command; `stop` ([`crate::console::stop_token`]) is cancelled by Ctrl-C or
+/// SIGTERM. serve, simulate and replay stop by themselves on it (serve finishes the requests in
+/// flight; a run keeps what it sent). Any other command is dropped at its next await: what it
+/// owns, an embedded Redis or cluster included, is stopped and removed, and it exits with 130.
+pub async fn run(cli: Cli, stop: CancellationToken) -> anyhow::Result<ExitCode> {
     use std::future::Future;
-    let stop = crate::console::stop_signal();
     let global = &cli.global;
     let command: std::pin::Pin<Box<dyn Future<Output = anyhow::Result<ExitCode>> + Send + '_>> =
         match &cli.command {
-            Command::Serve(args) => return serve::run(global, args, stop).await,
+            Command::Serve(args) => return serve::run(global, args, stop.cancelled_owned()).await,
             Command::Simulate(args) => return simulate::run(global, args, stop).await,
             Command::Replay(args) => return replay::run(global, args, stop).await,
             Command::Check(args) => Box::pin(check::run(global, args)),
@@ -89,8 +80,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         };
     tokio::select! {
         biased;
-        () = stop => {
-            STOPPED.store(true, std::sync::atomic::Ordering::Relaxed);
+        () = stop.cancelled() => {
             eprintln!("ratelockr: stopped by a signal (Ctrl-C or SIGTERM)");
             Ok(ExitCode::from(130))
         }

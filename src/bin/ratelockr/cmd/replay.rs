@@ -242,7 +242,7 @@ impl ReplayObserver for Bar {
 pub async fn run(
     global: &Global,
     args: &ReplayArgs,
-    stop: impl std::future::Future<Output = ()> + Send + 'static,
+    cancel: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<ExitCode> {
     crate::opts::policy_needs_file(!args.policy.is_empty(), args.policies.as_deref())?;
     anyhow::ensure!(
@@ -293,7 +293,6 @@ pub async fn run(
         "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes}  {msg}",
     );
     let observer = Bar(bar.clone());
-    let cancel = crate::console::cancel_on(stop);
     let report = replay::run(
         &limiter,
         &source,

@@ -386,7 +386,7 @@ impl SimObserver for Watch {
 pub async fn run(
     global: &Global,
     args: &SimulateArgs,
-    stop: impl std::future::Future<Output = ()> + Send + 'static,
+    cancel: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<ExitCode> {
     crate::opts::policy_needs_file(!args.policy.is_empty(), args.policies.as_deref())?;
     let spec = args.spec()?;
@@ -419,7 +419,6 @@ pub async fn run(
             .observer()
         }),
     };
-    let cancel = crate::console::cancel_on(stop);
     let report = sim::run(
         &limiter,
         &spec,
