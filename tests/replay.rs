@@ -168,9 +168,7 @@ fn chrono_like(epoch: u64) -> String {
 }
 
 fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(common::unique("replay"));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir.join(name)
+    common::tempdir("replay").join(name)
 }
 
 #[tokio::test]

@@ -80,8 +80,7 @@ fn rules_files_sweeps_and_previews() {
     let server = common::redis();
     let url = server.url();
     let prefix = common::unique("cli-replay-rules");
-    let dir = std::env::temp_dir().join(common::unique("cli-replay"));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = common::tempdir("cli-replay");
     let log = dir.join("access.log");
     let mut text = String::new();
     for i in 0..30 {

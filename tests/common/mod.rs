@@ -265,9 +265,13 @@ pub fn signal(name: &str, pid: u32) {
 
 /// A fresh directory under the system's temp dir, unique to this test.
 pub fn tempdir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(unique(name));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+    // Made new and empty (never an earlier run's: process ids recur across CI runs), and kept
+    // after the test so a failure can be looked at.
+    tempfile::Builder::new()
+        .prefix(&format!("t-{name}-"))
+        .tempdir()
+        .expect("temp dir")
+        .keep()
 }
 
 /// One HTTP/1.1 request on a fresh connection: status, headers (lower-cased names), body.

@@ -69,12 +69,15 @@ pub fn redis() -> EmbeddedRedis {
     EmbeddedRedis::start().expect("redis-server on PATH (scripts/deps.sh engine)")
 }
 
-/// A fresh directory under the system's temp dir, unique to this process and `name` (what
+/// A new, empty directory under the system's temp dir, named for `name` (what
 /// the engine's `tests/common/tls.rs` keeps its certificates in).
 pub fn tempdir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("ratelockr-app-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+    // New and empty each call: process ids recur across CI runs.
+    tempfile::Builder::new()
+        .prefix(&format!("ratelockr-app-{name}-"))
+        .tempdir()
+        .expect("temp dir")
+        .keep()
 }
 
 /// Waits for the simulation to end; its status (a failed run fails the test).
