@@ -133,7 +133,7 @@ fn value_flags(command: &str) -> BTreeSet<String> {
 }
 
 struct Fixture {
-    dir: std::path::PathBuf,
+    dir: common::TempDir,
     dead: String,
 }
 

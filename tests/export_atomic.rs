@@ -13,19 +13,19 @@ use cli::{ratelockr, text};
 use common::{limiter, redis};
 use ratelockr::export::{render_run_chart, CsvSink, TimelineBuilder};
 use ratelockr::sim::{self, Length, Pattern, Record, RecordSink, SimSpec, Workload};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use tokio_util::sync::CancellationToken;
 
 /// A tmpfs of `kib` KiB, unmounted on drop.
-struct SmallDisk(PathBuf);
+struct SmallDisk(common::TempDir);
 
 impl SmallDisk {
     fn mount(name: &str, kib: u32) -> Option<SmallDisk> {
         let dir = common::tempdir(name);
         let mounted = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
-            .arg(&dir)
+            .arg(&*dir)
             .output()
             .is_ok_and(|o| o.status.success());
         if !mounted {
@@ -41,8 +41,8 @@ impl SmallDisk {
 
 impl Drop for SmallDisk {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-        let _ = std::fs::remove_dir_all(&self.0);
+        // Unmounted first; the directory goes with the field, after this.
+        let _ = Command::new("umount").arg(&*self.0).status();
     }
 }
 

@@ -13,7 +13,6 @@ use ratelockr::replay::{
 };
 use ratelockr::Rule;
 use replays::replay;
-use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 
 fn spec(rules: Vec<Rule>) -> ReplaySpec {
@@ -167,10 +166,6 @@ fn chrono_like(epoch: u64) -> String {
     )
 }
 
-fn temp(name: &str) -> PathBuf {
-    common::tempdir("replay").join(name)
-}
-
 #[tokio::test]
 async fn the_same_log_gives_the_same_csv_byte_for_byte() {
     let server = redis();
@@ -181,9 +176,10 @@ async fn the_same_log_gives_the_same_csv_byte_for_byte() {
         Rule::sliding_window_log("swl", 4, 3000).expect("valid"),
         Rule::fixed_window("fw", 4, 3000).expect("valid"),
     ];
+    let dir = common::tempdir("replay");
     let mut files = Vec::new();
     for lanes in [4, 4, 1] {
-        let path = temp(&format!("run-{lanes}-{}.csv", files.len()));
+        let path = dir.join(format!("run-{lanes}-{}.csv", files.len()));
         let mut sink = CsvSink::create(&path).expect("csv");
         let spec = ReplaySpec {
             lanes,
@@ -299,7 +295,8 @@ async fn binary_compressed_and_truncated_input() {
     let limiter = limiter(&server, "replay-binary");
     let rule = Rule::token_bucket("tb", 10, 1.0).expect("valid");
     // A binary file: every line is refused, and zero parsed lines is an error naming the format.
-    let binary = temp("binary.log");
+    let dir = common::tempdir("replay-binary");
+    let binary = dir.join("binary.log");
     let bytes: Vec<u8> = (0..200_000u32)
         .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
         .collect();
@@ -330,9 +327,9 @@ async fn binary_compressed_and_truncated_input() {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     std::io::Write::write_all(&mut gz, log.as_bytes()).expect("compress");
     let gz = gz.finish().expect("finish");
-    let whole = temp("whole.log.gz");
+    let whole = dir.join("whole.log.gz");
     std::fs::write(&whole, &gz).expect("write");
-    let cut = temp("cut.log.gz");
+    let cut = dir.join("cut.log.gz");
     std::fs::write(&cut, &gz[..gz.len() / 2]).expect("write");
     let mut reports = Vec::new();
     for path in [whole, cut] {

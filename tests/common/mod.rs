@@ -264,14 +264,32 @@ pub fn signal(name: &str, pid: u32) {
 }
 
 /// A fresh directory under the system's temp dir, unique to this test.
-pub fn tempdir(name: &str) -> std::path::PathBuf {
-    // Made new and empty (never an earlier run's: process ids recur across CI runs), and kept
-    // after the test so a failure can be looked at.
-    tempfile::Builder::new()
-        .prefix(&format!("t-{name}-"))
-        .tempdir()
-        .expect("temp dir")
-        .keep()
+pub fn tempdir(name: &str) -> TempDir {
+    // New and empty (never an earlier run's: process ids recur across CI runs).
+    TempDir(
+        tempfile::Builder::new()
+            .prefix(&format!("t-{name}-"))
+            .tempdir()
+            .expect("temp dir"),
+    )
+}
+
+/// A test's directory: a path (`dir.join(..)`, `&dir` as `&Path`), removed with everything in
+/// it when the test ends, so runs leave nothing behind in the temp dir.
+#[derive(Debug)]
+pub struct TempDir(tempfile::TempDir);
+
+impl std::ops::Deref for TempDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        self.0.path()
+    }
+}
+
+impl AsRef<std::path::Path> for TempDir {
+    fn as_ref(&self) -> &std::path::Path {
+        self.0.path()
+    }
 }
 
 /// One HTTP/1.1 request on a fresh connection: status, headers (lower-cased names), body.

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 /// PEM files in a test's own directory.
 #[derive(Debug)]
 pub struct Pki {
-    pub dir: PathBuf,
+    pub dir: crate::common::TempDir,
     /// The CA that signed every certificate below.
     pub ca: PathBuf,
     /// A CA that signed nothing here: trusting only it, the server is unknown.

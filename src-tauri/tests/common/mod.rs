@@ -71,13 +71,32 @@ pub fn redis() -> EmbeddedRedis {
 
 /// A new, empty directory under the system's temp dir, named for `name` (what
 /// the engine's `tests/common/tls.rs` keeps its certificates in).
-pub fn tempdir(name: &str) -> std::path::PathBuf {
-    // New and empty each call: process ids recur across CI runs.
-    tempfile::Builder::new()
-        .prefix(&format!("ratelockr-app-{name}-"))
-        .tempdir()
-        .expect("temp dir")
-        .keep()
+pub fn tempdir(name: &str) -> TempDir {
+    // New and empty (never an earlier run's: process ids recur across CI runs).
+    TempDir(
+        tempfile::Builder::new()
+            .prefix(&format!("ratelockr-app-{name}-"))
+            .tempdir()
+            .expect("temp dir"),
+    )
+}
+
+/// A test's directory: a path (`dir.join(..)`, `&dir` as `&Path`), removed with everything in
+/// it when the test ends, so runs leave nothing behind in the temp dir.
+#[derive(Debug)]
+pub struct TempDir(tempfile::TempDir);
+
+impl std::ops::Deref for TempDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        self.0.path()
+    }
+}
+
+impl AsRef<std::path::Path> for TempDir {
+    fn as_ref(&self) -> &std::path::Path {
+        self.0.path()
+    }
 }
 
 /// Waits for the simulation to end; its status (a failed run fails the test).
