@@ -37,6 +37,8 @@ let redis;
 let redisPort;
 /** Servers a test started besides `redis` (a cluster's nodes, a TLS server): killed after. */
 const servers = [];
+/** Directories the tests made (servers' files, certificates): removed after. */
+const scratch = [];
 let browser;
 /** The boundary-burst run's history id: the final screenshot shows it. */
 let boundaryRun;
@@ -75,9 +77,16 @@ async function until(check, timeoutMs, what) {
   }
 }
 
+/** A new directory under the temp dir, removed after the tests. */
+function scratchDir(prefix) {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  scratch.push(dir);
+  return dir;
+}
+
 /** A redis-server with `args`, in a directory of its own, killed after the tests. */
 function startServer(args) {
-  const dir = mkdtempSync(join(tmpdir(), "ratelockr-e2e-redis-"));
+  const dir = scratchDir("ratelockr-e2e-redis-");
   const child = spawn("redis-server", ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, ...args], { stdio: "ignore" });
   servers.push(child);
   return child;
@@ -112,7 +121,7 @@ async function startCluster() {
 
 /** A CA, a second CA nobody uses, and a server certificate for 127.0.0.1 (openssl). */
 function makePki() {
-  const dir = mkdtempSync(join(tmpdir(), "ratelockr-e2e-pki-"));
+  const dir = scratchDir("ratelockr-e2e-pki-");
   const ssl = (...args) => execFileSync("openssl", args, { cwd: dir, stdio: "ignore" });
   for (const ca of ["ca", "other-ca"]) ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", `${ca}.key`, "-out", `${ca}.pem`, "-days", "2", "-subj", `/CN=RateLockr e2e ${ca}`);
   ssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost");
@@ -281,6 +290,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await browser?.deleteSession().catch(() => {});
     redis?.kill("SIGKILL");
     for (const child of servers) child.kill("SIGKILL");
+    for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
   });
 
   it("shows a dropped duplicate rule in the warnings banner, which can be dismissed", async () => {
@@ -680,7 +690,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     assert.ok(/so far/.test(cumulative) && !/per \d+ ms/.test(cumulative), "only the measure on screen");
     const png = await exported("#export-png");
     assert.deepEqual([...readFileSync(png).subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
-    execFileSync("cp", [png, join(tmpdir(), "ratelockr-e2e-view.png")]);
+    execFileSync("cp", [png, join(SHOTS, "chart-view-export.png")]);
     await click('[data-measure="bin"]');
     await fill("#chart-key", "");
     await until(() => browser.execute(() => !document.querySelector("#key-chart .uplot")), 10_000, "the key's panel goes with the choice");
