@@ -44,7 +44,7 @@ pub enum Command {
     Stats(stats::StatsArgs),
     /// Delete a rule's limiter state (one client key, or all of them).
     Reset(reset::ResetArgs),
-    /// Serve Prometheus metrics at /api/metrics (loopback by default).
+    /// Serve the decision endpoint (POST /api/check) and Prometheus metrics (/api/metrics), on loopback by default.
     Serve(serve::ServeArgs),
     /// Decisions per second and latency through the engine, beside Redis's own ceiling.
     Bench(bench::BenchArgs),
