@@ -80,13 +80,43 @@ try {
   await fill("#sim-requests", String(REQUESTS));
   await fill("#sim-servers", "4");
   await fill("#sim-keys", "100");
+  // Where the webview's work goes: DOM mutations by the nearest element with an id, and
+  // canvas redraws (uPlot clears its canvas on every redraw). Counted idle, then over the run.
+  const countWork = () =>
+    browser.execute(() => {
+      const mutations = {};
+      window.__mutations = mutations;
+      const region = (n) => {
+        for (let e = n.nodeType === 1 ? n : n.parentElement; e; e = e.parentElement) if (e.id) return e.id;
+        return "(none)";
+      };
+      window.__observer?.disconnect();
+      window.__observer = new MutationObserver((list) => {
+        for (const m of list) mutations[region(m.target)] = (mutations[region(m.target)] ?? 0) + 1;
+      });
+      window.__observer.observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true });
+      const draws = { n: 0 };
+      window.__draws = draws;
+      if (!window.__clear) {
+        window.__clear = CanvasRenderingContext2D.prototype.clearRect;
+        CanvasRenderingContext2D.prototype.clearRect = function (...a) {
+          window.__draws.n++;
+          return window.__clear.apply(this, a);
+        };
+      }
+    });
+  const work = () => browser.execute(() => ({ mutations: window.__mutations, draws: window.__draws.n }));
+  const workText = (w, secs) =>
+    `canvas redraws ${w.draws} (${(w.draws / secs).toFixed(1)}/s); DOM mutations by region (per s): ${Object.entries(w.mutations).sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${(n / secs).toFixed(1)}`).join(", ") || "none"}`;
   // The same processes idle, for comparison: what the window costs when nothing runs (after
   // 10 s for the start-up's own drawing to settle).
   const IDLE_S = 10;
   await sleep(10_000);
+  await countWork();
   const idle0 = snapshot();
   await sleep(IDLE_S * 1000);
   const idle1 = snapshot();
+  const idleWork = await work();
   const before = Number(await browser.execute(() => document.body.dataset.runsFinished ?? 0));
   // The lag probe: a 50 ms timer chain; how late each tick fires is how long a click waits.
   await browser.execute(() => {
@@ -100,36 +130,19 @@ try {
       if (!window.__stopLag) setTimeout(tick, 50);
     };
     setTimeout(tick, 50);
-    // Where the webview's work goes: DOM mutations by the nearest element with an id, and
-    // canvas redraws (uPlot clears its canvas on every redraw).
-    const mutations = {};
-    window.__mutations = mutations;
-    const region = (n) => {
-      for (let e = n.nodeType === 1 ? n : n.parentElement; e; e = e.parentElement) if (e.id) return e.id;
-      return "(none)";
-    };
-    window.__observer = new MutationObserver((list) => {
-      for (const m of list) mutations[region(m.target)] = (mutations[region(m.target)] ?? 0) + 1;
-    });
-    window.__observer.observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true });
-    const draws = { n: 0 };
-    window.__draws = draws;
-    const clear = CanvasRenderingContext2D.prototype.clearRect;
-    CanvasRenderingContext2D.prototype.clearRect = function (...a) {
-      draws.n++;
-      return clear.apply(this, a);
-    };
   });
+  await countWork();
   const cpu0 = snapshot();
   const t0 = Date.now();
   await (await browser.$("#sim-run")).click();
   while (Number(await browser.execute(() => document.body.dataset.runsFinished ?? 0)) <= before) await sleep(250);
   const wall = (Date.now() - t0) / 1000;
   const cpu1 = snapshot();
-  const { lags: rawLags, mutations, draws } = await browser.execute(() => {
+  const runWork = await work();
+  const rawLags = await browser.execute(() => {
     window.__stopLag = true;
     window.__observer.disconnect();
-    return { lags: window.__lags, mutations: window.__mutations, draws: window.__draws.n };
+    return window.__lags;
   });
   const lags = rawLags.sort((a, b) => a - b);
   const q = (p) => lags[Math.min(lags.length - 1, Math.floor(p * lags.length))];
@@ -138,8 +151,8 @@ try {
   console.log(`requests ${REQUESTS}, run ${wall.toFixed(1)} s wall; ${status.trim()}`);
   console.log(`CPU idle for ${IDLE_S} s before the run (% of one core): webview ${(((idle1.webview - idle0.webview) / IDLE_S) * 100).toFixed(1)} %, app ${(((idle1.app - idle0.app) / IDLE_S) * 100).toFixed(1)} %`);
   console.log(`CPU over the run (% of one core): webview ${pct("webview").toFixed(1)} %, app ${pct("app").toFixed(1)} %, redis-server ${pct("redis").toFixed(1)} %`);
-  const perSec = (n) => (n / wall).toFixed(1);
-  console.log(`canvas redraws ${draws} (${perSec(draws)}/s); DOM mutations by region (per s): ${Object.entries(mutations).sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${perSec(n)}`).join(", ")}`);
+  console.log(`idle: ${workText(idleWork, IDLE_S)}`);
+  console.log(`run: ${workText(runWork, wall)}`);
   console.log(`webview main-thread lag (50 ms timer, ${lags.length} ticks): p50 ${q(0.5).toFixed(1)} ms, p99 ${q(0.99).toFixed(1)} ms, max ${lags[lags.length - 1].toFixed(1)} ms`);
 } finally {
   await browser.deleteSession().catch(() => {});
