@@ -443,7 +443,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
   });
 
   it("stays responsive through a 10,000-request burst, with stats calls bounded", async () => {
-    const calls = () => browser.execute(() => Number(document.body.dataset.statsCalls ?? 0));
+    const calls = () => browser.execute(() => window.ratelockrStatsCalls ?? 0);
     const before = await calls();
     const started = Date.now();
     await runSimulation({ target: "checkout", rps: 0, requests: 10_000, servers: 4, keys: 50, naive: true });

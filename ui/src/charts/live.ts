@@ -8,7 +8,7 @@ import "uplot/dist/uPlot.min.css";
 import type { RuleStats } from "../bindings/RuleStats";
 import { algorithmLabel } from "../logic/algorithms";
 import { fmtInt } from "../logic/format";
-import { liveColumns, totals } from "../logic/live";
+import { liveColumns, livePicture, totals } from "../logic/live";
 import { setData, setText } from "../paint";
 import { recentSecondsAxis, yAxis } from "./axes";
 import { gridColumns, gridPlotSize } from "./grid";
@@ -24,7 +24,7 @@ interface Panel {
   plot: uPlot;
   totals: HTMLElement;
   error: HTMLElement;
-  /** The columns last drawn, as JSON: an equal update is skipped. */
+  /** The picture last drawn (`livePicture`): an equal update is skipped. */
   drawn?: string;
 }
 
@@ -72,17 +72,23 @@ export class ChartGrid {
     this.resize();
   }
 
+  /** True when drawing `stats` would change a panel on screen. */
+  changes(stats: RuleStats[]): boolean {
+    return stats.some((s) => {
+      const panel = this.panels.get(s.rule);
+      return panel !== undefined && panel.drawn !== livePicture(s);
+    });
+  }
+
   update(stats: RuleStats[]) {
     for (const s of stats) {
       const panel = this.panels.get(s.rule);
       if (!panel) continue;
-      // Unchanged points (a refetch within the same second, an idle rule) draw nothing.
-      const columns = liveColumns(s.points);
-      const key = JSON.stringify(columns);
-      if (key !== panel.drawn) {
-        panel.drawn = key;
-        panel.plot.setData(columns);
-      }
+      // The same picture (a refetch within the same second, an idle rule) draws nothing.
+      const picture = livePicture(s);
+      if (picture === panel.drawn) continue;
+      panel.drawn = picture;
+      panel.plot.setData(liveColumns(s.points));
       const t = totals(s.points);
       const html =
         `<span class="allowed"><b>${fmtInt(t.allowed)}</b> allowed</span>` +

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { axisWidth, focusAfterRuleClick, liveColumns, liveNote, liveRules, liveView, MAX_RUN_PANELS, totals } from "./live";
+import { axisWidth, focusAfterRuleClick, liveColumns, liveNote, livePicture, liveRules, liveView, MAX_RUN_PANELS, totals } from "./live";
 
 const point = (second: number, allowed: number, denied: number, fail_open = 0) => ({ second, allowed, denied, fail_open });
 
@@ -13,6 +13,21 @@ describe("live chart", () => {
       [1, 0],
       [0, 4],
     ]);
+  });
+
+  it("draws a window that only moved on as the same picture, and any change as a new one", () => {
+    const idle = (from: number) => ({ rule: "api", points: [point(from, 0, 0), point(from + 1, 0, 0), point(from + 2, 0, 0)] });
+    expect(livePicture(idle(200))).toBe(livePicture(idle(201)));
+    const shifted = { rule: "api", points: points.map((p) => ({ ...p, second: p.second + 7 })) };
+    expect(livePicture(shifted)).toBe(livePicture({ rule: "api", points }));
+    // A value on a line, the current second (only in the totals), and an error each show.
+    expect(livePicture({ rule: "api", points: [point(200, 1, 0), point(201, 0, 0), point(202, 0, 0)] })).not.toBe(livePicture(idle(200)));
+    expect(livePicture({ rule: "api", points: [point(200, 0, 0), point(201, 0, 0), point(202, 0, 1)] })).not.toBe(livePicture(idle(200)));
+    expect(livePicture({ ...idle(200), error: "Redis is unreachable" })).not.toBe(livePicture(idle(200)));
+    // The same values in another order are another picture.
+    expect(livePicture({ rule: "api", points: [point(200, 1, 0), point(201, 0, 0), point(202, 0, 0)] })).not.toBe(
+      livePicture({ rule: "api", points: [point(200, 0, 0), point(201, 1, 0), point(202, 0, 0)] }),
+    );
   });
 
   it("totals every decision in the window, the current second included", () => {

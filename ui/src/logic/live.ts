@@ -2,6 +2,7 @@
  * The live 30-second chart's data: what it draws, what its totals count, which rules it shows.
  * The chart itself (and its 750 ms throttle) is unchanged; these fix what it said.
  */
+import type { RuleStats } from "../bindings/RuleStats";
 import type { StatsPoint } from "../bindings/StatsPoint";
 
 /**
@@ -24,6 +25,16 @@ export function totals(points: StatsPoint[]) {
     (acc, p) => ({ allowed: acc.allowed + p.allowed, denied: acc.denied + p.denied, fail_open: acc.fail_open + p.fail_open }),
     { allowed: 0, denied: 0, fail_open: 0 },
   );
+}
+
+/**
+ * What a rule's panel shows, as a key: the lines' values, the totals and the error. Not the
+ * seconds: the axis reads "-20 s … now", so a window that only moved on (an idle rule, all
+ * zeros) looks the same and is not drawn again; an idle window then costs no frames.
+ */
+export function livePicture(s: RuleStats): string {
+  const [, allowed, denied, failOpen] = liveColumns(s.points);
+  return JSON.stringify([allowed, denied, failOpen, totals(s.points), s.error ?? null]);
 }
 
 export type ChartFocus = "run" | "rules";
