@@ -10,6 +10,10 @@
 #![allow(dead_code)]
 
 pub mod models;
+mod tempdir;
+
+#[allow(unused_imports)] // not every test binary makes a directory
+pub use tempdir::{tempdir, TempDir};
 
 use ratelockr::{
     At, DecidedBy, Decision, EmbeddedRedis, FailureKind, KeySpace, Limiter, LimiterOptions,
@@ -261,35 +265,6 @@ pub fn signal(name: &str, pid: u32) {
         .status()
         .expect("run kill");
     assert!(status.success(), "kill -{name} {pid}");
-}
-
-/// A fresh directory under the system's temp dir, unique to this test.
-pub fn tempdir(name: &str) -> TempDir {
-    // New and empty (never an earlier run's: process ids recur across CI runs).
-    TempDir(
-        tempfile::Builder::new()
-            .prefix(&format!("t-{name}-"))
-            .tempdir()
-            .expect("temp dir"),
-    )
-}
-
-/// A test's directory: a path (`dir.join(..)`, `&dir` as `&Path`), removed with everything in
-/// it when the test ends, so runs leave nothing behind in the temp dir.
-#[derive(Debug)]
-pub struct TempDir(tempfile::TempDir);
-
-impl std::ops::Deref for TempDir {
-    type Target = std::path::Path;
-    fn deref(&self) -> &std::path::Path {
-        self.0.path()
-    }
-}
-
-impl AsRef<std::path::Path> for TempDir {
-    fn as_ref(&self) -> &std::path::Path {
-        self.0.path()
-    }
 }
 
 /// One HTTP/1.1 request on a fresh connection: status, headers (lower-cased names), body.

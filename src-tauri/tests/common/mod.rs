@@ -14,6 +14,11 @@ use tauri::test::{get_ipc_response, mock_builder, MockRuntime, INVOKE_KEY};
 use tauri::webview::InvokeRequest;
 use tauri::{App, WebviewWindow, WebviewWindowBuilder};
 
+#[path = "../../../tests/common/tempdir.rs"]
+mod tempdir;
+#[allow(unused_imports)] // not every test binary makes a directory
+pub use tempdir::{tempdir, TempDir};
+
 /// The app as the window sees it: commands are called through IPC.
 pub struct Ui {
     pub app: App<MockRuntime>,
@@ -67,36 +72,6 @@ impl Ui {
 /// A private redis-server for one test.
 pub fn redis() -> EmbeddedRedis {
     EmbeddedRedis::start().expect("redis-server on PATH (scripts/deps.sh engine)")
-}
-
-/// A new, empty directory under the system's temp dir, named for `name` (what
-/// the engine's `tests/common/tls.rs` keeps its certificates in).
-pub fn tempdir(name: &str) -> TempDir {
-    // New and empty (never an earlier run's: process ids recur across CI runs).
-    TempDir(
-        tempfile::Builder::new()
-            .prefix(&format!("ratelockr-app-{name}-"))
-            .tempdir()
-            .expect("temp dir"),
-    )
-}
-
-/// A test's directory: a path (`dir.join(..)`, `&dir` as `&Path`), removed with everything in
-/// it when the test ends, so runs leave nothing behind in the temp dir.
-#[derive(Debug)]
-pub struct TempDir(tempfile::TempDir);
-
-impl std::ops::Deref for TempDir {
-    type Target = std::path::Path;
-    fn deref(&self) -> &std::path::Path {
-        self.0.path()
-    }
-}
-
-impl AsRef<std::path::Path> for TempDir {
-    fn as_ref(&self) -> &std::path::Path {
-        self.0.path()
-    }
 }
 
 /// Waits for the simulation to end; its status (a failed run fails the test).
