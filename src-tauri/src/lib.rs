@@ -106,13 +106,36 @@ pub fn install<R: Runtime>(
     Ok(())
 }
 
+/// `$RATELOCKR_DATA_DIR`, when set and not empty.
+fn env_data_dir() -> Option<PathBuf> {
+    std::env::var_os(DATA_DIR_ENV)
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+}
+
 fn default_data_dir<R: Runtime>(
     app: &tauri::AppHandle<R>,
 ) -> Result<PathBuf, Box<dyn std::error::Error>> {
-    match std::env::var_os(DATA_DIR_ENV).filter(|d| !d.is_empty()) {
-        Some(dir) => Ok(PathBuf::from(dir)),
+    match env_data_dir() {
+        Some(dir) => Ok(dir),
         None => Ok(app.path().app_data_dir()?),
     }
+}
+
+/// Opens the main window as tauri.conf.json describes it (`"create": false` there, so that it
+/// opens here). With `$RATELOCKR_DATA_DIR` set, the webview keeps its own data (WebKit's
+/// caches and storage) under it too, in `webview/`: a test run writes nothing in the home
+/// directory, and no earlier run's webview data reaches it.
+fn open_main_window<R: Runtime>(app: &tauri::AppHandle<R>) -> tauri::Result<()> {
+    let Some(config) = app.config().app.windows.iter().find(|w| w.label == "main") else {
+        return Ok(());
+    };
+    let mut window = tauri::WebviewWindowBuilder::from_config(app, config)?;
+    if let Some(dir) = env_data_dir() {
+        window = window.data_directory(dir.join("webview"));
+    }
+    window.build()?;
+    Ok(())
 }
 
 fn open_core<R: Runtime>(
@@ -161,6 +184,7 @@ pub fn run() {
         .try_init();
     let app = match app(Builder::default())
         .setup(|app| {
+            open_main_window(app.handle())?;
             window_fit::fit_main_window(app.handle());
             install(app.handle(), None)
         })

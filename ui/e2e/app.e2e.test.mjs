@@ -304,6 +304,10 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await until(() => browser.execute(() => !document.querySelector('#rule-list [data-rule="dup"]')), 5_000, "dup is deleted");
   });
 
+  it("keeps the webview's own data (WebKit's caches and storage) in its data dir, not the home directory", async () => {
+    assert.ok(existsSync(join(dataDir, "webview")), `no ${join(dataDir, "webview")}`);
+  });
+
   it("shows the Redis it uses and its round trip", async () => {
     await until(async () => (await text("#conn-state")).startsWith("Connected"), 10_000, "connected");
     assert.equal(await text("#conn-url"), `redis://127.0.0.1:${redisPort}`);
