@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Records } from "./records";
 import { run } from "./testdata";
-import { buildRunView, markPeaks, matchTarget, RUN_COLORS } from "./runview";
+import { buildRunView, markPeaks, matchTarget, paler, RUN_COLORS } from "./runview";
 
 /**
  * A boundary burst in miniature: the fixed window admits 4 in the bin after its boundary, the
@@ -48,6 +48,14 @@ describe("run view", () => {
     expect(allowed.values.at(-1)).toBe(5);
   });
 
+  it("makes a paler shade of a colour, still #rrggbb", () => {
+    expect(paler("#000000", 0.5)).toBe("#808080");
+    expect(paler("#4f46e5", 0)).toBe("#4f46e5");
+    expect(paler("#4f46e5", 1)).toBe("#ffffff");
+    expect(paler("#1f77b4")).toMatch(/^#[0-9a-f]{6}$/);
+    expect(paler("red")).toBe("red");
+  });
+
   it("overlays algorithms in one chart with distinct dashes, so equal lines stay visible", () => {
     const v = buildRunView([{ id: "a", name: "A", records: boundary() }], { measure: "bin", layout: "overlay", envelope: false });
     expect(v.plots).toHaveLength(1);
@@ -55,9 +63,11 @@ describe("run view", () => {
     expect(allowed).toHaveLength(2);
     expect(allowed[0].dash).not.toEqual(allowed[1].dash);
     expect(allowed[0].color).not.toEqual(allowed[1].color);
-    // Denials are drawn too, each in its rule's colour; no fail-open line when none failed open.
+    // Denials are drawn too, each in a paler shade of its rule's colour (told apart from the
+    // admissions); no fail-open line when none failed open.
     const denied = v.plots[0].lines.filter((l) => l.kind === "denied");
-    expect(denied.map((l) => l.color)).toEqual(allowed.map((l) => l.color));
+    expect(denied.map((l) => l.color)).toEqual(allowed.map((l) => paler(l.color)));
+    denied.forEach((d, i) => expect(d.color).not.toEqual(allowed[i].color));
     expect(v.plots[0].lines.some((l) => l.kind === "fail_open")).toBe(false);
   });
 

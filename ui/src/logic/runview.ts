@@ -73,6 +73,19 @@ export interface PeakLike {
 }
 
 /**
+ * `hex` (`#rrggbb`) mixed with white, `share` of it white: a paler shade of the same colour,
+ * still a plain `#rrggbb` the engine draws into the exported file as it is.
+ */
+export function paler(hex: string, share = 0.55): string {
+  const m = /^#([0-9a-f]{6})$/i.exec(hex);
+  if (!m) return hex;
+  const n = parseInt(m[1], 16);
+  const mix = (c: number) => Math.round(c + (255 - c) * share);
+  const [r, g, b] = [mix((n >> 16) & 255), mix((n >> 8) & 255), mix(n & 255)];
+  return `#${((r << 16) | (g << 8) | b).toString(16).padStart(6, "0")}`;
+}
+
+/**
  * Marks each side-by-side plot with its rule's busiest window (`peaks` by rule name): where
  * the boundary burst is, and its count against the limit, without zooming.
  */
@@ -207,9 +220,10 @@ export function buildRunView(runs: RunData[], opts: ViewOptions): RunView {
         // token-bucket runs are three colours and two algorithms of one run two dashes.
         const color = many ? RUN_COLORS[r % RUN_COLORS.length] : info.color;
         lines.push({ ...allowed, label: `${targetLabel(run.records, t)} allowed${of}`, color, dash: [...info.dash], width: 2 });
-        // Denials too (per bin; cumulative, they would dwarf the admissions): thin, in the
-        // rule's colour, so a quiet stretch reads as denied, not as no traffic.
-        if (opts.measure === "bin") lines.push({ ...denied, label: `${targetLabel(run.records, t)} denied${of}`, color, dash: [...info.dash], width: 1 });
+        // Denials too (per bin; cumulative, they would dwarf the admissions): thin, in a paler
+        // shade of the line's colour (the same colour was not told apart from the admissions,
+        // here or in the legend), so a quiet stretch reads as denied, not as no traffic.
+        if (opts.measure === "bin") lines.push({ ...denied, label: `${targetLabel(run.records, t)} denied${of}`, color: paler(color), dash: [...info.dash], width: 1 });
         failOpen = fo.values.map((v, i) => (v ?? 0) + (failOpen?.[i] ?? 0));
         if (env) lines.push({ ...env, label: `envelope · ${targetLabel(run.records, t)}${of}`, color, dash: [...OUTCOME_STYLE.envelope.dash], width: 1 });
       });
