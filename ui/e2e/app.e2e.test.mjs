@@ -159,7 +159,17 @@ async function fill(sel, value) {
  * Photographs the screen with only some cards of the content column shown, so the one wanted
  * is at the top (under Xvfb a scrolled WebKit page was captured half repainted).
  */
+/**
+ * Moves the pointer off every element before a picture: where the last click left it, a
+ * title's tooltip can cover the very panel the picture is for (the run title's over the fixed
+ * window's chart in boundary.png).
+ */
+async function pointerAway() {
+  await browser.action("pointer").move({ x: 2, y: 2, origin: "viewport" }).perform();
+}
+
 async function photograph(file, hide) {
+  await pointerAway();
   await browser.execute((ids) => {
     window.scrollTo(0, 0);
     for (const id of ids) document.getElementById(id).style.display = "none";
@@ -1076,6 +1086,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await fill(field("overrides[0].limits[0].capacity"), "100");
     await fill(field("overrides[0].limits[0].refill_per_sec"), "100");
     await browser.execute(() => document.getElementById("policies-card").scrollIntoView());
+    await pointerAway();
     await new Promise((r) => setTimeout(r, 500));
     execFileSync("import", ["-window", "root", join(SHOTS, "policy-editor.png")]);
     await domClick("#policy-save");
@@ -1112,6 +1123,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     assert.match(await text("#conn-topology-summary"), /^3 masters, 3 replicas on 127\.0\.0\.1$/);
     if (await visible("#warnings-banner")) await click('[data-testid="warnings-dismiss"]');
     await browser.execute(() => window.scrollTo(0, 0));
+    await pointerAway();
     await new Promise((r) => setTimeout(r, 1_000));
     execFileSync("import", ["-window", "root", CLUSTER_PNG]);
 
@@ -1248,6 +1260,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
       document.getElementById("conn-tls").open = false;
       window.scrollTo(0, 0);
     });
+    await pointerAway();
     await new Promise((r) => setTimeout(r, 1_500));
     execFileSync("import", ["-window", "root", SCREENSHOT]);
     assert.ok(existsSync(SCREENSHOT));
