@@ -156,10 +156,6 @@ async function fill(sel, value) {
 }
 
 /**
- * Photographs the screen with only some cards of the content column shown, so the one wanted
- * is at the top (under Xvfb a scrolled WebKit page was captured half repainted).
- */
-/**
  * Moves the pointer off every element before a picture: where the last click left it, a
  * title's tooltip can cover the very panel the picture is for (the run title's over the fixed
  * window's chart in boundary.png).
@@ -168,6 +164,10 @@ async function pointerAway() {
   await browser.action("pointer").move({ x: 2, y: 2, origin: "viewport" }).perform();
 }
 
+/**
+ * Photographs the screen with only some cards of the content column shown, so the one wanted
+ * is at the top (under Xvfb a scrolled WebKit page was captured half repainted).
+ */
 async function photograph(file, hide) {
   await pointerAway();
   await browser.execute((ids) => {
