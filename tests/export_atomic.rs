@@ -244,3 +244,86 @@ fn replay_refuses_to_replace_its_outputs_without_force() {
     assert_eq!(names(&dir), ["decisions.csv"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// What a user set up around an export survives `--force`: a link stays a link (its target is
+/// replaced), the file keeps its permissions; and a place no file can be made is named by its
+/// cause, never by a temporary file's name.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_cli_writes_through_a_link_keeps_the_mode_and_names_the_real_cause() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = redis();
+    let url = server.url();
+    let prefix = common::unique("cli-link");
+    let dir = common::tempdir("cli-link");
+    let simulate = |csv: &str| {
+        ratelockr(&[
+            "simulate",
+            "--redis",
+            &url,
+            "--prefix",
+            &prefix,
+            "--algorithm",
+            "fixed-window",
+            "--limit",
+            "5",
+            "--window-ms",
+            "1000",
+            "--requests",
+            "10",
+            "--rps",
+            "0",
+            "--csv",
+            csv,
+            "--force",
+        ])
+    };
+    std::fs::create_dir(dir.join("shared")).expect("dir");
+    let real = dir.join("shared/run.csv");
+    std::fs::write(&real, b"old").expect("old");
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+    let link = dir.join("run.csv");
+    std::os::unix::fs::symlink("shared/run.csv", &link).expect("link");
+
+    let out = simulate(&link.display().to_string());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let meta = std::fs::symlink_metadata(&link).expect("link");
+    assert!(meta.file_type().is_symlink(), "the link is still a link");
+    let written = std::fs::read_to_string(&real).expect("read");
+    assert!(written.starts_with("seq,sent_at_ms,"), "{written}");
+    let mode = std::fs::metadata(&real).expect("meta").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o640);
+    assert_eq!(names(&dir.join("shared")), ["run.csv"]);
+
+    let out = simulate("/proc/x.csv");
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("/proc/x.csv") && stderr.contains("proc file system"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("x.csv."),
+        "no temporary file's name: {stderr}"
+    );
+
+    // A read-only file system (a tmpfs mounted so; needs root).
+    let Some(ro) = SmallDisk::mount("ro", 64) else {
+        return;
+    };
+    let remounted = Command::new("mount")
+        .args(["-o", "remount,ro"])
+        .arg(&*ro.0)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(remounted, "remount read-only");
+    let dest = ro.0.join("run.csv");
+    let out = simulate(&dest.display().to_string());
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("read-only file system"), "{stderr}");
+    assert!(
+        !stderr.contains("run.csv."),
+        "no temporary file's name: {stderr}"
+    );
+}
