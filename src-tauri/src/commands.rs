@@ -2,7 +2,9 @@
 //! dialog and then one). No rate-limiting logic lives here.
 
 use crate::events::WindowEvents;
-use crate::open_dialog::{choose_log, choose_pem, choose_policies, choose_policies_import};
+use crate::open_dialog::{
+    choose_log, choose_pem, choose_policies, choose_policies_file, choose_policies_import,
+};
 use crate::save_dialog::choose_path;
 use ratelockr::export::ChartView;
 use ratelockr::headers::HttpAnswer;
@@ -22,6 +24,7 @@ use ratelockr_app_core::history::{HistorySettings, RunHistory};
 use ratelockr_app_core::kept_replay::ReplayRunInfo;
 use ratelockr_app_core::kept_run::RunInfo;
 use ratelockr_app_core::policies::PolicyImport;
+use ratelockr_app_core::policy_file::{FileVersion, PolicyFileStatus};
 use ratelockr_app_core::records::RunRecords;
 use ratelockr_app_core::replay::{self, ReplayRequest, ReplayStatus};
 use ratelockr_app_core::rules::RuleDraft;
@@ -145,6 +148,54 @@ pub async fn policies_export<R: Runtime>(
 ) -> Result<Exported, AppError> {
     let dest = choose_path(&app, "ratelockr-policies.toml", "Policies file", "toml")?;
     core.policies_export(&dest)
+}
+
+/// The open policies file, looked at again: a change made outside the app is taken, an
+/// invalid one reported (the last good policies stay).
+#[tauri::command]
+pub async fn policies_file(core: Core<'_>) -> Result<PolicyFileStatus, AppError> {
+    Ok(core.policy_file_status())
+}
+
+/// A policies file from the open dialog, edited in place from now on (and after a restart).
+#[tauri::command]
+pub async fn policies_file_open<R: Runtime>(
+    app: AppHandle<R>,
+    core: Core<'_>,
+) -> Result<PolicyFileStatus, AppError> {
+    core.policy_file_open(&choose_policies_file(&app)?)
+}
+
+/// A new policies file where the save dialog confirmed, written by its first save.
+#[tauri::command]
+pub async fn policies_file_new<R: Runtime>(
+    app: AppHandle<R>,
+    core: Core<'_>,
+) -> Result<PolicyFileStatus, AppError> {
+    let dest = choose_path(&app, "policies.toml", "Policies file", "toml")?;
+    core.policy_file_new(&dest.display().to_string())
+}
+
+/// A policy saved in the open file; `base`: the file's version when the edit began.
+#[tauri::command]
+pub async fn policy_file_save(
+    core: Core<'_>,
+    original: Option<String>,
+    draft: serde_json::Value,
+    base: FileVersion,
+    overwrite: bool,
+) -> Result<PolicyFileStatus, AppError> {
+    core.policy_file_save(original.as_deref(), &draft, &base, overwrite)
+}
+
+#[tauri::command]
+pub async fn policy_file_delete(
+    core: Core<'_>,
+    name: String,
+    base: FileVersion,
+    overwrite: bool,
+) -> Result<PolicyFileStatus, AppError> {
+    core.policy_file_delete(&name, &base, overwrite)
 }
 
 #[tauri::command]

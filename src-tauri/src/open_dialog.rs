@@ -16,7 +16,7 @@ pub const IMPORT_POLICIES_ENV: &str = "RATELOCKR_IMPORT_POLICIES";
 /// Bypasses the TLS files' open dialog: its answer is this path.
 pub const OPEN_PEM_ENV: &str = "RATELOCKR_OPEN_PEM";
 
-/// Bypasses the Watch card's open dialog: its answer is this path.
+/// Bypasses the open dialogs of the Watch card and the Policies view: their answer is this path.
 pub const OPEN_POLICIES_ENV: &str = "RATELOCKR_OPEN_POLICIES";
 
 /// Asks the user for a policies file to watch (TOML or JSON, as `serve --policies` takes).
@@ -25,6 +25,18 @@ pub fn choose_policies<R: Runtime>(app: &AppHandle<R>) -> Result<String, AppErro
         app,
         OPEN_POLICIES_ENV,
         "Watch a policies file",
+        ("Policies files", &["toml", "json"]),
+        ErrorCode::PolicyFile,
+        "no policies file chosen",
+    )
+}
+
+/// Asks the user for the policies file the Policies view opens and edits in place.
+pub fn choose_policies_file<R: Runtime>(app: &AppHandle<R>) -> Result<String, AppError> {
+    choose(
+        app,
+        OPEN_POLICIES_ENV,
+        "Open a policies file",
         ("Policies files", &["toml", "json"]),
         ErrorCode::PolicyFile,
         "no policies file chosen",

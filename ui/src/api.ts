@@ -17,6 +17,8 @@ import type { MetricsSettings } from "./bindings/MetricsSettings";
 import type { MetricsStatus } from "./bindings/MetricsStatus";
 import type { Policy } from "./bindings/Policy";
 import type { PolicyImport } from "./bindings/PolicyImport";
+import type { FileVersion } from "./bindings/FileVersion";
+import type { PolicyFileStatus } from "./bindings/PolicyFileStatus";
 import type { Rule } from "./bindings/Rule";
 import type { RuleDraft } from "./bindings/RuleDraft";
 import type { RuleStats } from "./bindings/RuleStats";
@@ -83,6 +85,17 @@ export const api = {
   policiesImport: () => call<PolicyImport>("policies_import"),
   /** The policies and rules as one policies file, where the save dialog confirmed. */
   policiesExport: () => call<Exported>("policies_export"),
+  /** The open policies file looked at again: an outside change taken, an invalid one reported. */
+  policiesFile: () => call<PolicyFileStatus>("policies_file"),
+  /** A policies file from the open dialog, edited in place from now on (code `cancelled` when closed). */
+  policiesFileOpen: () => call<PolicyFileStatus>("policies_file_open"),
+  /** A new policies file where the save dialog confirmed, written by its first save. */
+  policiesFileNew: () => call<PolicyFileStatus>("policies_file_new"),
+  /** Saves a policy in the open file; refused with code `file_changed` when the file moved past `base`, unless `overwrite`. */
+  policyFileSave: (original: string | null, draft: unknown, base: FileVersion, overwrite = false) =>
+    call<PolicyFileStatus>("policy_file_save", { original, draft, base, overwrite }),
+  policyFileDelete: (name: string, base: FileVersion, overwrite = false) =>
+    call<PolicyFileStatus>("policy_file_delete", { name, base, overwrite }),
   stats: (rules: string[]) => call<RuleStats[]>("stats", { rules }),
   simStart: (request: SimRequest) => call<SimStatus>("sim_start", { request }),
   simCancel: () => call<SimStatus>("sim_cancel"),

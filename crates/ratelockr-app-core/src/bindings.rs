@@ -132,6 +132,8 @@ pub fn render() -> Vec<(String, String)> {
     one::<LineIssue>(&cfg, &mut out);
     one::<PolicyFigures>(&cfg, &mut out);
     one::<crate::policies::PolicyImport>(&cfg, &mut out);
+    one::<crate::policy_file::FileVersion>(&cfg, &mut out);
+    one::<crate::policy_file::PolicyFileStatus>(&cfg, &mut out);
     one::<RuleChange>(&cfg, &mut out);
     one::<KeyChange>(&cfg, &mut out);
     one::<ratelockr::Policy>(&cfg, &mut out);

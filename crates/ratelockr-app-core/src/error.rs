@@ -54,6 +54,9 @@ pub enum ErrorCode {
     /// A policies file could not be read or was refused; the message names the file, the line
     /// or JSON path and what is wrong, `field` the field.
     PolicyFile,
+    /// The policies file changed on disk since the edit being saved began (or does not load
+    /// now): the save was refused, and the user chooses to reload or to overwrite.
+    FileChanged,
     ReplayRunning,
     Internal,
 }

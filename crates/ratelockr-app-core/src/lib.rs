@@ -10,7 +10,8 @@
 //! - [`topology`]    a cluster's nodes, roles, slots and round trips
 //! - [`book`]        a book of named things the user edits: rules, policies
 //! - [`rules`]       rule drafts validated by the engine, the rule book
-//! - [`policies`]    the policy book: drafts validated by the engine, import and export
+//! - [`policies`]    policy drafts validated by the engine
+//! - [`policy_file`] the open policies file, the one truth: looked at, saved in place
 //! - [`settings`]    what is persisted, and how a damaged file is set aside
 //! - [`store`]       the settings in one JSON file, written whole and atomically
 //! - [`sim`]         the simulator form, a run's progress and status, where its events go
@@ -36,6 +37,7 @@ pub mod history;
 pub mod kept_replay;
 pub mod kept_run;
 pub mod policies;
+pub mod policy_file;
 pub mod records;
 pub mod relay;
 pub mod replay;

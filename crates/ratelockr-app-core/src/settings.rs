@@ -67,8 +67,13 @@ pub struct Settings {
     pub redis_tls: ratelockr::TlsOptions,
     pub metrics: MetricsSettings,
     pub rules: Vec<Rule>,
-    /// The policies, each in its policies-file JSON form.
+    /// Policies an older version kept here, in their policies-file JSON form: read only to be
+    /// moved into a policies file at start (the file is the one truth), and written back only
+    /// while that move fails, so nothing is lost.
     pub policies: Vec<ratelockr::Policy>,
+    /// The policies file the Policies view has open, opened again at start (a file gone or
+    /// broken by then is reported, and kept here until another is chosen).
+    pub policies_file: Option<PathBuf>,
     /// How much run history is kept.
     pub history: HistorySettings,
     /// The policies file the Watch panel follows, opened again at start (a file gone by then
@@ -84,6 +89,7 @@ pub const KEY_RULES: &str = "rules";
 pub const KEY_HISTORY: &str = "history";
 pub const KEY_POLICIES: &str = "policies";
 pub const KEY_WATCH_FILE: &str = "watch_file";
+pub const KEY_POLICIES_FILE: &str = "policies_file";
 
 /// Where settings are written. The app implements it with [`crate::store::JsonStore`]; tests
 /// may use anything.
@@ -125,13 +131,8 @@ impl Settings {
                 KEY_POLICIES,
                 serde_json::to_value(&self.policies).unwrap_or(Value::Array(vec![])),
             ),
-            (
-                KEY_WATCH_FILE,
-                self.watch_file
-                    .as_ref()
-                    .map(|p| Value::String(p.display().to_string()))
-                    .unwrap_or(Value::Null),
-            ),
+            (KEY_WATCH_FILE, path_value(self.watch_file.as_deref())),
+            (KEY_POLICIES_FILE, path_value(self.policies_file.as_deref())),
         ]
     }
 
@@ -170,14 +171,10 @@ impl Settings {
                 )),
             }
         }
-        match get(KEY_WATCH_FILE) {
-            None | Some(Value::Null) => {}
-            Some(Value::String(file)) if file.trim().is_empty() => {}
-            Some(Value::String(file)) => settings.watch_file = Some(PathBuf::from(file)),
-            Some(_) => {
-                warnings.push("the saved watched policies file is not a path; ignored".into())
-            }
-        }
+        settings.watch_file =
+            read_path(get(KEY_WATCH_FILE), "watched policies file", &mut warnings);
+        settings.policies_file =
+            read_path(get(KEY_POLICIES_FILE), "open policies file", &mut warnings);
         match get(KEY_RULES) {
             None | Some(Value::Null) => {}
             Some(Value::Array(items)) => {
@@ -224,6 +221,24 @@ impl Settings {
             Some(_) => warnings.push("the saved policies are not a list; ignored".into()),
         }
         (settings, warnings)
+    }
+}
+
+fn path_value(path: Option<&Path>) -> Value {
+    path.map(|p| Value::String(p.display().to_string()))
+        .unwrap_or(Value::Null)
+}
+
+/// A saved path: a string, or nothing (`what` names it in the warning).
+fn read_path(value: Option<Value>, what: &str, warnings: &mut Vec<String>) -> Option<PathBuf> {
+    match value {
+        None | Some(Value::Null) => None,
+        Some(Value::String(file)) if file.trim().is_empty() => None,
+        Some(Value::String(file)) => Some(PathBuf::from(file)),
+        Some(_) => {
+            warnings.push(format!("the saved {what} is not a path; ignored"));
+            None
+        }
     }
 }
 

@@ -3,4 +3,4 @@
 /**
  * What kind of failure an [`AppError`] is; the UI switches on it.
  */
-export type ErrorCode = "invalid_url" | "invalid_tls" | "invalid_rule" | "invalid_workload" | "rule_exists" | "rule_not_found" | "invalid_policy" | "policy_exists" | "policy_not_found" | "redis_unavailable" | "embedded_unavailable" | "simulation_running" | "no_run" | "store" | "export" | "metrics" | "cancelled" | "run_not_found" | "invalid_run_name" | "history" | "invalid_settings" | "invalid_replay" | "log_unreadable" | "policy_file" | "replay_running" | "internal";
+export type ErrorCode = "invalid_url" | "invalid_tls" | "invalid_rule" | "invalid_workload" | "rule_exists" | "rule_not_found" | "invalid_policy" | "policy_exists" | "policy_not_found" | "redis_unavailable" | "embedded_unavailable" | "simulation_running" | "no_run" | "store" | "export" | "metrics" | "cancelled" | "run_not_found" | "invalid_run_name" | "history" | "invalid_settings" | "invalid_replay" | "log_unreadable" | "policy_file" | "file_changed" | "replay_running" | "internal";

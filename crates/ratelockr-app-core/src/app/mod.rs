@@ -12,12 +12,14 @@
 //! - [`inspect`]    reset, the HTTP headers of a decision, the workload preview
 //! - [`metrics`]    the Prometheus endpoint on loopback
 //! - [`watch`]      a policies file followed live, and its policies' last 30 s in Redis
+//! - [`policy_file`] the Policies view's file: open, new, looked at, saved in place
 
 pub mod connection;
 pub mod inspect;
 pub mod metrics;
 pub mod peek;
 pub mod policies;
+pub mod policy_file;
 pub mod replay;
 pub mod rules;
 pub mod runs;
@@ -86,6 +88,8 @@ pub struct AppCore {
     redis_tls: Mutex<ratelockr::TlsOptions>,
     rules: Mutex<RuleBook>,
     policies: Mutex<PolicyBook>,
+    /// The policies file the Policies view has open: the one truth of the app's policies.
+    policy_file: Mutex<Option<crate::policy_file::PolicyFile>>,
     persist: Box<dyn Persist>,
     warnings: Mutex<Vec<String>>,
     sim: Mutex<SimSlot>,
@@ -167,6 +171,16 @@ impl AppCore {
         };
         metrics.set_active_rules(settings.rules.len());
         let watch = watch::WatchSlot::reopen(settings.watch_file, &mut warnings);
+        let policy_file = settings.policies_file.as_deref().map(|path| {
+            let file = crate::policy_file::PolicyFile::reopen(path);
+            if let Some(err) = file.error() {
+                warnings.push(format!(
+                    "Policies: the policies file open at the last run does not load now ({}); the Policies view takes it up as soon as it loads, or open another",
+                    err.message
+                ));
+            }
+            file
+        });
         let history = History::open(&data_dir, settings.history);
         // Entries set aside while opening go to the start-up banner too.
         warnings.extend(history.list().warnings);
@@ -187,6 +201,7 @@ impl AppCore {
             redis_tls: Mutex::new(settings.redis_tls),
             rules: Mutex::new(RuleBook::new(settings.rules)),
             policies: Mutex::new(PolicyBook::new(settings.policies)),
+            policy_file: Mutex::new(policy_file),
             persist,
             warnings: Mutex::new(warnings),
             sim: Mutex::new(SimSlot {
@@ -260,6 +275,7 @@ impl AppCore {
             policies: lock(&self.policies).items().to_vec(),
             history: lock(&self.history).settings(),
             watch_file: lock(&self.watch).file.clone(),
+            policies_file: self.policy_file_path(),
         };
         self.persist
             .save(settings.entries())

@@ -1,0 +1,124 @@
+//! The Policies view's file: opened (or made new), looked at for changes made outside the app,
+//! and edited in place, each save checked against the version its edit began from. The file
+//! open is remembered in the settings and opened again at start. See [`crate::policy_file`].
+
+use super::{lock, AppCore};
+use crate::error::{AppError, ErrorCode};
+use crate::policies::policy_from_draft;
+use crate::policy_file::{FileVersion, Look, PolicyFile, PolicyFileStatus};
+use ratelockr::Policy;
+use std::path::{Path, PathBuf};
+
+impl AppCore {
+    /// The open file looked at (a change made outside the app is taken; an invalid one is
+    /// reported and the last good policies stay), and what the view shows of it.
+    pub fn policy_file_status(&self) -> PolicyFileStatus {
+        let mut slot = lock(&self.policy_file);
+        let look = slot.as_mut().map(PolicyFile::look);
+        PolicyFileStatus::of(slot.as_ref(), look == Some(Look::Reloaded))
+    }
+
+    /// The open file's policies as they are on disk now (the last good ones when the file does
+    /// not load): what the simulator, replay and inspector pick a policy from.
+    pub fn file_policies(&self) -> Vec<Policy> {
+        let mut slot = lock(&self.policy_file);
+        match slot.as_mut() {
+            Some(file) => {
+                file.look();
+                file.policies().to_vec()
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// Opens the policies file at `path` from now on, and remembers it. A file that does not
+    /// load is refused (naming the file, the line or JSON path, and the field), and the file
+    /// open before stays open.
+    pub fn policy_file_open(&self, path: &str) -> Result<PolicyFileStatus, AppError> {
+        let path = chosen(path)?;
+        let file = PolicyFile::open(&path)?;
+        self.set_policy_file(Some(file))
+    }
+
+    /// A new policies file at `path`, written by its first save; a file already there is
+    /// opened instead (nothing is replaced by an empty file).
+    pub fn policy_file_new(&self, path: &str) -> Result<PolicyFileStatus, AppError> {
+        let path = chosen(path)?;
+        let file = PolicyFile::create(&path)?;
+        self.set_policy_file(Some(file))
+    }
+
+    /// Creates (`original` None) or replaces a policy in the open file, written in place.
+    /// `base` is the version the edit began from; a file changed since is not overwritten
+    /// unless `overwrite` ([`ErrorCode::FileChanged`] otherwise).
+    pub fn policy_file_save(
+        &self,
+        original: Option<&str>,
+        draft: &serde_json::Value,
+        base: &FileVersion,
+        overwrite: bool,
+    ) -> Result<PolicyFileStatus, AppError> {
+        let policy = policy_from_draft(draft)?;
+        self.edit_policy_file(base, overwrite, |book| book.upsert(original, policy))
+    }
+
+    /// Deletes a policy from the open file, written in place (checked against `base` as a
+    /// save is).
+    pub fn policy_file_delete(
+        &self,
+        name: &str,
+        base: &FileVersion,
+        overwrite: bool,
+    ) -> Result<PolicyFileStatus, AppError> {
+        self.edit_policy_file(base, overwrite, |book| book.remove(name).map(drop))
+    }
+
+    fn edit_policy_file(
+        &self,
+        base: &FileVersion,
+        overwrite: bool,
+        edit: impl FnOnce(&mut crate::book::Book<Policy>) -> Result<(), AppError>,
+    ) -> Result<PolicyFileStatus, AppError> {
+        let mut slot = lock(&self.policy_file);
+        let file = slot.as_mut().ok_or_else(|| {
+            AppError::new(
+                ErrorCode::PolicyFile,
+                "no policies file is open: open one, or make a new one",
+            )
+            .with_field("path")
+        })?;
+        file.save(base, overwrite, edit)?;
+        Ok(PolicyFileStatus::of(Some(file), false))
+    }
+
+    /// Makes `file` the open one and remembers it; when the settings cannot be saved, the file
+    /// open before stays.
+    fn set_policy_file(&self, file: Option<PolicyFile>) -> Result<PolicyFileStatus, AppError> {
+        let before = std::mem::replace(&mut *lock(&self.policy_file), file);
+        if let Err(err) = self.save() {
+            *lock(&self.policy_file) = before;
+            return Err(err);
+        }
+        Ok(PolicyFileStatus::of(
+            lock(&self.policy_file).as_ref(),
+            false,
+        ))
+    }
+
+    /// The path of the open file, for the settings.
+    pub(super) fn policy_file_path(&self) -> Option<PathBuf> {
+        lock(&self.policy_file)
+            .as_ref()
+            .map(|f| f.path().to_path_buf())
+    }
+}
+
+fn chosen(path: &str) -> Result<PathBuf, AppError> {
+    let path = Path::new(path.trim());
+    if path.as_os_str().is_empty() {
+        return Err(
+            AppError::new(ErrorCode::PolicyFile, "choose a policies file").with_field("path"),
+        );
+    }
+    Ok(path.to_path_buf())
+}
