@@ -1,4 +1,4 @@
-/** The dashboard: starts each panel (ui/src/panels/), which share ./store.ts. */
+/** The dashboard: starts each panel (ui/src/panels/), which share ./store.ts, then the views (./views.ts). */
 import "./locale-guard"; // before uPlot: see the module
 import "./styles.css";
 import { api, toAppError } from "./api";
@@ -14,6 +14,7 @@ import { initRules } from "./panels/rules";
 import { initRun } from "./panels/run";
 import { initWatch } from "./panels/watch";
 import { initWorkload } from "./panels/workload";
+import { initViews } from "./views";
 
 async function start() {
   initBanners();
@@ -33,6 +34,8 @@ async function start() {
   await initReplay();
   await initConnection();
   await initWatch();
+  // Last: a view's run and targets come from the panels above.
+  initViews();
   document.body.dataset.ready = "true";
 }
 

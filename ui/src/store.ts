@@ -9,7 +9,7 @@ import type { SimStatus } from "./bindings/SimStatus";
 import type { KeyChoice } from "./logic/keystate";
 import type { ChartFocus } from "./logic/live";
 
-export type Topic = "rules" | "policies" | "sim" | "connection" | "history" | "selection" | "key" | "chartKey";
+export type Topic = "rules" | "policies" | "sim" | "connection" | "history" | "selection" | "key" | "chartKey" | "view";
 
 export const state = {
   rules: [] as Rule[],

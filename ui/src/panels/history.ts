@@ -24,6 +24,11 @@ export function runInfo(id: string): RunInfo | undefined {
   return history?.runs.find((r) => r.id === id);
 }
 
+/** Shows run `id` in the run card, as a click on it in the list does. */
+export function selectRun(id: string) {
+  select(id);
+}
+
 function select(id: string) {
   if (state.selectedRun === id) return;
   const previous = state.selectedRun;
