@@ -87,7 +87,8 @@ export class RunChart {
     const cols = this.columns();
     const gap = 12;
     const width = Math.max(180, Math.floor((this.root.clientWidth - gap * (cols - 1)) / cols) - 22);
-    return { width, height: cols === 1 ? 280 : 210 };
+    // Low enough that the summary under the panels is in a 720 px window with them.
+    return { width, height: cols === 1 ? 240 : 160 };
   }
 
   private resize() {
@@ -162,7 +163,10 @@ export class RunChart {
       if (plot.algorithm && !plot.title.endsWith(plot.algorithm.replace(/_/g, "-"))) head.append(h("span", { className: `badge ${plot.algorithm}`, text: algorithmLabel(plot.algorithm) }));
       const el = h("div");
       panel.append(head, el);
-      if (plot.mark) panel.dataset.peakMark = `${plot.mark.from.toFixed(3)},${plot.mark.to.toFixed(3)},${plot.mark.label}`;
+      if (plot.mark) {
+        panel.dataset.peakMark = `${plot.mark.from.toFixed(3)},${plot.mark.to.toFixed(3)},${plot.mark.label}`;
+        panel.dataset.peakKind = plot.mark.over ? "over" : plot.mark.note ? "promise" : "within";
+      }
       const u = new uPlot(
         {
           ...size,
@@ -183,7 +187,9 @@ export class RunChart {
           ],
           plugins: [wheelZoomPlugin()],
           hooks: {
-            drawClear: plot.mark ? [(self) => drawMark(self, plot.mark!)] : [],
+            // The band under the lines, its words over them.
+            drawClear: plot.mark ? [(self) => drawBand(self, plot.mark!)] : [],
+            draw: plot.mark ? [(self) => drawWords(self, plot.mark!)] : [],
             setScale: [
               (self, key) => {
                 if (key !== "x") return;
@@ -243,24 +249,53 @@ export class RunChart {
   }
 }
 
-/** A rule's busiest window: shaded under the lines, its count above it. */
-function drawMark(u: uPlot, mark: Mark) {
-  const x0 = u.valToPos(mark.from, "x", true);
-  const x1 = u.valToPos(mark.to, "x", true);
-  const left = Math.max(x0, u.bbox.left);
-  const right = Math.min(x1, u.bbox.left + u.bbox.width);
-  if (right <= left) return;
+/** Where a mark's band lies on the plot, in canvas pixels; undefined when it is out of view. */
+function bandOf(u: uPlot, mark: Mark): [number, number] | undefined {
+  const left = Math.max(u.valToPos(mark.from, "x", true), u.bbox.left);
+  const right = Math.min(u.valToPos(mark.to, "x", true), u.bbox.left + u.bbox.width);
+  return right > left ? [left, right] : undefined;
+}
+
+/**
+ * A rule's busiest window: shaded under the lines, its count above them. Over what the rule
+ * promises, in the warning colour; a token bucket's or GCRA's burst + rate in its own calm
+ * colour, with the words that say it is their promise.
+ */
+function colours(mark: Mark): [string, string] {
+  return mark.over ? ["rgba(217, 119, 6, 0.14)", "#b45309"] : mark.note ? ["rgba(37, 99, 235, 0.10)", "#1d4ed8"] : ["rgba(100, 116, 139, 0.10)", "#475569"];
+}
+
+function drawBand(u: uPlot, mark: Mark) {
+  const band = bandOf(u, mark);
+  if (!band) return;
+  u.ctx.save();
+  u.ctx.fillStyle = colours(mark)[0];
+  u.ctx.fillRect(band[0], u.bbox.top, band[1] - band[0], u.bbox.height);
+  u.ctx.restore();
+}
+
+function drawWords(u: uPlot, mark: Mark) {
+  const band = bandOf(u, mark);
+  if (!band) return;
   const ctx = u.ctx;
+  const ink = colours(mark)[1];
   ctx.save();
-  ctx.fillStyle = mark.over ? "rgba(217, 119, 6, 0.14)" : "rgba(100, 116, 139, 0.10)";
-  ctx.fillRect(left, u.bbox.top, right - left, u.bbox.height);
-  ctx.fillStyle = mark.over ? "#b45309" : "#475569";
-  ctx.font = `600 ${Math.round(11 * devicePixelRatio)}px system-ui, sans-serif`;
   ctx.textBaseline = "top";
   ctx.textAlign = "left";
   // Inside the plot, from the band's start: a band near the right edge keeps its words.
-  const width = ctx.measureText(mark.label).width;
-  const x = Math.max(u.bbox.left + 2, Math.min(left + 4 * devicePixelRatio, u.bbox.left + u.bbox.width - width - 2));
-  ctx.fillText(mark.label, x, u.bbox.top + 4 * devicePixelRatio);
+  const lines: [string, number][] = [[mark.label, 600]];
+  if (mark.note) lines.push([mark.note, 400]);
+  let y = u.bbox.top + 4 * devicePixelRatio;
+  for (const [text, weight] of lines) {
+    ctx.font = `${weight} ${Math.round(11 * devicePixelRatio)}px system-ui, sans-serif`;
+    const width = ctx.measureText(text).width;
+    const x = Math.max(u.bbox.left + 2, Math.min(band[0] + 4 * devicePixelRatio, u.bbox.left + u.bbox.width - width - 2));
+    // On a pale ground: a line through the words must not strike them out.
+    ctx.fillStyle = "rgba(255, 255, 255, 0.85)";
+    ctx.fillRect(x - 2, y - 1, width + 4, 13 * devicePixelRatio);
+    ctx.fillStyle = ink;
+    ctx.fillText(text, x, y);
+    y += 14 * devicePixelRatio;
+  }
   ctx.restore();
 }

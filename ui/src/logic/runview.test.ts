@@ -112,4 +112,13 @@ describe("run view", () => {
     const overlay = buildRunView([{ id: "a", name: "A", records: boundary() }], { measure: "bin", layout: "overlay", envelope: false });
     expect(markPeaks(overlay, new Map([["compare-fixed-window", { admitted: 1, limit: 4, window_ms: 1000, start_ms: 0 }]])).plots[0].mark).toBeUndefined();
   });
+
+  it("marks a token bucket's burst + rate as its promise, and only more than that as over", () => {
+    const r = boundary();
+    const bucket = { ...r, targets: [{ rule: { name: "compare-token-bucket", algorithm: "token_bucket" as const, capacity: 4, refill_per_sec: 2 }, naive: false }, r.targets[1]] };
+    const v = buildRunView([{ id: "a", name: "A", records: bucket }], { measure: "bin", layout: "panels", envelope: false });
+    const at = (admitted: number) => markPeaks(v, new Map([["compare-token-bucket", { admitted, limit: 4, window_ms: 2000, start_ms: 0 }]])).plots[0].mark;
+    expect(at(8)).toEqual({ from: 0, to: 2, label: "8 / 4 + 4 in 2 s", over: false, note: "burst + rate: as promised" });
+    expect(at(9)).toEqual({ from: 0, to: 2, label: "9 / 4 + 4 in 2 s", over: true });
+  });
 });

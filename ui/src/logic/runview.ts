@@ -6,6 +6,7 @@ import type { LineStyle } from "../bindings/LineStyle";
 import { CHART_STYLE } from "../bindings/chartStyle";
 import { algorithmInfo } from "./algorithms";
 import { binCount, binTarget, cumulative, deniedByLimit, envelope, limitNames, spanMs, type Records } from "./records";
+import { burstAndRate, peakExceeds, peakLabel, PROMISE_NOTE, type PeakSpan } from "./peak";
 
 const LABELS = { offered: "offered", allowed: "allowed", denied: "denied", fail_open: "fail-open", envelope: "rule's envelope" } as const;
 
@@ -60,16 +61,16 @@ export interface Mark {
   from: number;
   to: number;
   label: string;
-  /** True when the span held more than the rule's limit. */
+  /** True when the span held more than the rule promises (logic/peak.ts): an over-admission. */
   over: boolean;
+  /** Said under the words: what a token bucket's or GCRA's burst + rate is (a promise kept). */
+  note?: string;
 }
 
 /** The busiest window of a rule, as the summary reports it. */
-export interface PeakLike {
-  admitted: number;
-  limit: number;
-  window_ms: number;
-  start_ms: number;
+export interface PeakLike extends PeakSpan {
+  /** GCRA's burst, when it is not its limit. */
+  burst?: number;
 }
 
 /**
@@ -87,14 +88,18 @@ export function paler(hex: string, share = 0.55): string {
 
 /**
  * Marks each side-by-side plot with its rule's busiest window (`peaks` by rule name): where
- * the boundary burst is, and its count against the limit, without zooming.
+ * the boundary burst is, and its count against what the rule promises, without zooming: over
+ * it is an over-admission; a token bucket's or GCRA's burst + rate is their promise, said so.
  */
 export function markPeaks(view: RunView, peaks: Map<string, PeakLike>): RunView {
   const plots = view.plots.map((p) => {
     const peak = p.rule === undefined ? undefined : peaks.get(p.rule);
     if (!peak) return p;
     const from = peak.start_ms / 1000;
-    return { ...p, mark: { from, to: from + peak.window_ms / 1000, label: `${peak.admitted} / ${peak.limit} in ${peak.window_ms / 1000} s`, over: peak.admitted > peak.limit } };
+    const over = peakExceeds(peak, p.algorithm, peak.burst);
+    const mark: Mark = { from, to: from + peak.window_ms / 1000, label: peakLabel(peak, p.algorithm, peak.burst), over };
+    if (!over && burstAndRate(p.algorithm)) mark.note = PROMISE_NOTE;
+    return { ...p, mark };
   });
   return { ...view, plots };
 }

@@ -9,7 +9,7 @@ import { $, h } from "../dom";
 import { algorithmLabel } from "../logic/algorithms";
 import { compareRows, type CompareRow } from "../logic/compare";
 import { fmtInt, fmtMicros, fmtOffset, fmtPercent } from "../logic/format";
-import { peakExceeds, peakText, spanText } from "../logic/peak";
+import { burstAndRate, peakCount, peakExceeds, peakText, PROMISE_NOTE, spanText } from "../logic/peak";
 import { recordIndices, OUTCOME } from "../logic/records";
 import { runStatusText } from "../logic/runs";
 import { buildRunView, markPeaks, type Layout, type Measure, type RunData } from "../logic/runview";
@@ -74,7 +74,7 @@ async function draw() {
       return;
     }
     renderCompare(data);
-    const peaks = new Map((run.summary?.rows ?? []).flatMap((r) => (r.peak_window ? [[r.rule, r.peak_window] as const] : [])));
+    const peaks = new Map((run.summary?.rows ?? []).flatMap((r) => (r.peak_window ? [[r.rule, { ...r.peak_window, burst: burstOf(run.id, r.rule) }] as const] : [])));
     const v = markPeaks(buildRunView(data, { ...view, envelope: true }), peaks);
     $("run-bin").textContent = `bins of ${v.binMs} ms`;
     chart.show(v, view.measure);
@@ -100,18 +100,30 @@ function renderHead(run: RunInfo | undefined) {
 
 const ROUND_TRIP = "Client-observed time per decision, send to reply: includes queueing in the simulated servers and the connection, not only Redis.";
 
-/** "60 / 40 in 2 s", marked when the window held more than the limit; where it is on hover. */
-function peakCell(p: PeakWindow | undefined) {
+/** GCRA's burst for `rule` of run `id` (its peak's promise: burst + rate). */
+function burstOf(id: string, rule: string): number | undefined {
+  const r = runInfo(id)?.targets.find((t) => t.rule.name === rule)?.rule;
+  return r?.algorithm === "gcra" ? r.burst : undefined;
+}
+
+/**
+ * "60 / 40 in 2 s", marked when the window held more than the rule promises; a token bucket's
+ * or GCRA's "78 / 40 + 40 in 2 s" said as their burst + rate; where it is on hover.
+ */
+function peakCell(p: PeakWindow | undefined, algorithm: string, burst: number | undefined) {
   if (!p) return h("td", { className: "num", text: "–" });
+  const over = peakExceeds(p, algorithm, burst);
+  const promised = burstAndRate(algorithm) && !over;
+  const words = `${peakCount(p, algorithm, burst, fmtInt)} `;
   return h(
     "td",
     {
-      className: "num peak" + (peakExceeds(p) ? " warn" : ""),
-      title: `${peakText(p)}: from ${(p.start_ms / 1000).toFixed(3)} s, key ${p.key}`,
+      className: "num peak" + (over ? " warn" : promised ? " promised" : ""),
+      title: `${peakText(p)}: from ${(p.start_ms / 1000).toFixed(3)} s, key ${p.key}` + (promised ? `. A ${algorithmLabel(algorithm).toLowerCase()} promises its burst at once plus its rate over the window: ${PROMISE_NOTE}.` : ""),
       data: { testid: "peak-window" },
     },
-    `${fmtInt(p.admitted)} / ${fmtInt(p.limit)} `,
-    h("small", { text: `in ${spanText(p.window_ms)}` }),
+    words,
+    h("small", { text: `in ${spanText(p.window_ms)}` + (promised ? " · burst + rate" : "") }),
   );
 }
 
@@ -160,7 +172,7 @@ function renderSummary(run: RunInfo | undefined) {
         h("td", { className: "num" }, fmtInt(r.denied), " ", pct(r.denied), ...deniedBy(r)),
         h("td", { className: "num" + (r.fail_open > 0 ? " warn" : ""), text: fmtInt(r.fail_open) }),
         h("td", { className: "num" + (r.over_admitted > 0 ? " bad" : ""), text: fmtInt(r.over_admitted) }),
-        peakCell(r.peak_window),
+        peakCell(r.peak_window, r.algorithm, run ? burstOf(run.id, r.rule) : undefined),
         h("td", { className: "num", text: fmtMicros(r.latency_p50_us) }),
         h("td", { className: "num", text: fmtMicros(r.latency_p99_us) }),
         ...(retries ? [h("td", { className: "num", text: fmtInt(r.retries) })] : []),
@@ -251,7 +263,7 @@ function renderCompare(data: RunData[]) {
       h("td", { className: "num", text: pct(r.denied) }),
       h("td", { className: "num", text: `${fmtInt(r.keysDenied)} of ${fmtInt(r.keys)}` }),
       h("td", { className: "num" + (r.failOpen > 0 ? " warn" : ""), text: fmtInt(r.failOpen) }),
-      peakCell(r.peak),
+      peakCell(r.peak, r.algorithm, burstOf(r.run, r.rule)),
       h("td", { className: "num", text: r.worstWaitMs > 0 ? fmtOffset(r.worstWaitMs) : "–" }),
     );
   };
