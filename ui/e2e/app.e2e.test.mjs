@@ -7,7 +7,9 @@
 // a 3-master cluster and a TLS redis-server through the connection form; and saves
 // screenshot.png, screenshot-cluster.png, run-chart.png, per-key.png, replay.png, compare.png,
 // sweep.png, boundary.png and
-// screenshot-key-state.png (to docs/ with `make screenshots`, else to a temporary folder).
+// screenshot-key-state.png (to docs/ with `make screenshots`, else to a temporary folder). Each
+// view is visited at 1280 × 720 after its job's action: nothing cut off, the result in view
+// (view-*.png). The panels sit in views: `view(name)` shows one as its tab in the header does.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
@@ -165,20 +167,87 @@ async function pointerAway() {
 }
 
 /**
- * Photographs the screen with only some cards of the content column shown, so the one wanted
- * is at the top (under Xvfb a scrolled WebKit page was captured half repainted).
+ * Photographs the screen with some cards hidden, so the one wanted is at the top (under Xvfb a
+ * scrolled WebKit page was captured half repainted).
  */
-async function photograph(file, hide) {
+async function photograph(file, hide, crop) {
   await pointerAway();
   await browser.execute((ids) => {
     window.scrollTo(0, 0);
     for (const id of ids) document.getElementById(id).style.display = "none";
   }, hide);
   await new Promise((r) => setTimeout(r, 1_000));
-  execFileSync("import", ["-window", "root", file]);
+  // `crop` (WxH+X+Y): the window alone, when it is smaller than the screen.
+  execFileSync("import", ["-window", "root", ...(crop ? ["-crop", crop] : []), file]);
   await browser.execute((ids) => {
     for (const id of ids) document.getElementById(id).style.display = "";
   }, hide);
+}
+
+/** Shows a view by its tab in the header, as a newcomer does; waits until it is the one shown. */
+async function view(name) {
+  await click(`#nav-${name}`);
+  await until(() => browser.execute((v) => document.body.dataset.view === v && !document.getElementById(`view-${v}`).classList.contains("hidden"), name), 5_000, `the ${name} view shows`);
+}
+
+/** Opens or closes the settings (connection, metrics endpoint) under the connection pill. */
+async function settings(open) {
+  const shown = () => browser.execute(() => !document.getElementById("settings").classList.contains("hidden"));
+  if ((await shown()) !== open) await click("#conn-pill");
+  await until(async () => (await shown()) === open, 5_000, `the settings ${open ? "open" : "close"}`);
+}
+
+/**
+ * What is cut off in the window now: every rendered element of the shown view (and of the
+ * settings, when open) that is not scrolled out of its column must lie inside the window and
+ * its column; every table, input and clipped text shows all of itself (scrollWidth within
+ * clientWidth); and each of `results` (the job's result: chart, number, table) is wholly in
+ * view, not scrolled away. Returns the offenders, described; none is the pass.
+ */
+function clipped(results) {
+  return browser.execute((results) => {
+    const W = window.innerWidth;
+    const H = window.innerHeight;
+    const name = (el) => `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ""}${typeof el.className === "string" && el.className ? `.${el.className.trim().split(/\s+/).join(".")}` : ""}${el.dataset?.rule ? `[${el.dataset.rule}]` : ""}`;
+    const shown = (el) => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== "hidden";
+    const scroller = (el) => {
+      for (let p = el.parentElement; p; p = p.parentElement) {
+        const o = getComputedStyle(p);
+        if (/(auto|scroll|hidden)/.test(o.overflowY) || /(auto|scroll|hidden)/.test(o.overflowX)) return p;
+      }
+      return null;
+    };
+    const out = [];
+    const roots = [document.querySelector(".topbar"), document.querySelector(".view:not(.hidden)"), document.querySelector("#settings:not(.hidden)")].filter(Boolean);
+    for (const root of roots) {
+      for (const el of [root, ...root.querySelectorAll("*")]) {
+        if (!shown(el) || el.closest(".u-legend, option")) continue;
+        const r = el.getBoundingClientRect();
+        if (r.width === 0 && r.height === 0) continue;
+        const box = scroller(el)?.getBoundingClientRect() ?? { top: 0, bottom: H, left: 0, right: W };
+        // Scrolled out of its column (below or above the fold of a column that scrolls): not on screen.
+        if (r.bottom <= box.top || r.top >= box.bottom) continue;
+        if (r.left < -1 || r.right > W + 1) out.push(`${name(el)} sticks out of the window: ${Math.round(r.left)}..${Math.round(r.right)} of ${W}`);
+        else if (r.left < box.left - 1 || r.right > box.right + 1) out.push(`${name(el)} is cut by its column: ${Math.round(r.left)}..${Math.round(r.right)} in ${Math.round(box.left)}..${Math.round(box.right)}`);
+        const tag = el.tagName;
+        const style = getComputedStyle(el);
+        const clips = tag === "TABLE" || tag === "INPUT" || style.textOverflow === "ellipsis" || (style.overflowX !== "visible" && el.children.length === 0 && el.textContent.trim() !== "");
+        if (clips && el.scrollWidth > el.clientWidth + 1 && !(tag === "INPUT" && ["checkbox", "radio"].includes(el.type))) {
+          out.push(`${name(el)} is cut off: ${el.scrollWidth} px of content in ${el.clientWidth} (“${(el.value ?? el.textContent).trim().slice(0, 40)}”)`);
+        }
+      }
+    }
+    for (const sel of results) {
+      const els = [...document.querySelectorAll(sel)].filter(shown);
+      if (els.length === 0) out.push(`${sel}: no such result on screen`);
+      for (const el of els) {
+        const r = el.getBoundingClientRect();
+        const box = scroller(el)?.getBoundingClientRect() ?? { top: 0, bottom: H };
+        if (r.top < Math.max(0, box.top) - 1 || r.bottom > Math.min(H, box.bottom) + 1) out.push(`${sel} is not wholly in view: ${Math.round(r.top)}..${Math.round(r.bottom)} of ${Math.round(Math.max(0, box.top))}..${Math.round(Math.min(H, box.bottom))}`);
+      }
+    }
+    return [...new Set(out)];
+  }, results);
 }
 
 /** Clicks through the DOM: rows inside scrolled tables are not "interactable" to WebDriver. */
@@ -308,6 +377,9 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     assert.match(await text("#warnings-banner"), /dup/);
     await click('[data-testid="warnings-dismiss"]');
     await until(async () => !(await visible("#warnings-banner")), 5_000, "the banner is dismissed");
+    // A first start opens on Compare, the demos; the rules are Simulate's.
+    assert.equal(await browser.execute(() => document.body.dataset.view), "compare");
+    await view("simulate");
     // The duplicate's survivor is a rule like any other: delete it so the rest starts clean.
     await click('#rule-list [data-rule="dup"]');
     await click("#rule-delete");
@@ -325,6 +397,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
   });
 
   it("creates a rule, with the engine's validation shown inline", async () => {
+    await view("simulate");
     await click("#rule-new");
     await fill("#rule-name", "checkout");
     await fill("#rule-algorithm", "fixed_window");
@@ -372,7 +445,8 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     assert.match(dup, /already exists/);
     await fill("#rule-name", "");
     await until(async () => (await text('[data-error-for="name"]')) === "name is required", 5_000, "an empty name is named while typing");
-    await fill("#sim-target", "__compare");
+    await view("compare");
+    assert.equal(await browser.execute(() => document.getElementById("sim-target").value), "__compare", "Compare runs the five algorithms");
     await fill("#sim-limit", "0");
     await click("#sim-run");
     const limit = await until(async () => (await text('[data-sim-error-for="limit"]')) || false, 5_000, "compare's limit 0 in its own slot");
@@ -389,12 +463,14 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await click("#sim-run");
     assert.match(await until(async () => (await text('[data-sim-error-for="connections"]')) || false, 5_000, "3 connections for 2 servers"), /1 to the 2 servers/);
     await fill("#sim-connections", "");
+    await view("simulate");
     await fill("#rule-capacity", "10");
     await fill("#rule-refill", "5");
     await click("#rule-new");
   });
 
   it("runs a simulation against the rule and shows the chart and summary", async () => {
+    await view("simulate");
     await runSimulation({ target: "checkout", rps: 200, requests: 600 });
     await until(finished, 60_000, "the run ends");
     const rows = await summaryRows();
@@ -480,6 +556,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
   });
 
   it("compares the five algorithms side by side", async () => {
+    await view("compare");
     await fill("#sim-target", "__compare");
     await fill("#sim-limit", "50");
     await fill("#sim-window", "1000");
@@ -499,8 +576,12 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     ];
     const rows = await summaryRows();
     assert.deepEqual(rows.map((r) => r.rule), five);
-    // Each algorithm's busiest window for one key, against the limit of 50 a second.
-    for (const r of rows) assert.match(r.cells[7], /^[\d,]+ \/ 50 in 1 s$/, `${r.rule}: ${r.cells}`);
+    // Each algorithm's busiest window for one key, against what it promises: the windows' limit
+    // of 50 a second; the bucket's and GCRA's burst of 50 and 50 more a second.
+    for (const r of rows) {
+      const promise = /token-bucket|gcra/.test(r.rule) ? /^[\d,]+ \/ 50 \+ 50 in 1 s( · burst \+ rate)?$/ : /^[\d,]+ \/ 50 in 1 s$/;
+      assert.match(r.cells[7], promise, `${r.rule}: ${r.cells}`);
+    }
     // The run chart draws the five side by side, one panel each.
     await click('[data-layout="panels"]');
     await until(async () => {
@@ -527,6 +608,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
   });
 
   it("runs the boundary-burst preset: the fixed window's peak bin is above the sliding log's", async () => {
+    await view("compare");
     runsBefore = await runsFinished();
     // One click: the demo's ▶ fills the form and runs it.
     await click('[data-preset-run="boundary"]');
@@ -595,6 +677,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
   });
 
   it("opens the hot key in the per-key view, and a denial in the inspector", async () => {
+    await view("compare");
     runsBefore = await runsFinished();
     await click('[data-preset="hotkey"]');
     await fill("#sim-requests", "1500");
@@ -637,6 +720,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
   });
 
   it("draws a chosen key's state under the run chart, and peeks it without spending", async () => {
+    await view("simulate");
     await createRule("peek-me", "token_bucket", { capacity: "10", refill: "2" });
     await fill("#sim-pattern", "constant");
     await runSimulation({ target: "peek-me", rps: 40, requests: 120, keys: 3 });
@@ -714,6 +798,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
   it("writes only the file the save dialog confirmed: precious.png stays byte for byte (defect 1)", async () => {
     const answer = process.env.RATELOCKR_E2E_SAVE_ANSWER;
     assert.ok(answer, "scripts/e2e.sh sets RATELOCKR_E2E_SAVE_ANSWER");
+    await view("simulate");
     await createRule("precious", "fixed_window", { limit: "5", window: "1000" });
     await fill("#sim-pattern", "constant");
     await runSimulation({ target: "precious", rps: 100, requests: 30 });
@@ -756,6 +841,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
   });
 
   it("resets a rule, and the next run continuing its state starts full", async () => {
+    await view("simulate");
     await createRule("login", "fixed_window", { limit: "5", window: "600000" });
     const allowedOf = async () => Number((await summaryRows())[0].cells[3].split(" ")[0].replace(/,/g, ""));
     const go = async () => {
@@ -804,6 +890,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
   });
 
   it("tunes a token bucket for a bursty workload: three kept runs on one chart", async () => {
+    await view("simulate");
     await createRule("api", "token_bucket", { capacity: "10", refill: "20" });
     const ids = [];
     const allowed = [];
@@ -823,6 +910,8 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     }
     // A bigger bucket lets more of each burst through.
     assert.ok(allowed[0] < allowed[1] && allowed[1] < allowed[2], `allowed by capacity: ${allowed}`);
+    // The kept runs are the Runs view's: tick two, chart them over the third.
+    await view("runs");
     for (const id of ids.slice(0, 2)) {
       await browser.execute((i) => document.querySelector(`#run-list [data-run="${i}"] [data-testid="run-overlay"]`).click(), id);
     }
@@ -839,7 +928,8 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     for (const r of table) {
       assert.match(r[2], /^\d+\.\d %$/, `allowed share: ${r}`);
       assert.match(r[4], /^\d+ of 1$/, `keys denied: ${r}`);
-      assert.match(r[6], /^[\d,]+ \/ [\d,]+ in /, `peak: ${r}`);
+      // A token bucket's peak against its promise: burst + rate.
+      assert.match(r[6], /^[\d,]+ \/ [\d,]+ \+ [\d,]+ in /, `peak: ${r}`);
     }
     await photograph(join(SHOTS, "compare.png"), ["sim-card"]);
     // Reading one run of the view keeps the view: it moves first, the three stay on the chart.
@@ -859,6 +949,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     assert.equal(ticked, 0, "no overlay ticks left over");
     await click('[data-layout="panels"]');
 
+    await view("simulate");
     // A cost above the bucket's capacity is refused, and the message stays (a preview that
     // lands after the refusal used to wipe it within 200 ms).
     await fill("#sim-target", "api");
@@ -899,6 +990,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
   });
 
   it("serves metrics on loopback when switched on in settings", async () => {
+    await settings(true);
     const port = await freePort();
     await fill("#metrics-port", String(port));
     await fill("#metrics-enabled", true);
@@ -907,16 +999,19 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     const body = await (await fetch(url)).text();
     assert.match(body, /^ratelockr_active_rules 1$/m);
     assert.match(body, /ratelockr_evaluations_total\{algorithm="fixed_window",result="fail_open"\} [1-9]/);
+    await settings(false);
   });
 
   it("replays the sample log and shows the abusive client on top of the per-key table", async () => {
     // scripts/e2e.sh answers the open dialog with samples/access.log.gz (RATELOCKR_OPEN_LOG).
+    await view("simulate");
     await click("#rule-new");
     await fill("#rule-name", "per-ip");
     await fill("#rule-algorithm", "token_bucket");
     await fill("#rule-capacity", "20");
     await fill("#rule-refill", "2");
     await click("#rule-save");
+    await view("replay");
     await until(() => browser.execute(() => Boolean(document.querySelector('#replay-rules input[data-rule="per-ip"]'))), 5_000, "the rule is offered");
     await browser.execute(() => {
       for (const box of document.querySelectorAll("#replay-rules input[data-rule]")) {
@@ -982,6 +1077,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
 
   it("cancels a replay mid-way: the panel says cancelled, and the kept replay too, never done", async () => {
     // Twenty-five sweep points on top of the rule: long enough to be cancelled mid-way.
+    await view("replay");
     await until(() => browser.execute(() => Boolean(document.querySelector('#replay-rules input[data-rule="per-ip"]'))), 5_000, "the rule is offered");
     await browser.execute(() => {
       for (const box of document.querySelectorAll("#replay-rules input[data-rule]")) {
@@ -1013,6 +1109,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
 
   it("writes a stacked policy, replays the sample log through it and an edited copy, and exports it in shadow mode", async () => {
     const field = (path) => `#policy-form [data-field="${path}"]`;
+    await view("policies");
     await click("#policy-new");
     await fill("#policy-name", "api");
     await fill("#policy-key", "ip");
@@ -1035,6 +1132,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await click("#policy-save");
     await until(() => browser.execute(() => Boolean(document.querySelector('#policy-list [data-policy="api-edited"]'))), 5_000, "the copy is listed");
     // Both through the sample log, side by side.
+    await view("replay");
     await until(() => browser.execute(() => Boolean(document.querySelector('#replay-policies input[data-policy="api-edited"]'))), 5_000, "the policies are offered");
     await browser.execute(() => {
       for (const box of document.querySelectorAll("#replay-policies input[data-policy]")) {
@@ -1058,6 +1156,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     assert.match(scraper ?? "", /^daily [\d,]+/, scraper);
     await photograph(join(SHOTS, "policy-replay.png"), ["sim-card", "run-card", "chart-card", "perkey-card", "inspector-card"]);
     // Shadow first: the mode, saved, then the file for serve and the layer.
+    await view("policies");
     await domClick('#policy-list [data-policy="api"]');
     await fill("#policy-mode", "shadow");
     await domClick("#policy-save");
@@ -1079,6 +1178,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
 
   it("simulates a policy with a tier: an envelope per limit, denials per limit, tiers in the per-key table", async () => {
     const field = (path) => `#policy-form [data-field="${path}"]`;
+    await view("policies");
     await domClick('#policy-list [data-policy="api-edited"]');
     await domClick("#policy-add-tier");
     await fill(field("overrides[0].tier"), "premium");
@@ -1091,6 +1191,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     execFileSync("import", ["-window", "root", join(SHOTS, "policy-editor.png")]);
     await domClick("#policy-save");
     await until(async () => /1 tier/.test(await text('#policy-list [data-policy="api-edited"]')), 5_000, "the tier is saved");
+    await view("simulate");
     await fill("#sim-pattern", "constant");
     await runSimulation({ target: "policy:api-edited", rps: 400, requests: 1200, servers: 2, keys: 3 });
     await until(finished, 60_000, "the run ends");
@@ -1109,6 +1210,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
 
   it("connects to a Redis Cluster and to a TLS Redis through the form, and shows which it is on", async () => {
     const marks = () => text("#conn-pill-marks");
+    await settings(true);
     await fill("#conn-input", await startCluster());
     await click("#conn-apply");
     await until(async () => (await marks()).includes("Cluster"), 15_000, "the pill says Cluster");
@@ -1167,6 +1269,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await fill("#conn-tls-insecure", false);
     await click("#conn-apply");
     await until(async () => (await marks()) === "Single nodePlain TCP", 15_000, "back on a plain single node");
+    await settings(false);
   });
 
   it("watches a policy file live: shadow denials sent by another process, then enforce without a restart", async () => {
@@ -1198,8 +1301,8 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
       JSON.parse(execFileSync(bin, ["check", "--redis", url, "--policies", file, "--policy", policy, "--key", key, "--json"], { encoding: "utf8" }));
 
     // A newcomer finds it in the top bar.
-    assert.equal(await text("#nav-watch"), "Watch a policy file");
-    await domClick("#nav-watch");
+    assert.equal(await text("#nav-watch"), "Watch");
+    await view("watch");
     await domClick("#watch-choose");
     await until(async () => (await text("#watch-file")) === file, 10_000, "the file is watched");
     assert.match(await text("#watch-modified"), /^modified \d\d:\d\d:\d\d$/);
@@ -1248,11 +1351,138 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await until(async () => !(await visible("#watch-file-error")), 15_000, "the file loads again");
   });
 
+  it("shows each job's result at 1280 × 720 without scrolling, with nothing cut off", async () => {
+    await browser.setWindowRect(0, 0, 1280, 720).catch(() => browser.setWindowSize(1280, 720));
+    const size = await until(async () => {
+      const s = await browser.execute(() => [window.innerWidth, window.innerHeight]);
+      return s[0] === 1280 && s[1] === 720 ? s : false;
+    }, 5_000, "the window is 1280 × 720").catch(async () => browser.execute(() => [window.innerWidth, window.innerHeight]));
+    assert.deepEqual(size, [1280, 720], "the window's inside is 1280 × 720");
+    const CROP = "1280x720+0+0";
+    const fits = async (what, results) => {
+      await new Promise((r) => setTimeout(r, 600));
+      const cut = await clipped(results);
+      // E2E_FIT_SOFT=1 (while working on the layout): say what is cut off, and go on.
+      if (process.env.E2E_FIT_SOFT) console.log(`${what}: ${JSON.stringify(cut, null, 1)}`);
+      else assert.deepEqual(cut, [], `${what}: nothing cut off, the result in view`);
+    };
+    if (await visible("#warnings-banner")) await click('[data-testid="warnings-dismiss"]');
+    try {
+      // Compare: a newcomer clicks the boundary-burst demo's ▶; the five panels and the table.
+      await view("compare");
+      runsBefore = await runsFinished();
+      await click('[data-preset-run="boundary"]');
+      await until(finished, 90_000, "the boundary burst ends");
+      await until(() => browser.execute(() => Boolean(document.querySelector('#run-charts .run-panel[data-rule="compare-fixed-window"][data-peak-mark]'))), 20_000, "the peaks are marked");
+      const kinds = await browser.execute(() => Object.fromEntries([...document.querySelectorAll("#run-charts .run-panel")].map((el) => [el.dataset.rule, el.dataset.peakKind])));
+      assert.equal(kinds["compare-fixed-window"], "over", JSON.stringify(kinds));
+      for (const r of ["compare-token-bucket", "compare-gcra"]) assert.equal(kinds[r], "promise", `${r}'s burst + rate is its promise: ${JSON.stringify(kinds)}`);
+      await photograph(join(SHOTS, "view-compare.png"), [], CROP);
+      await fits("Compare", ["#run-charts", '#run-charts .run-panel[data-rule="compare-fixed-window"]', "#summary table", '#summary tr[data-rule="compare-fixed-window"] [data-testid="peak-window"]', "#sim-run"]);
+      const selected = () => browser.execute(() => document.querySelector("#run-list .run-item.selected")?.dataset.run);
+      const compareRun = await selected();
+
+      // Simulate: a rule made in the view and run; then a sweep of it, right there.
+      await view("simulate");
+      await createRule("fit-api", "token_bucket", { capacity: "10", refill: "20" });
+      assert.equal(await browser.execute(() => document.getElementById("sim-target").value), "fit-api", "the new rule is the view's target");
+      await fill("#sim-pattern", "burst");
+      await fill("#sim-burst-size", "30");
+      await fill("#sim-burst-every", "1000");
+      await runSimulation({ target: "fit-api", rps: 1, requests: 150, servers: 2 });
+      await until(finished, 60_000, "the run ends");
+      await until(async () => (await summaryRows()).length === 1, 10_000, "the rule's row");
+      await photograph(join(SHOTS, "view-simulate.png"), [], CROP);
+      await fits("Simulate", ["#run-charts", "#summary table", "#sim-run"]);
+      await fill("#sim-sweep-x", "capacity");
+      await fill("#sim-sweep-xs", "10, 20, 30");
+      await fill("#sim-sweep-y", "refill_per_sec");
+      await fill("#sim-sweep-ys", "20, 40");
+      await runSimulation({ target: "fit-api", rps: 1, requests: 150, servers: 2 });
+      await until(finished, 60_000, "the sweep ends");
+      await until(async () => (await summaryRows()).length === 6, 10_000, "six configurations in the table");
+      await photograph(join(SHOTS, "view-simulate-sweep.png"), [], CROP);
+      // A sweep's answer: the choice said, the table, the heatmaps (its six panels follow).
+      await fits("Simulate, a sweep", ['[data-testid="sweep-choice"]', "#summary table.summary", "#summary .run-heatmaps", "#sim-run"]);
+      for (const f of ["#sim-sweep-xs", "#sim-sweep-ys"]) await fill(f, "");
+
+      // Replay: the shipped sample log through a rule of 20 at once and 2 a second per IP.
+      await createRule("fit-ip", "token_bucket", { capacity: "20", refill: "2" });
+      await view("replay");
+      await until(() => browser.execute(() => Boolean(document.querySelector('#replay-rules input[data-rule="fit-ip"]'))), 5_000, "the rule is offered");
+      await browser.execute(() => {
+        for (const box of document.querySelectorAll("#replay-rules input[data-rule], #replay-policies input[data-policy]")) {
+          box.checked = box.dataset.rule === "fit-ip";
+          box.dispatchEvent(new Event("change", { bubbles: true }));
+        }
+      });
+      await domClick("#replay-open");
+      await until(async () => /access\.log\.gz$/.test(await text("#replay-path")), 10_000, "the log is chosen");
+      await fill("#replay-sweep-x", "capacity");
+      await fill("#replay-sweep-xs", "10, 40");
+      await fill("#replay-sweep-ys", "");
+      await click("#replay-run");
+      await until(async () => /^Done/.test(await text("#replay-progress")), 120_000, "the replay ends");
+      await photograph(join(SHOTS, "view-replay.png"), [], CROP);
+      await fits("Replay", ["#replay-results table", "#replay-keys", "#replay-run"]);
+      await fill("#replay-sweep-xs", "");
+
+      // Policies: a daily quota of 86400000 ms beside a per-second limit, names whole.
+      await view("policies");
+      const field = (path) => `#policy-form [data-field="${path}"]`;
+      await click("#policy-new");
+      await fill("#policy-name", "partner-api");
+      await fill("#policy-key", "header:x-api-key");
+      await fill(field("limits[0].name"), "per-second-burst");
+      await domClick('[data-add-limit="limits"]');
+      await fill(field("limits[1].name"), "daily-partner-quota");
+      await fill(field("limits[1].algorithm"), "fixed_window");
+      await fill(field("limits[1].window_ms"), "86400000");
+      await fill(field("limits[1].limit"), "2000");
+      assert.equal(await browser.execute((s) => document.querySelector(s).value, field("limits[1].window_ms")), "86400000");
+      await photograph(join(SHOTS, "view-policies.png"), [], CROP);
+      await fits("Policies", [field("limits[1].window_ms"), field("limits[1].name"), "#policy-save"]);
+
+      // Watch: a policies file followed live.
+      await view("watch");
+      const file = process.env.RATELOCKR_OPEN_POLICIES ?? join(exportDir, "watch-policies.toml");
+      if (!existsSync(file)) writeFileSync(file, '[[policies]]\nname = "fit-watch"\nmode = "shadow"\n\n  [[policies.limits]]\n  name = "per-minute"\n  algorithm = "fixed-window"\n  limit = 3\n  window_ms = 60000\n');
+      await domClick("#watch-choose");
+      await until(async () => (await text("#watch-file")) === file, 10_000, "the file is watched");
+      await until(() => browser.execute(() => document.querySelectorAll("#watch-charts .chart-panel").length > 0), 10_000, "a policy's chart");
+      await photograph(join(SHOTS, "view-watch.png"), [], CROP);
+      await fits("Watch", ["#watch-charts .chart-panel", "#watch-file"]);
+
+      // Runs: an earlier run, charted from the list.
+      await view("runs");
+      const older = await browser.execute(() => [...document.querySelectorAll("#run-list .run-item")].map((li) => li.dataset.run)[1]);
+      await click(`#run-list [data-run="${older}"]`);
+      await until(() => browser.execute(() => Number(document.getElementById("run-charts").dataset.runs) >= 1), 20_000, "the run is charted");
+      await photograph(join(SHOTS, "view-runs.png"), [], CROP);
+      await fits("Runs", ["#run-list .run-item.selected", "#run-charts", "#summary table"]);
+
+      // The settings, from the connection pill.
+      await settings(true);
+      await photograph(join(SHOTS, "view-settings.png"), [], CROP);
+      await fits("Settings", ["#conn-state", "#conn-apply", "#metrics-port"]);
+      await settings(false);
+
+      // Back on Compare: its boundary run and its workload are as they were left.
+      await view("compare");
+      assert.equal(await browser.execute(() => document.getElementById("sim-limit").value), "40", "Compare keeps its workload");
+      assert.equal(await selected(), compareRun, "Compare shows its own run again");
+    } finally {
+      await browser.setWindowRect(0, 0, 1360, 900).catch(() => browser.setWindowSize(1360, 900));
+    }
+  });
+
   it("saves a screenshot of the window", async () => {
     // The boundary-burst run, the algorithms side by side; then photograph the whole X screen
     // (the window fills it).
+    await view("compare");
     await click('[data-preset="boundary"]');
-    if (boundaryRun) await click(`#run-list [data-run="${boundaryRun}"]`);
+    // Picked from the history (the Runs view's list) while Compare is shown: Compare shows it.
+    if (boundaryRun) await domClick(`#run-list [data-run="${boundaryRun}"]`);
     await click('[data-measure="bin"]');
     await click('[data-layout="panels"]');
     // The TLS step left its fields unfolded; a newcomer on a plain Redis sees them folded.
