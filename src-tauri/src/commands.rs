@@ -2,9 +2,7 @@
 //! dialog and then one). No rate-limiting logic lives here.
 
 use crate::events::WindowEvents;
-use crate::open_dialog::{
-    choose_log, choose_pem, choose_policies, choose_policies_file, choose_policies_import,
-};
+use crate::open_dialog::{choose_log, choose_pem, choose_policies, choose_policies_file};
 use crate::save_dialog::choose_path;
 use ratelockr::export::ChartView;
 use ratelockr::headers::HttpAnswer;
@@ -23,7 +21,6 @@ use ratelockr_app_core::export_path::{confirmed_format, ChartFormat, Exported};
 use ratelockr_app_core::history::{HistorySettings, RunHistory};
 use ratelockr_app_core::kept_replay::ReplayRunInfo;
 use ratelockr_app_core::kept_run::RunInfo;
-use ratelockr_app_core::policies::PolicyImport;
 use ratelockr_app_core::policy_file::{FileVersion, PolicyFileStatus};
 use ratelockr_app_core::records::RunRecords;
 use ratelockr_app_core::replay::{self, ReplayRequest, ReplayStatus};
@@ -104,50 +101,10 @@ pub fn rule_delete(core: Core<'_>, name: String) -> Result<Vec<Rule>, AppError> 
     core.rule_delete(&name)
 }
 
-#[tauri::command]
-pub fn policies_list(core: Core<'_>) -> Vec<Policy> {
-    core.policies()
-}
-
 /// `draft`: the policy in its policies-file JSON form, as the editor holds it.
 #[tauri::command]
 pub fn policy_validate(core: Core<'_>, draft: serde_json::Value) -> Result<Policy, AppError> {
     core.policy_validate(&draft)
-}
-
-#[tauri::command]
-pub fn policy_save(
-    core: Core<'_>,
-    original: Option<String>,
-    draft: serde_json::Value,
-) -> Result<Vec<Policy>, AppError> {
-    core.policy_save(original.as_deref(), &draft)
-}
-
-#[tauri::command]
-pub fn policy_delete(core: Core<'_>, name: String) -> Result<Vec<Policy>, AppError> {
-    core.policy_delete(&name)
-}
-
-/// A policies file chosen in the open dialog, read into the policy book.
-#[tauri::command]
-pub async fn policies_import<R: Runtime>(
-    app: AppHandle<R>,
-    core: Core<'_>,
-) -> Result<PolicyImport, AppError> {
-    let path = choose_policies_import(&app)?;
-    core.policies_import(std::path::Path::new(&path))
-}
-
-/// The policies and rules as one policies file (TOML, or JSON by the name's extension), where
-/// the save dialog confirmed.
-#[tauri::command]
-pub async fn policies_export<R: Runtime>(
-    app: AppHandle<R>,
-    core: Core<'_>,
-) -> Result<Exported, AppError> {
-    let dest = choose_path(&app, "ratelockr-policies.toml", "Policies file", "toml")?;
-    core.policies_export(&dest)
 }
 
 /// The open policies file, looked at again: a change made outside the app is taken, an

@@ -10,9 +10,6 @@ use tauri_plugin_dialog::DialogExt;
 /// Bypasses the log's open dialog: its answer is this path.
 pub const OPEN_LOG_ENV: &str = "RATELOCKR_OPEN_LOG";
 
-/// Bypasses the policy import's open dialog: its answer is this path.
-pub const IMPORT_POLICIES_ENV: &str = "RATELOCKR_IMPORT_POLICIES";
-
 /// Bypasses the TLS files' open dialog: its answer is this path.
 pub const OPEN_PEM_ENV: &str = "RATELOCKR_OPEN_PEM";
 
@@ -52,18 +49,6 @@ pub fn choose_log<R: Runtime>(app: &AppHandle<R>) -> Result<String, AppError> {
         ("Access logs", &["log", "gz", "jsonl", "json", "csv", "txt"]),
         ErrorCode::LogUnreadable,
         "no log chosen",
-    )
-}
-
-/// Asks the user for a policies file to import (TOML, JSON, or a rules file).
-pub fn choose_policies_import<R: Runtime>(app: &AppHandle<R>) -> Result<String, AppError> {
-    choose(
-        app,
-        IMPORT_POLICIES_ENV,
-        "Import a policies file",
-        ("Policies files", &["toml", "json"]),
-        ErrorCode::InvalidPolicy,
-        "no file chosen",
     )
 }
 

@@ -1107,7 +1107,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await fill("#replay-sweep-ys", "");
   });
 
-  it("writes a stacked policy, replays the sample log through it and an edited copy, and exports it in shadow mode", async () => {
+  it("writes a stacked policy, replays the sample log through it and an edited copy, and saves it in shadow mode", async () => {
     const field = (path) => `#policy-form [data-field="${path}"]`;
     await view("policies");
     await click("#policy-new");
@@ -1161,15 +1161,10 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await fill("#policy-mode", "shadow");
     await domClick("#policy-save");
     await until(async () => /shadow/.test(await text('#policy-list [data-policy="api"]')), 5_000, "api is in shadow mode");
-    const answer = process.env.RATELOCKR_E2E_SAVE_ANSWER;
+    // No file was open: the first save made one where the save dialog said (the export dir),
+    // and every save since went into it, in place.
     const file = join(exportDir, "policies.toml");
-    writeFileSync(answer, file);
-    try {
-      await click("#policy-export");
-      await until(async () => /^Exported/.test(await text("#policy-note")), 10_000, "the export says where");
-    } finally {
-      rmSync(answer, { force: true });
-    }
+    assert.equal(await text("#policy-file-path"), file);
     const toml = readFileSync(file, "utf8");
     assert.match(toml, /\[\[policies\]\]\nname = "api"\nkey = "ip"\nmode = "shadow"/, toml);
     assert.match(toml, /name = "daily"\nalgorithm = "fixed_window"\nlimit = 2000/, toml);
@@ -1349,6 +1344,84 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
     await showCard();
     writeAtomically(policies("enforce"));
     await until(async () => !(await visible("#watch-file-error")), 15_000, "the file loads again");
+  });
+
+  it("edits the policies file in place: an outside change is taken, the other policies stay as they are, a save over a newer file asks", async () => {
+    await browser.setWindowRect(0, 0, 1280, 720).catch(() => browser.setWindowSize(1280, 720));
+    // scripts/e2e.sh answers the Policies view's open dialog with this path (RATELOCKR_OPEN_POLICIES).
+    const file = process.env.RATELOCKR_OPEN_POLICIES ?? join(exportDir, "watch-policies.toml");
+    const shadow = [
+      "# production limits, edited by hand",
+      "[[policies]]", 'name = "pf-api"', 'key = "ip"', 'mode = "shadow"', "",
+      "  [[policies.limits]]", '  name = "per-second"', '  algorithm = "token-bucket"', "  capacity = 10", "  refill_per_sec = 10", "",
+      "[[policies]]", 'name = "pf-login"', 'mode = "enforce"', "",
+      "  [[policies.limits]]", '  name = "burst"', '  algorithm = "fixed-window"', "  limit = 5", "  window_ms = 60000", "",
+    ].join("\n");
+    // Another editor's save: a new file renamed over the old one (as `sed -i` does).
+    const outside = (body) => {
+      writeFileSync(`${file}.tmp`, body);
+      renameSync(`${file}.tmp`, file);
+    };
+    const version = () => browser.execute(() => document.getElementById("policy-file").dataset.version ?? "");
+    const badge = (name) => text(`#policy-list [data-policy="${name}"] .badge`);
+    const limit = '#policy-form [data-field="limits[0].limit"]';
+    writeFileSync(file, shadow);
+    try {
+      await view("policies");
+      await click("#policy-open");
+      await until(async () => (await text("#policy-file-path")) === file, 10_000, "the file is open");
+      assert.match(await badge("pf-api"), /^shadow/);
+
+      // Production switched to enforce by hand, outside the app: shown and taken.
+      let before = await version();
+      outside(shadow.replace('mode = "shadow"', 'mode = "enforce"'));
+      await until(async () => (await version()) !== before, 10_000, "the outside change is taken");
+      assert.match(await text("#policy-note"), /changed on disk: reloaded/);
+      assert.match(await badge("pf-api"), /^enforce/, "pf-api shows enforce");
+      await domClick('#policy-list [data-policy="pf-api"]');
+      assert.equal(await browser.execute(() => document.getElementById("policy-mode").value), "enforce");
+
+      // Another policy edited and saved in the app: pf-api stays enforced in the file.
+      await domClick('#policy-list [data-policy="pf-login"]');
+      await fill(limit, "9");
+      await click("#policy-save");
+      await until(async () => /^Saved “pf-login”/.test(await text("#policy-note")), 10_000, "the save says so");
+      const saved = readFileSync(file, "utf8");
+      assert.match(saved, /name = "pf-api"\nkey = "ip"\nmode = "enforce"/, saved);
+      assert.match(saved, /name = "burst"\nalgorithm = "fixed_window"\nlimit = 9/, saved);
+
+      // An invalid outside edit: the engine's error (file, line, field); the last good policies stay; nothing written.
+      outside(saved.replace("capacity = 10", 'capacity = "ten"'));
+      await until(async () => /line \d+: policies\[0\]\.limits\[0\]\.capacity/.test(await text("#policy-note")), 10_000, "the invalid edit is named");
+      assert.match(await text("#policy-note"), /watch-policies\.toml|policies/);
+      assert.match(await badge("pf-api"), /^enforce/, "the last good policies stay listed");
+      await photograph(join(SHOTS, "policies-invalid.png"), [], "1280x720+0+0");
+      outside(saved);
+      await until(async () => /changed on disk: reloaded/.test(await text("#policy-note")), 10_000, "the fixed file is taken");
+
+      // An edit begun, then the file changes on disk, then Save: the app asks, nothing is written.
+      await domClick('#policy-list [data-policy="pf-login"]');
+      await fill(limit, "7");
+      before = await version();
+      const newer = saved.replace("capacity = 10", "capacity = 12");
+      outside(newer);
+      await until(async () => (await version()) !== before, 10_000, "the newer file is taken");
+      assert.equal(await browser.execute((s) => document.querySelector(s).value, limit), "7", "the edit in progress is kept");
+      await click("#policy-save");
+      await until(() => visible("#policy-conflict"), 10_000, "the save asks first");
+      assert.match(await text("#policy-conflict"), /changed on disk since this edit began.*Reload from disk.*Overwrite/s);
+      assert.equal(readFileSync(file, "utf8"), newer, "nothing written without the user's word");
+      await photograph(join(SHOTS, "policies-conflict.png"), [], "1280x720+0+0");
+      // Overwrite: this edit lands in the file as it is now; the other editor's change to pf-api stays.
+      await click("#policy-overwrite");
+      await until(async () => /^Saved “pf-login”/.test(await text("#policy-note")) && !(await visible("#policy-conflict")), 10_000, "overwritten");
+      const last = readFileSync(file, "utf8");
+      assert.match(last, /capacity = 12\n/, last);
+      assert.match(last, /limit = 7\n/, last);
+      assert.match(last, /mode = "enforce"/, last);
+    } finally {
+      await browser.setWindowRect(0, 0, 1360, 900).catch(() => {});
+    }
   });
 
   it("shows each job's result at 1280 × 720 without scrolling, with nothing cut off", async () => {

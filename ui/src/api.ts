@@ -16,7 +16,6 @@ import type { Exported } from "./bindings/Exported";
 import type { MetricsSettings } from "./bindings/MetricsSettings";
 import type { MetricsStatus } from "./bindings/MetricsStatus";
 import type { Policy } from "./bindings/Policy";
-import type { PolicyImport } from "./bindings/PolicyImport";
 import type { FileVersion } from "./bindings/FileVersion";
 import type { PolicyFileStatus } from "./bindings/PolicyFileStatus";
 import type { Rule } from "./bindings/Rule";
@@ -76,15 +75,8 @@ export const api = {
   ruleSave: (original: string | null, draft: RuleDraft) =>
     call<Rule[]>("rule_save", { original, draft }),
   ruleDelete: (name: string) => call<Rule[]>("rule_delete", { name }),
-  policiesList: () => call<Policy[]>("policies_list"),
   /** `draft`: the policy in its policies-file JSON form; refusals name the path (`limits[1].capacity`). */
   policyValidate: (draft: unknown) => call<Policy>("policy_validate", { draft }),
-  policySave: (original: string | null, draft: unknown) => call<Policy[]>("policy_save", { original, draft }),
-  policyDelete: (name: string) => call<Policy[]>("policy_delete", { name }),
-  /** A policies file from the open dialog, read into the policy book. */
-  policiesImport: () => call<PolicyImport>("policies_import"),
-  /** The policies and rules as one policies file, where the save dialog confirmed. */
-  policiesExport: () => call<Exported>("policies_export"),
   /** The open policies file looked at again: an outside change taken, an invalid one reported. */
   policiesFile: () => call<PolicyFileStatus>("policies_file"),
   /** A policies file from the open dialog, edited in place from now on (code `cancelled` when closed). */

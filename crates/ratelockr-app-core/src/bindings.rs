@@ -131,7 +131,6 @@ pub fn render() -> Vec<(String, String)> {
     one::<SweepPoint>(&cfg, &mut out);
     one::<LineIssue>(&cfg, &mut out);
     one::<PolicyFigures>(&cfg, &mut out);
-    one::<crate::policies::PolicyImport>(&cfg, &mut out);
     one::<crate::policy_file::FileVersion>(&cfg, &mut out);
     one::<crate::policy_file::PolicyFileStatus>(&cfg, &mut out);
     one::<RuleChange>(&cfg, &mut out);

@@ -8,7 +8,7 @@
 //! - [`connection`]  the Redis in use: open, status, test
 //! - [`transport`]   single node or cluster, plain TCP or TLS: the TLS form and its errors
 //! - [`topology`]    a cluster's nodes, roles, slots and round trips
-//! - [`book`]        a book of named things the user edits: rules, policies
+//! - [`book`]        a book of named things the user edits: rules, a file's policies
 //! - [`rules`]       rule drafts validated by the engine, the rule book
 //! - [`policies`]    policy drafts validated by the engine
 //! - [`policy_file`] the open policies file, the one truth: looked at, saved in place

@@ -1,9 +1,17 @@
-//! The Policies card: the list, the editor (a policy's name, key, mode, its stack of limits and
-//! its tiers, each limit's fields following its algorithm), validation while typing with every
-//! message beside its field, save, delete, and import and export of a policies file.
+//! The Policies view: the open policies file (the one truth: the file `ratelockr serve
+//! --policies` and the layer load), its list, the editor (a policy's name, key, mode, its stack
+//! of limits and its tiers, each limit's fields following its algorithm), validation while
+//! typing with every message beside its field, save and delete in the file itself.
+//!
+//! The file is looked at every second: a change made outside the app is shown and taken (the
+//! form follows it unless the user is editing), an invalid one is shown with the engine's error
+//! and the last good policies stay. A save carries the file's version when its edit began; the
+//! backend refuses it when the file changed since, and the view asks: reload or overwrite.
 import { api, toAppError } from "../api";
 import { checkDraft } from "./draft-check";
+import type { FileVersion } from "../bindings/FileVersion";
 import type { Policy } from "../bindings/Policy";
+import type { PolicyFileStatus } from "../bindings/PolicyFileStatus";
 import { $, h, showFieldErrors } from "../dom";
 import { algorithmInfo, algorithmLabel } from "../logic/algorithms";
 import {
@@ -19,6 +27,7 @@ import {
   type LimitForm,
   type PolicyForm,
 } from "../logic/policies";
+import { fileLine, fileName, lookNote, statusChanged } from "../logic/policyfile";
 import { PARAM_SPECS } from "../logic/rules";
 import type { FieldError } from "../logic/workload";
 import { emit, on, state } from "../store";
@@ -28,6 +37,16 @@ const KINDS = ["token_bucket", "gcra", "sliding_window_log", "sliding_window_cou
 let editing: string | null = null;
 let form: PolicyForm = newPolicy();
 let nameTouched = false;
+/** The open file as last looked at. */
+let file: PolicyFileStatus | null = null;
+/** The file's version when the form's edit began: what a save is checked against. */
+let base: FileVersion = "absent";
+/** The user changed the form since it was loaded: a reload leaves it as it is. */
+let dirty = false;
+/** A refused save or delete waiting for the user's word (reload, or overwrite). */
+let pending: ((overwrite: boolean) => Promise<void>) | null = null;
+/** Bumped by every write and open, so a look that began before one does not undo it. */
+let epoch = 0;
 
 const slot = (path: string) => h("div", { className: "field-error", data: { policyErrorFor: path } });
 
@@ -150,6 +169,7 @@ async function validate(): Promise<boolean> {
 
 let timer: ReturnType<typeof setTimeout> | undefined;
 function validateSoon() {
+  dirty = true;
   clearTimeout(timer);
   timer = setTimeout(() => void validate(), 200);
 }
@@ -157,6 +177,9 @@ function validateSoon() {
 function edit(policy: Policy | null) {
   editing = policy?.name ?? null;
   nameTouched = false;
+  dirty = false;
+  base = file?.version ?? "absent";
+  showConflict(null);
   form = policy ? formFromPolicy(policy) : newPolicy();
   $("policy-form-title").textContent = policy ? `Edit policy “${policy.name}”` : "New policy";
   $("policy-delete").classList.toggle("hidden", !policy);
@@ -172,7 +195,8 @@ function edit(policy: Policy | null) {
 function renderList() {
   const list = $("policy-list");
   if (state.policies.length === 0) {
-    list.replaceChildren(h("li", { className: "empty", text: "No policies yet. Create one below, or import a policies file." }));
+    const text = file?.file ? `No policies in ${fileName(file.file)} yet: create one, and saving writes the file.` : "No policies file open: open one, or make a new one.";
+    list.replaceChildren(h("li", { className: "empty", text }));
     return;
   }
   list.replaceChildren(
@@ -181,7 +205,7 @@ function renderList() {
         "li",
         { className: "rule-item" + (editing === p.name ? " selected" : ""), tabIndex: 0, title: policyTitle(p), data: { policy: p.name } },
         h("span", { className: "rule-name", text: p.name }),
-        h("span", { className: `badge ${p.mode === "shadow" ? "shadow" : "policy"}`, text: p.mode === "shadow" ? "shadow" : `${p.limits.length} limit${p.limits.length === 1 ? "" : "s"}` }),
+        h("span", { className: `badge ${p.mode === "shadow" ? "shadow" : "policy"}`, text: `${p.mode} · ${p.limits.length} limit${p.limits.length === 1 ? "" : "s"}` }),
         h("span", { className: "rule-desc", text: describePolicy(p) }),
       );
       li.addEventListener("click", () => edit(p));
@@ -195,6 +219,97 @@ function note(text: string, error = false) {
   const el = $("policy-note");
   el.textContent = text;
   el.classList.toggle("error", error);
+}
+
+function showConflict(message: string | null) {
+  $("policy-conflict").classList.toggle("hidden", message === null);
+  $("policy-conflict-text").textContent = message ?? "";
+  if (message === null) pending = null;
+}
+
+/** Takes a status from the backend: the list, the file bar, and the form when it is not being edited. */
+function take(next: PolicyFileStatus) {
+  const prev = file;
+  const said = lookNote(prev, next);
+  file = next;
+  if (said) note(said.text, said.error);
+  else if (!next.error && prev?.error) note("");
+  if (!statusChanged(prev, next)) return;
+  state.policies = next.policies;
+  $("policy-file-path").textContent = fileLine(next);
+  $("policy-file-path").title = next.file ? `ratelockr serve --policies ${next.file}` : "";
+  $("policy-file").dataset.version = next.version;
+  if (!dirty) {
+    // Nothing typed since the form was loaded: it shows the policy as the file holds it now.
+    edit(state.policies.find((p) => p.name === editing) ?? null);
+  } else {
+    renderList();
+  }
+  emit("policies");
+}
+
+/** Looks at the file (an outside change taken, an invalid one shown); errors go to the note. */
+async function look() {
+  const at = epoch;
+  try {
+    const next = await api.policiesFile();
+    if (at === epoch) take(next);
+  } catch (err) {
+    note(toAppError(err).message, true);
+  }
+}
+
+/** Runs a save or a delete; a file changed since the edit began asks first. */
+async function write(action: (overwrite: boolean) => Promise<PolicyFileStatus>, after: (next: PolicyFileStatus) => void) {
+  const run = async (overwrite: boolean) => {
+    epoch++;
+    try {
+      const next = await action(overwrite);
+      showConflict(null);
+      dirty = false;
+      take(next);
+      after(next);
+    } catch (err) {
+      const x = toAppError(err);
+      if (x.code === "file_changed") {
+        showConflict(x.message);
+        pending = run;
+      } else {
+        showErrors([{ field: x.field ?? "_form", message: x.message }]);
+      }
+    }
+  };
+  await run(false);
+}
+
+/** A file for the first save when none is open: the save dialog's new file. */
+async function ensureFile(): Promise<boolean> {
+  if (file?.file) return true;
+  epoch++;
+  try {
+    const next = await api.policiesFileNew();
+    base = next.version;
+    take(next);
+    return true;
+  } catch (err) {
+    const x = toAppError(err);
+    if (x.code !== "cancelled") note(x.message, true);
+    return false;
+  }
+}
+
+async function openWith(choose: () => Promise<PolicyFileStatus>, what: string) {
+  epoch++;
+  try {
+    const next = await choose();
+    dirty = false;
+    take(next);
+    edit(null);
+    if (next.file) note(`${what} ${next.file}: saved in place, as serve and the layer load it.`);
+  } catch (err) {
+    const x = toAppError(err);
+    if (x.code !== "cancelled") note(x.message, true);
+  }
 }
 
 export async function initPolicies() {
@@ -228,51 +343,39 @@ export async function initPolicies() {
     clearTimeout(timer);
     if (!(await validate())) return;
     const parsed = draftFromForm(form);
-    if (!parsed.ok) return;
-    try {
-      state.policies = await api.policySave(editing, parsed.draft);
-      edit(state.policies.find((p) => p.name === parsed.draft.name) ?? null);
-      note("");
-      emit("policies");
-    } catch (err) {
-      const x = toAppError(err);
-      showErrors([{ field: x.field ?? "_form", message: x.message }]);
-    }
+    if (!parsed.ok || !(await ensureFile())) return;
+    const original = editing;
+    await write(
+      (overwrite) => api.policyFileSave(original, parsed.draft, base, overwrite),
+      (next) => {
+        edit(next.policies.find((p) => p.name === parsed.draft.name) ?? null);
+        note(`Saved “${String(parsed.draft.name)}” in ${fileName(next.file ?? "")}.`);
+      },
+    );
   });
   $("policy-delete").addEventListener("click", async () => {
-    if (!editing) return;
-    try {
-      state.policies = await api.policyDelete(editing);
-      edit(null);
-      emit("policies");
-    } catch (err) {
-      showErrors([{ field: "_form", message: toAppError(err).message }]);
-    }
+    const name = editing;
+    if (!name) return;
+    await write(
+      (overwrite) => api.policyFileDelete(name, base, overwrite),
+      (next) => {
+        edit(null);
+        note(`Deleted “${name}” from ${fileName(next.file ?? "")}.`);
+      },
+    );
   });
-  $("policy-import").addEventListener("click", async () => {
-    try {
-      const done = await api.policiesImport();
-      state.policies = done.policies;
-      const replaced = done.replaced.length ? `; replaced ${done.replaced.join(", ")}` : "";
-      note(`Imported ${done.added.length + done.replaced.length} from ${done.path}${replaced}.`);
-      edit(state.policies.find((p) => p.name === (done.added[0] ?? done.replaced[0])) ?? null);
-      emit("policies");
-    } catch (err) {
-      const x = toAppError(err);
-      if (x.code !== "cancelled") note(x.message, true);
-    }
+  $("policy-reload").addEventListener("click", async () => {
+    // The edit is dropped: the form shows the policy as the file holds it now.
+    dirty = false;
+    showConflict(null);
+    await look();
+    edit(state.policies.find((p) => p.name === editing) ?? null);
   });
-  $("policy-export").addEventListener("click", async () => {
-    try {
-      const done = await api.policiesExport();
-      note(`Exported the policies and rules to ${done.path}: load it with ratelockr serve --policies.`);
-    } catch (err) {
-      const x = toAppError(err);
-      if (x.code !== "cancelled") note(x.message, true);
-    }
-  });
+  $("policy-overwrite").addEventListener("click", () => void pending?.(true));
+  $("policy-open").addEventListener("click", () => void openWith(api.policiesFileOpen, "Opened"));
+  $("policy-file-new").addEventListener("click", () => void openWith(api.policiesFileNew, "New file"));
   on("policies", renderList);
-  state.policies = await api.policiesList().catch(() => []);
+  await look();
   edit(null);
-  emit("policies");
+  setInterval(() => void look(), 1000);
 }

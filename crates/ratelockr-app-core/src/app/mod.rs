@@ -30,7 +30,6 @@ pub mod watch;
 use crate::connection::{decision_deadline_setting, Connection};
 use crate::error::{AppError, ErrorCode};
 use crate::history::History;
-use crate::policies::PolicyBook;
 use crate::records::RunRecords;
 use crate::replay::ReplayStatus;
 use crate::rules::RuleBook;
@@ -87,7 +86,8 @@ pub struct AppCore {
     /// The TLS files (paths) and the insecure opt-out saved with `redis_url`.
     redis_tls: Mutex<ratelockr::TlsOptions>,
     rules: Mutex<RuleBook>,
-    policies: Mutex<PolicyBook>,
+    /// Policies an older version kept in its settings, until they are written to a file.
+    legacy_policies: Mutex<Vec<ratelockr::Policy>>,
     /// The policies file the Policies view has open: the one truth of the app's policies.
     policy_file: Mutex<Option<crate::policy_file::PolicyFile>>,
     persist: Box<dyn Persist>,
@@ -134,6 +134,49 @@ fn without_redis(
     })
 }
 
+/// Policies an older version kept in its own settings are written to a policies file in the
+/// data dir (a new name: nothing is replaced), which is opened when no file is open: nothing is
+/// lost, and from then on the file is the one truth. Returns what stays in the settings (all of
+/// them when the file cannot be written), the file to open, and whether they moved.
+fn migrate_policies(
+    legacy: Vec<ratelockr::Policy>,
+    open: Option<PathBuf>,
+    data_dir: &std::path::Path,
+    warnings: &mut Vec<String>,
+) -> (Vec<ratelockr::Policy>, Option<PathBuf>, bool) {
+    if legacy.is_empty() {
+        return (legacy, open, false);
+    }
+    let names = legacy
+        .iter()
+        .map(|p| p.name())
+        .collect::<Vec<_>>()
+        .join(", ");
+    match crate::policy_file::migrate(data_dir, &legacy) {
+        Ok(path) if open.is_none() => {
+            warnings.push(format!(
+                "The policies this app used to keep in its own settings ({names}) are now in the policies file {}, open in the Policies view: the file is the one truth, and `ratelockr serve --policies` loads it as it is",
+                path.display()
+            ));
+            (Vec::new(), Some(path), true)
+        }
+        Ok(path) => {
+            warnings.push(format!(
+                "The policies this app used to keep in its own settings ({names}) were written to {}; the Policies view keeps the file it had open (open that one to use them)",
+                path.display()
+            ));
+            (Vec::new(), open, true)
+        }
+        Err(err) => {
+            warnings.push(format!(
+                "The policies this app kept in its own settings ({names}) could not be written to a policies file ({}); they stay in the settings and are moved at the next start",
+                err.message
+            ));
+            (legacy, open, false)
+        }
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -171,7 +214,13 @@ impl AppCore {
         };
         metrics.set_active_rules(settings.rules.len());
         let watch = watch::WatchSlot::reopen(settings.watch_file, &mut warnings);
-        let policy_file = settings.policies_file.as_deref().map(|path| {
+        let (legacy, policies_file, migrated) = migrate_policies(
+            settings.policies,
+            settings.policies_file,
+            &data_dir,
+            &mut warnings,
+        );
+        let policy_file = policies_file.as_deref().map(|path| {
             let file = crate::policy_file::PolicyFile::reopen(path);
             if let Some(err) = file.error() {
                 warnings.push(format!(
@@ -194,13 +243,13 @@ impl AppCore {
                     .collect()
             })
             .unwrap_or_default();
-        Ok(AppCore {
+        let core = AppCore {
             metrics,
             conn: RwLock::new(conn),
             redis_url: Mutex::new(settings.redis_url),
             redis_tls: Mutex::new(settings.redis_tls),
             rules: Mutex::new(RuleBook::new(settings.rules)),
-            policies: Mutex::new(PolicyBook::new(settings.policies)),
+            legacy_policies: Mutex::new(legacy),
             policy_file: Mutex::new(policy_file),
             persist,
             warnings: Mutex::new(warnings),
@@ -222,7 +271,17 @@ impl AppCore {
             replay: Mutex::default(),
             watch: Mutex::new(watch),
             data_dir,
-        })
+        };
+        if migrated {
+            // The settings drop their copy now: the file holds the policies.
+            if let Err(err) = core.save() {
+                lock(&core.warnings).push(format!(
+                    "{}; the moved policies stay in the settings too, and are moved again at the next start",
+                    err.message
+                ));
+            }
+        }
+        Ok(core)
     }
 
     /// Opens the settings and the run history in `data_dir` (created if missing), then Redis
@@ -247,7 +306,7 @@ impl AppCore {
         &self.metrics
     }
 
-    /// Applies `edit` to a book (the rules, the policies) and persists it; when saving fails,
+    /// Applies `edit` to a book (the rules) and persists it; when saving fails,
     /// the book is put back as it was, so memory never claims what the file does not hold.
     fn edit_book<T: crate::book::Named>(
         &self,
@@ -272,7 +331,7 @@ impl AppCore {
             redis_tls: lock(&self.redis_tls).clone(),
             metrics: lock(&self.metrics_slot).settings,
             rules: lock(&self.rules).items().to_vec(),
-            policies: lock(&self.policies).items().to_vec(),
+            policies: lock(&self.legacy_policies).clone(),
             history: lock(&self.history).settings(),
             watch_file: lock(&self.watch).file.clone(),
             policies_file: self.policy_file_path(),

@@ -122,3 +122,51 @@ fn chosen(path: &str) -> Result<PathBuf, AppError> {
     }
     Ok(path.to_path_buf())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::app::AppCore;
+    use crate::store::SETTINGS_FILE;
+    use ratelockr::policy::load_policies_file;
+    use ratelockr::EmbeddedRedis;
+    use serde_json::json;
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn policies_an_older_version_kept_in_its_settings_move_into_a_file_it_opens() {
+        let redis = EmbeddedRedis::start().expect("redis-server on PATH");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let settings = dir.path().join(SETTINGS_FILE);
+        let kept = json!({"name": "old-api", "mode": "enforce", "limits": [
+            {"name": "burst", "algorithm": "token_bucket", "capacity": 5, "refill_per_sec": 1}]});
+        let first = json!({
+            "redis_url": redis.url(),
+            "metrics": {"enabled": false, "port": 0},
+            "policies": [kept],
+        });
+        std::fs::write(&settings, first.to_string()).expect("write settings");
+        let moved = dir.path().join("policies.toml");
+        {
+            let app = AppCore::open(dir.path().to_path_buf()).expect("opens");
+            let status = app.policy_file_status();
+            assert_eq!(status.file.as_deref(), Some(moved.to_str().expect("utf-8")));
+            assert_eq!(status.policies.len(), 1);
+            assert_eq!(app.policy("old-api"), Some(status.policies[0].clone()));
+            assert_eq!(load_policies_file(&moved).expect("loads"), status.policies);
+            let said = app.info().warnings.join("\n");
+            assert!(
+                said.contains("old-api") && said.contains("policies.toml"),
+                "{said}"
+            );
+            // The settings no longer hold a copy: the file is the one truth.
+            let saved: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&settings).expect("read"))
+                    .expect("json");
+            assert_eq!(saved["policies"], json!([]), "{saved}");
+            assert_eq!(saved["policies_file"], json!(moved), "{saved}");
+        }
+        // Started again: the same file, moved once.
+        let app = AppCore::open(dir.path().to_path_buf()).expect("opens");
+        assert_eq!(app.policies().len(), 1);
+        assert!(!dir.path().join("policies-2.toml").exists());
+    }
+}
