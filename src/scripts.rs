@@ -60,13 +60,13 @@ pub enum At {
     /// The Redis server's clock (`TIME`), shared by every app instance. The default.
     #[default]
     ServerClock,
-    /// An explicit time in milliseconds since the epoch, for tests. The fixed window ignores
-    /// it (its window is its key's lifetime, on the Redis clock).
+    /// The caller's clock: milliseconds since the epoch (`check --now-ms`, a replay's log time,
+    /// a test's fixed instant). Every limit decides at this time, the fixed window included
+    /// (its explicit-clock mode, `lua/fixed_window.lua`'s ARGV[5]), so the same request at the
+    /// same time gets the same answer whatever the wall clock does meanwhile, and a log is
+    /// decided on its own timeline however fast it is fed. Key expiry still runs on the Redis
+    /// clock: it only evicts idle state.
     Millis(u64),
-    /// A virtual clock, for replays: every script decides at this time, the fixed window
-    /// included (its explicit-clock mode, `lua/fixed_window.lua`'s ARGV[5]), so a log can be
-    /// decided on its own timeline however fast it is fed.
-    Virtual(u64),
 }
 
 /// The latest explicit time a script takes (2^53 ms): beyond it Lua's doubles no longer hold
@@ -93,7 +93,7 @@ impl At {
     pub fn millis(self) -> Option<u64> {
         match self {
             At::ServerClock => None,
-            At::Millis(ms) | At::Virtual(ms) => Some(ms),
+            At::Millis(ms) => Some(ms),
         }
     }
 }
@@ -284,7 +284,7 @@ impl Call<'_> {
             Algorithm::FixedWindow { limit, window_ms } => {
                 cmd.arg(limit).arg(window_ms);
                 // The clock mode's now_ms comes after the cost and the stats TTL.
-                if let At::Virtual(ms) = self.at {
+                if let At::Millis(ms) = self.at {
                     cmd.arg(self.cost).arg(self.stats_ttl_secs).arg(ms);
                 } else {
                     tail(&mut cmd, false);
@@ -420,7 +420,7 @@ mod tests {
         }
         argv.extend([cost.to_string(), stats_ttl_secs.to_string()]);
         // The fixed window's clock mode: now_ms after the stats TTL.
-        if let (true, At::Virtual(_)) = (fixed, at) {
+        if let (true, At::Millis(_)) = (fixed, at) {
             argv.push(now);
         }
         let defaults = ["", "1", &SCRIPT_STATS_TTL_SECS.to_string()];
@@ -469,7 +469,6 @@ mod tests {
                 for at in [
                     At::ServerClock,
                     At::Millis(1_700_000_000_123),
-                    At::Virtual(1_700_000_000_456),
                 ] {
                     for (cost, stats_ttl_secs) in tails {
                         let call = Call {

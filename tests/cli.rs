@@ -847,3 +847,53 @@ fn bench_concurrency_is_bounded_and_the_bound_named() {
         );
     }
 }
+
+/// `--now-ms` is the caller's clock for every algorithm, the fixed window included: the same
+/// request at the same time gets the same answer, however much wall time passes between the
+/// two asks (the fixed window used to decide on the Redis clock, so its `reset_after_ms` ran
+/// down: 1000, then 538, then 31).
+#[test]
+fn check_now_ms_answers_the_same_at_the_same_time_for_every_algorithm() {
+    let server = common::redis();
+    let prefix = common::unique("cli-now");
+    let url = server.url();
+    let now = "1700000000000";
+    for (algorithm, params) in [
+        (
+            "token-bucket",
+            &["--capacity", "2", "--refill-per-sec", "1"][..],
+        ),
+        ("gcra", &["--limit", "2", "--window-ms", "2000"][..]),
+        (
+            "sliding-window-log",
+            &["--limit", "2", "--window-ms", "2000"][..],
+        ),
+        (
+            "sliding-window-counter",
+            &["--limit", "2", "--window-ms", "2000"][..],
+        ),
+        ("fixed-window", &["--limit", "2", "--window-ms", "2000"][..]),
+    ] {
+        let ask = |extra: &[&str]| {
+            let mut args = vec!["check", "--redis", &url, "--prefix", &prefix, "--json"];
+            args.extend(["--key", "k", "--algorithm", algorithm, "--now-ms", now]);
+            args.extend(params);
+            args.extend(extra);
+            json(&ratelockr(&args))
+        };
+        let (first, _) = (ask(&[]), ask(&[]));
+        assert_eq!(first["allowed"], true, "{algorithm}: {first}");
+        let denied = ask(&[]);
+        let peek = ask(&["--peek"]);
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        // A denial charges nothing and a peek nothing: asked again, the same answers.
+        assert_eq!(ask(&[]), denied, "{algorithm}");
+        assert_eq!(ask(&["--peek"]), peek, "{algorithm}");
+        assert_eq!(denied["allowed"], false, "{algorithm}: {denied}");
+        assert_eq!(denied["fail_open"], false, "{algorithm}: {denied}");
+        if algorithm == "fixed-window" {
+            // The window opened at `now` and is all still ahead of it.
+            assert_eq!(denied["reset_after_ms"], 2000, "{denied}");
+        }
+    }
+}

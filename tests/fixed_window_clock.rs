@@ -1,4 +1,4 @@
-//! The fixed window's explicit-clock mode (`At::Virtual`, the script's ARGV[5]), which replays
+//! The fixed window's explicit-clock mode (`At::Millis`, the script's ARGV[5]), which replays
 //! use: a table of decisions on a virtual clock, and the proof that it decides as the TTL mode
 //! does on the same timeline.
 
@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 async fn at(limiter: &Limiter, rule: &Rule, key: &str, cost: u64, t: u64) -> Decision {
     let d = if cost == 0 {
-        limiter.peek_at(rule, key, At::Virtual(t)).await
+        limiter.peek_at(rule, key, At::Millis(t)).await
     } else {
-        limiter.check_at(rule, key, cost, At::Virtual(t)).await
+        limiter.check_at(rule, key, cost, At::Millis(t)).await
     }
     .expect("a valid request");
     assert!(!d.fail_open(), "Redis should have decided: {d:?}");

@@ -47,7 +47,7 @@ fn stack() -> Vec<Limit> {
 
 async fn at(limiter: &Limiter, policy: &Policy, key: &str, t: u64) -> PolicyDecision {
     let d = limiter
-        .check_policy_at(policy, key, 1, At::Virtual(T0 + t))
+        .check_policy_at(policy, key, 1, At::Millis(T0 + t))
         .await
         .expect("a valid request");
     assert!(!d.fail_open, "Redis should have decided: {d:?}");
@@ -256,7 +256,7 @@ async fn a_peek_writes_nothing_and_costs_are_checked_against_every_limit() {
     let limiter = common::limiter(&server, "pol-peek");
     let policy = Policy::new("p", stack()).expect("valid");
     let d = limiter
-        .peek_policy_at(&policy, "k", At::Virtual(T0))
+        .peek_policy_at(&policy, "k", At::Millis(T0))
         .await
         .expect("valid");
     assert!(d.allowed && !d.would_deny, "{d:?}");
@@ -266,7 +266,7 @@ async fn a_peek_writes_nothing_and_costs_are_checked_against_every_limit() {
     assert!(keys.is_empty(), "a peek wrote {keys:?}");
     at(&limiter, &policy, "k", 0).await;
     let d = limiter
-        .peek_policy_at(&policy, "k", At::Virtual(T0))
+        .peek_policy_at(&policy, "k", At::Millis(T0))
         .await
         .expect("valid");
     let remaining: Vec<i64> = d.limits.iter().map(|l| l.remaining).collect();

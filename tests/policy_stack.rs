@@ -359,7 +359,7 @@ async fn decide(
     now: u64,
 ) -> Result<PolicyDecision, TestCaseError> {
     let d = limiter
-        .check_policy_at(policy, client, cost, At::Virtual(T0 + now))
+        .check_policy_at(policy, client, cost, At::Millis(T0 + now))
         .await
         .map_err(|e| TestCaseError::fail(format!("refused: {e}")))?;
     prop_assert!(!d.fail_open && d.remaining >= 0, "not decided: {d:?}");
@@ -563,14 +563,14 @@ fn every_limit_denying_waits_for_the_longest() {
         for t in [0, 1] {
             let d = w
                 .limiter
-                .check_policy_at(&policy, "k", 1, At::Virtual(T0 + t))
+                .check_policy_at(&policy, "k", 1, At::Millis(T0 + t))
                 .await
                 .expect("valid");
             assert!(d.allowed, "{d:?}");
         }
         let d = w
             .limiter
-            .check_policy_at(&policy, "k", 1, At::Virtual(T0 + 2))
+            .check_policy_at(&policy, "k", 1, At::Millis(T0 + 2))
             .await
             .expect("valid");
         assert!(!d.allowed && d.would_deny, "{d:?}");
@@ -586,7 +586,7 @@ fn every_limit_denying_waits_for_the_longest() {
         assert!(d.limits.iter().all(|l| !l.allowed));
         let later = w
             .limiter
-            .check_policy_at(&policy, "k", 1, At::Virtual(T0 + 2 + 49_998))
+            .check_policy_at(&policy, "k", 1, At::Millis(T0 + 2 + 49_998))
             .await
             .expect("valid");
         assert!(later.allowed, "{later:?}");

@@ -90,7 +90,7 @@ async fn a_refund_gives_back_to_the_fixed_windows_explicit_clock_state() {
     let server = redis();
     let limiter = limiter(&server, "refund-fw-clock");
     let rule = Rule::fixed_window("fw", 3, 1000).expect("valid");
-    let at = |t: u64| At::Virtual(common::T0 + t);
+    let at = |t: u64| At::Millis(common::T0 + t);
     let check = |cost: u64, t: u64| {
         let (limiter, rule) = (&limiter, &rule);
         async move {

@@ -46,8 +46,8 @@ impl Limiter {
             .await
     }
 
-    /// [`Limiter::check_policy`] at an explicit time ([`At::Virtual`] for replays: fixed windows
-    /// then decide on that clock too). Errors only for a cost some limit can never admit or an
+    /// [`Limiter::check_policy`] at an explicit time ([`At::Millis`]: every limit, the fixed
+    /// windows included, decides on that clock). Errors only for a cost some limit can never admit or an
     /// unusable client key; a Redis failure becomes the failure mode's decision (fail-open:
     /// `allowed`, `remaining: -1`, no limits' results; degraded mode fails open for policies).
     pub async fn check_policy_at(

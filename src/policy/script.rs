@@ -56,7 +56,7 @@ impl PolicyCall<'_> {
             cmd.arg("");
         }
         // The fixed window's clock mode on a virtual clock, as the standalone call has it.
-        cmd.arg(if matches!(self.at, At::Virtual(_)) {
+        cmd.arg(if matches!(self.at, At::Millis(_)) {
             "1"
         } else {
             ""
@@ -239,7 +239,7 @@ mod tests {
             stats_ttl_secs: 120,
             cost: 3,
             mode: Mode::Shadow,
-            at: At::Virtual(1_700_000_000_000),
+            at: At::Millis(1_700_000_000_000),
         };
         let hash = script().get_hash().to_string();
         assert_eq!(

@@ -69,7 +69,7 @@ pub(super) async fn dispatch(
                         stats_keys: None,
                         stats_ttl_secs: COUNTER_TTL_SECS,
                         cost: req.cost,
-                        at: At::Virtual(req.ms),
+                        at: At::Millis(req.ms),
                     }
                     .evalsha()
                 }
@@ -87,7 +87,7 @@ pub(super) async fn dispatch(
                         stats_ttl_secs: COUNTER_TTL_SECS,
                         cost: req.cost,
                         mode: policy.mode(),
-                        at: At::Virtual(req.ms),
+                        at: At::Millis(req.ms),
                     }
                     .evalsha()
                 }

@@ -1,7 +1,7 @@
 //! Replay: what would these limits have done to the requests of a real log?
 //!
 //! Each request of the log goes through the rule's own script with its log time as `now_ms`
-//! ([`At::Virtual`](crate::scripts::At::Virtual)), in a private key namespace
+//! ([`At::Millis`](crate::scripts::At::Millis)), in a private key namespace
 //! (`<prefix>:replay:<run id>:…`, deleted after the run) and without live telemetry (those
 //! counters are per wall-clock second). Several rules, and a sweep's grid of configurations,
 //! are decided side by side in one pass. The same log and rules give the same decisions, byte

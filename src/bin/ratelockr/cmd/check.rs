@@ -33,7 +33,10 @@ pub struct CheckArgs {
     /// Show what is left without consuming anything (a cost of 0; not counted in stats).
     #[arg(long)]
     pub peek: bool,
-    /// Decide at this time (ms since the epoch) instead of the Redis server's clock.
+    /// Decide at this time (ms since the epoch) instead of the Redis server's clock: every
+    /// algorithm, the fixed window included, so the same request at the same time gets the
+    /// same answer. (A fixed window's key is kept in its clock mode then: use --now-ms on a
+    /// key always or never.)
     #[arg(long)]
     pub now_ms: Option<u64>,
     /// Print the HTTP answer the decision implies instead (status, RateLimit-Policy,
