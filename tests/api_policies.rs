@@ -227,6 +227,14 @@ async fn bad_policy_requests_name_the_field() {
 struct Serve {
     child: std::process::Child,
     addr: SocketAddr,
+    /// Every line serve wrote to stderr, its start line first.
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Serve {
+    fn log(&self) -> String {
+        self.log.lock().expect("log").join("\n")
+    }
 }
 
 impl Drop for Serve {
@@ -255,19 +263,26 @@ fn serve(url: &str, policies: &Path) -> Serve {
         .expect("serve starts");
     let stderr = child.stderr.take().expect("piped stderr");
     let mut lines = BufReader::new(stderr).lines();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let addr = loop {
         let line = lines
             .next()
             .expect("serve names its address before it ends")
             .expect("stderr reads");
+        log.lock().expect("log").push(line.clone());
         if let Some(rest) = line.split("decisions at POST http://").nth(1) {
             let addr = rest.split('/').next().expect("an address");
             break addr.parse().unwrap_or_else(|e| panic!("{e}: {line}"));
         }
     };
     // Keep reading so that serve never blocks on a full pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    Serve { child, addr }
+    let kept = log.clone();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            kept.lock().expect("log").push(line);
+        }
+    });
+    Serve { child, addr, log }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -294,6 +309,15 @@ async fn serve_reloads_the_file_and_keeps_the_policies_in_force_when_it_breaks()
     })
     .await;
     assert!(reloaded, "serve picked up the changed file");
+    // The log says which file, how many policies and what changed.
+    let said = common::eventually(Duration::from_secs(10), || async {
+        serve.log().contains(&format!(
+            "reloaded {}: 2 policies (api: limit daily changed; search added; trial removed)",
+            path.display()
+        ))
+    })
+    .await;
+    assert!(said, "{}", serve.log());
     let (_, _, reply) = check(addr, ask).await;
     assert_eq!(reply["allowed"], true);
     assert_eq!(
@@ -315,6 +339,11 @@ async fn serve_reloads_the_file_and_keeps_the_policies_in_force_when_it_breaks()
     })
     .await;
     assert!(counted, "the refused reload is counted");
+    let said = common::eventually(Duration::from_secs(10), || async {
+        serve.log().contains("the policies in force stay")
+    })
+    .await;
+    assert!(said, "the refusal is logged: {}", serve.log());
     let (_, _, body) = http(addr, "GET", "/api/metrics", "").await;
     assert!(
         body.contains("ratelockr_policy_reloads_total{result=\"ok\"} 1"),

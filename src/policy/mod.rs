@@ -27,6 +27,7 @@
 //! under other parameters: a bucket's tokens are capped at the new capacity, a window's count
 //! is held to the new limit), and the state of limits the new tier lacks is left to expire.
 
+pub mod changes;
 pub mod check;
 pub mod decision;
 pub mod file;

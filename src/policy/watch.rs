@@ -141,10 +141,11 @@ impl PolicyWatch {
         }
         match result {
             Ok(loaded) => {
+                let changed = super::changes::describe(&self.current().policies, &loaded.policies);
                 tracing::info!(
-                    file = %inner.path.display(),
-                    policies = loaded.policies.len(),
-                    "policies reloaded"
+                    "reloaded {}: {} ({changed})",
+                    inner.path.display(),
+                    super::changes::count(loaded.policies.len()),
                 );
                 *inner.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(loaded);
                 Reload::Reloaded

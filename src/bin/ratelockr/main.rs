@@ -14,6 +14,8 @@ fn main() -> ExitCode {
     // would say it a second time.
     let default_filter = match cli.command {
         cmd::Command::Check(_) => "warn,ratelockr::limiter=off",
+        // Each reload of --policies says what it changed, or why the file was refused.
+        cmd::Command::Serve(_) => "warn,ratelockr::policy::watch=info",
         _ => "warn",
     };
     tracing_subscriber::fmt()

@@ -125,8 +125,8 @@ pub async fn run(
         watch.spawn(POLL_EVERY);
         api = api.with_policies(watch.clone());
         eprintln!(
-            "ratelockr serve: {} polic(ies) from {} at POST http://{addr}{} {{\"policy\": ...}} (GET {} lists them; the file is reloaded when it changes)",
-            watch.current().policies.len(),
+            "ratelockr serve: {} from {} at POST http://{addr}{} {{\"policy\": ...}} (GET {} lists them; the file is reloaded when it changes)",
+            ratelockr::policy::changes::count(watch.current().policies.len()),
             watch.path().display(),
             ratelockr::api::CHECK_PATH,
             ratelockr::api::POLICIES_PATH,
