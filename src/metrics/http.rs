@@ -80,6 +80,8 @@ impl MetricsServer {
                 }});
                 (StatusCode::NOT_FOUND, axum::Json(error))
             });
+        // The peer address in every request's extensions: a layer keying by `ip` reads it.
+        let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
         axum::serve(self.listener, app)
             .with_graceful_shutdown(shutdown)
             .await?;

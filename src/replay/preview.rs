@@ -128,7 +128,7 @@ pub fn preview(source: &LogSource, spec: &ParseSpec, n: usize) -> Result<Preview
                         fields.push(name);
                     }
                 }
-                let key = compiled.key.eval(parser, &request.line);
+                let key = super::key::eval(&compiled.key, parser, &request.line);
                 out.push(PreviewLine {
                     line: number,
                     time_ms: Some(request.time.ms),

@@ -175,7 +175,7 @@ pub fn read(
                 continue;
             }
         }
-        let key = match spec.key.eval(parser, &request.line) {
+        let key = match super::key::eval(&spec.key, parser, &request.line) {
             Ok(k) => k,
             Err(reason) => {
                 stats.no_key += 1;

@@ -10,9 +10,12 @@
 //! cargo run -p ratelockr-tower --example api_key_service -- --policies policies.toml --policy api
 //! ```
 //!
-//! With `--policies`, each API key is held to that policy of the file (the file `ratelockr serve
-//! --policies` and the desktop app's export use): its stacked limits in one script call, its
-//! tiers, its mode; the file is reloaded when it changes (shadow to enforce without a restart).
+//! With `--policies`, each request is held to that policy of the file (the file `ratelockr serve
+//! --policies` and the desktop app use): its stacked limits in one script call, its tiers, its
+//! mode; the file is reloaded when it changes (shadow to enforce without a restart). Requests
+//! are keyed by the policy's own `key` expression, as replay keys a log's lines (`ip` is the
+//! client address, `header:x-api-key` the header, `ip+path[1]` both; the `x-api-key` header
+//! when the policy names none), read once at the start.
 //! Without it, each API key gets a token bucket (`--capacity`, `--refill-per-sec`). Denials carry
 //! `Retry-After` and the RateLimit fields; admissions carry them too. The deny cache is on, so
 //! a key hammering past its limit costs Redis one call per retry period, and its hits show in
@@ -75,8 +78,11 @@ fn app(args: &Args) -> anyhow::Result<(Router, Metrics)> {
         },
     };
     let metrics = Metrics::new();
-    let builder = RateLimitLayer::builder(KeyExtractor::header("x-api-key".parse()?))
-        .redis(RedisTarget::parse(&args.redis)?);
+    let key = match &args.policies {
+        Some(path) => policy_key(path, &args.policy)?,
+        None => KeyExtractor::header("x-api-key".parse()?),
+    };
+    let builder = RateLimitLayer::builder(key).redis(RedisTarget::parse(&args.redis)?);
     let builder = match &args.policies {
         Some(path) => builder.from_file(path, &args.policy),
         None => builder.rule(Rule::token_bucket(
@@ -95,6 +101,18 @@ fn app(args: &Args) -> anyhow::Result<(Router, Metrics)> {
         .build()?;
     let routes = Router::new().route("/hello", get(hello)).layer(limit);
     Ok((routes, metrics))
+}
+
+/// What the policy keys requests by: its `key` expression, else the `x-api-key` header.
+fn policy_key(path: &std::path::Path, name: &str) -> anyhow::Result<KeyExtractor> {
+    let policies = ratelockr::policy::load_policies_file(path)?;
+    let policy = policies
+        .iter()
+        .find(|p| p.name() == name)
+        .ok_or_else(|| anyhow::anyhow!("{}: no policy named {name:?}", path.display()))?;
+    let expr = policy.key().unwrap_or("header:x-api-key");
+    KeyExtractor::expression(expr)
+        .map_err(|e| anyhow::anyhow!("{}: policy {name:?}: {e}", path.display()))
 }
 
 async fn hello(Extension(info): Extension<RateLimitInfo>) -> String {
@@ -276,5 +294,44 @@ mod tests {
         let (status, marks) = hello(addr, "dave").await;
         assert_eq!(status, 429);
         assert!(marks.contains("ratelimit=\"api.daily\";r=0"), "{marks}");
+    }
+
+    /// A policy keyed by `ip` holds the client address, whatever API key it sends: the
+    /// policies file means the same here as in replay and serve.
+    #[tokio::test]
+    async fn requests_are_keyed_by_the_policys_own_key_expression() {
+        let server = common::redis();
+        let dir = common::tempdir("example-key");
+        let file = dir.join("policies.toml");
+        let text = "[[policies]]\nname = \"api\"\nkey = \"ip\"\n[[policies.limits]]\nname = \"daily\"\nalgorithm = \"fixed-window\"\nlimit = 2\nwindow_ms = 86400000\n";
+        std::fs::write(&file, text).expect("policies");
+        let args = Args {
+            policies: Some(file.clone()),
+            ..args(server.url(), Mode::Open)
+        };
+        let (routes, metrics) = app(&args).expect("app");
+        let (addr, _task) = run(
+            routes,
+            metrics,
+            "127.0.0.1:0".parse().expect("addr"),
+            async { std::future::pending::<()>().await },
+        )
+        .await
+        .expect("serve");
+        let statuses = [
+            hello(addr, "alice").await.0,
+            hello(addr, "bob").await.0,
+            hello(addr, "carol").await.0,
+        ];
+        assert_eq!(statuses, [200, 200, 429], "one address, one key");
+        // No API key at all is no missing key (401) either: the address is the key.
+        let (status, _, _) = common::http_with(addr, "GET", "/hello", &[], "").await;
+        assert_eq!(status, 429);
+
+        // A key expression a live request cannot have is refused at the start, by name.
+        std::fs::write(&file, text.replace("key = \"ip\"", "key = \"field:user\""))
+            .expect("policies");
+        let err = app(&args).expect_err("field: is a log's");
+        assert!(err.to_string().contains("field:user"), "{err}");
     }
 }

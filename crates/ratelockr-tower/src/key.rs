@@ -12,6 +12,7 @@ use axum::extract::{ConnectInfo, Request};
 use axum::http::header::FORWARDED;
 use axum::http::{HeaderMap, HeaderName};
 use ipnet::IpNet;
+use ratelockr::key_expr::{segment, KeyExpr, KeyTerm};
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -73,6 +74,44 @@ impl KeyExtractor {
             let value = req.headers().get(&name)?.to_str().ok()?.trim();
             (!value.is_empty()).then(|| value.to_string())
         })
+    }
+
+    /// A policy's key expression (`ip`, `header:x-api-key`, `ip+path[1]`, `method+path`: see
+    /// [`ratelockr::key_expr`]), read from each request as replay reads it from a log line, so
+    /// the policy file's `key` means the same in every front. `ip` is the peer address (serve
+    /// with [`ConnectInfo<SocketAddr>`]); `field:NAME`, a log line's field, is refused.
+    pub fn expression(expr: &str) -> Result<Self, String> {
+        let parsed: KeyExpr = expr.parse()?;
+        if let Some(KeyTerm::Field(name)) = parsed
+            .terms()
+            .iter()
+            .find(|t| matches!(t, KeyTerm::Field(_)))
+        {
+            return Err(format!(
+                "key {expr:?}: field:{name} names a field of a log line, which a live request has not; use header:NAME"
+            ));
+        }
+        let what = match parsed.terms() {
+            [KeyTerm::Ip] => "the peer address (serve with ConnectInfo<SocketAddr>)".to_string(),
+            [KeyTerm::Header(name)] => format!("header {name}"),
+            _ => format!("the key {expr}"),
+        };
+        Ok(KeyExtractor::new(what, move |req| {
+            parsed
+                .join(|term| match term {
+                    KeyTerm::Ip => peer(req).map(|ip| ip.to_string().into()),
+                    KeyTerm::Method => Some(req.method().as_str().into()),
+                    KeyTerm::Path => Some(req.uri().path().into()),
+                    KeyTerm::Segment(n) => segment(req.uri().path(), *n).map(Into::into),
+                    KeyTerm::Header(name) => req
+                        .headers()
+                        .get(name.as_str())
+                        .and_then(|v| v.to_str().ok())
+                        .map(|v| v.trim().into()),
+                    KeyTerm::Field(_) => None,
+                })
+                .ok()
+        }))
     }
 
     /// Whatever `extract` returns; `what` names it in the answer to a request without one.
@@ -261,5 +300,41 @@ mod tests {
         let h = headers(&[("x-forwarded-for", "192.0.2.1")]);
         let mapped = canonical(ip("::ffff:127.0.0.1"));
         assert_eq!(forwarded_client(mapped, &h, &trusted), ip("192.0.2.1"));
+    }
+
+    #[test]
+    fn a_policys_key_expression_reads_a_request_as_replay_reads_a_line() {
+        let request = |path: &str, key: Option<&str>| {
+            let mut req = Request::builder().method("POST").uri(path);
+            if let Some(key) = key {
+                req = req.header("x-api-key", key);
+            }
+            let mut req = req.body(axum::body::Body::empty()).expect("request");
+            let peer: SocketAddr = "[::ffff:203.0.113.9]:5000".parse().expect("addr");
+            req.extensions_mut().insert(ConnectInfo(peer));
+            req
+        };
+        let key =
+            |expr: &str, req: &Request| KeyExtractor::expression(expr).expect(expr).extract(req);
+        let req = request("/api/v1/users?id=3", Some("alice"));
+        assert_eq!(key("ip", &req).as_deref(), Some("203.0.113.9"));
+        assert_eq!(key("ip+path[1]", &req).as_deref(), Some("203.0.113.9|api"));
+        assert_eq!(
+            key("method + path", &req).as_deref(),
+            Some("POST|/api/v1/users")
+        );
+        assert_eq!(key("header:x-api-key", &req).as_deref(), Some("alice"));
+        // A term the request lacks: no key (the layer answers it as a request without one).
+        assert_eq!(key("header:x-api-key", &request("/", None)), None);
+        assert_eq!(key("path[4]", &req), None);
+        let err = KeyExtractor::expression("field:user").expect_err("a log's field");
+        assert!(err.contains("header:NAME"), "{err}");
+        assert!(KeyExtractor::expression("cookie").is_err());
+        assert_eq!(
+            KeyExtractor::expression("header:x-api-key")
+                .expect("valid")
+                .what(),
+            "header x-api-key"
+        );
     }
 }
