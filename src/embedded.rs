@@ -1,10 +1,12 @@
 //! A private, managed `redis-server`: started on a free loopback port with persistence off,
 //! stopped when dropped. Serves the CLI's `--embedded`, the desktop app and the tests.
 //!
-//! A process that is killed outright (SIGKILL, a crash) cannot stop its server, and the
-//! server outlives it. Each server therefore lives in a directory named after its owner's pid
-//! and its port, with a pidfile; the next start on the machine shuts down the servers whose
-//! owner is gone ([`reap_orphans`], Linux) and removes their files.
+//! A process that is killed outright (SIGKILL, a crash) cannot stop its server. On Linux the
+//! kernel stops it instead: the server is started tied to its owner ([`crate::tied_child`]),
+//! and gets SIGTERM when the owner dies. Where that cannot be had, and for its files, each
+//! server lives in a directory named after its owner's pid and its port, with a pidfile; the
+//! next start on the machine shuts down the servers whose owner is gone ([`reap_orphans`],
+//! Linux) and removes their files.
 //!
 //! The program is `redis-server` from PATH, or the one named by `RATELOCKR_REDIS_SERVER` (a path,
 //! or a name looked up on PATH): `valkey-server` speaks the same protocol and takes the same
@@ -13,7 +15,7 @@
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -220,8 +222,8 @@ pub fn server_binary() -> Result<PathBuf, EmbeddedError> {
 /// Starts `redis-server` on `port` with its files in `dir` (created if need be).
 fn spawn(binary: &Path, port: u16, dir: &Path, extra: &[String]) -> Result<Child, EmbeddedError> {
     std::fs::create_dir_all(dir).map_err(EmbeddedError::Spawn)?;
-    Command::new(binary)
-        .args(["--port", &port.to_string()])
+    let mut cmd = crate::tied_child::command(binary, setpriv());
+    cmd.args(["--port", &port.to_string()])
         .args(["--bind", "127.0.0.1", "--protected-mode", "yes"])
         .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
         .arg("--dir")
@@ -234,9 +236,8 @@ fn spawn(binary: &Path, port: u16, dir: &Path, extra: &[String]) -> Result<Child
         .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(EmbeddedError::Spawn)
+        .stderr(Stdio::null());
+    crate::tied_child::spawn(cmd).map_err(EmbeddedError::Spawn)
 }
 
 /// Shuts down the embedded redis-servers whose owning process has died without stopping them
@@ -331,8 +332,20 @@ fn wait_gone(proc: &Path, pid: u32) -> bool {
     true
 }
 
-/// Looks a program up on PATH like a shell would.
-pub(crate) fn find_on_path(program: &str) -> Option<PathBuf> {
+/// `setpriv` (util-linux) on Linux, where it is on PATH: what ties a server to its owner.
+fn setpriv() -> Option<&'static Path> {
+    static SETPRIV: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    SETPRIV
+        .get_or_init(|| {
+            cfg!(target_os = "linux")
+                .then(|| find_on_path("setpriv"))
+                .flatten()
+        })
+        .as_deref()
+}
+
+/// Looks a program up on PATH like a shell would: the first `program` file there.
+pub fn find_on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))

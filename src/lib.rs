@@ -27,6 +27,7 @@
 //! - [`replay`]    a real log decided on its own clock through the rules' scripts: who was denied
 //! - [`api`]       the decision endpoint for any language: `POST /api/check`, `GET /api/rules`
 //! - [`rules_file`] a list of rules from a JSON or TOML file (`serve --rules`, `replay --rules`)
+//! - [`key_expr`]  key expressions (`ip+path[1]`, `header:x-api-key`): what a policy keys by
 //! - [`policy`]    policies: stacked limits decided all or nothing in one call, shadow mode,
 //!   tiers; policy files (TOML, JSON; rules files load as policies of one limit)
 //! - [`mod@bench`] load tests: the engine against redis-benchmark's ceiling, Lua cost, stats cost
@@ -44,6 +45,7 @@
 //! - `reset`       deleting a rule's (or one client's) limiter state: a maintenance SCAN
 //! - `record`      one decision as a row ([`sim::Record`]), its sink, and the export error
 //!   ([`export::ExportError`]): below `sim`, `replay` and `export`, which all use them
+//! - `tied_child`  child processes (the managed redis-server) that end with their owner
 //! - `bins`        the bin width that fits a run, for the run chart and the workload preview
 
 // An item of a crate-private module is `pub(crate)`: `pub` says another crate can reach it.
@@ -67,6 +69,7 @@ pub mod embedded_cluster;
 pub(crate) mod error;
 pub mod export;
 pub mod headers;
+pub mod key_expr;
 pub mod keys;
 pub mod limiter;
 pub mod limiter_options;
@@ -87,6 +90,7 @@ pub(crate) mod slot_route;
 pub mod sweep;
 pub(crate) mod target;
 pub mod telemetry;
+pub(crate) mod tied_child;
 pub mod topology;
 
 pub use backend::{Backend, BackendError, BackendKind};
