@@ -12,6 +12,7 @@
 //! - [`rules`]       rule drafts validated by the engine, the rule book
 //! - [`policies`]    policy drafts validated by the engine
 //! - [`policy_file`] the open policies file, the one truth: looked at, saved in place
+//! - [`toml_splice`] a TOML policies file rewritten only where its policies changed
 //! - [`settings`]    what is persisted, and how a damaged file is set aside
 //! - [`store`]       the settings in one JSON file, written whole and atomically
 //! - [`sim`]         the simulator form, a run's progress and status, where its events go
@@ -46,6 +47,7 @@ pub mod settings;
 pub mod sim;
 pub mod store;
 pub mod summary;
+pub mod toml_splice;
 pub mod topology;
 pub mod transport;
 

@@ -10,9 +10,11 @@
 //! - **A save over a newer file** is refused unless the user said to overwrite: a save carries
 //!   the version its edit began from ([`FileVersion`]: the content's length and SHA-256), and the
 //!   file's version at the save must be that one.
-//! - **What the user wrote is kept** as far as the engine's writer allows: an edit replaces,
-//!   adds or removes one policy of the file as read at the save; every other policy is written
-//!   back as it was read (its mode included), in its place.
+//! - **What the user wrote is kept**: an edit replaces, adds or removes one policy of the file
+//!   as read at the save; in a TOML file every other policy keeps its text, comments and layout
+//!   ([`crate::toml_splice`]); a JSON file (or a TOML one that cannot be spliced) is written
+//!   whole by the engine's writer, every other policy as it was read (its mode included), in
+//!   its place.
 
 use crate::book::Book;
 use crate::error::{AppError, ErrorCode};
@@ -288,7 +290,7 @@ impl PolicyFile {
             },
             None => self.policies.clone(),
         };
-        let mut book = Book::new(current);
+        let mut book = Book::new(current.clone());
         edit(&mut book)?;
         let policies = book.items().to_vec();
         if policies.is_empty() {
@@ -300,7 +302,14 @@ impl PolicyFile {
                 ),
             ));
         }
-        let text = write::render(&policies, Format::of(&self.path));
+        let format = Format::of(&self.path);
+        let spliced = match (format, &bytes) {
+            (Format::Toml, Some(old)) => {
+                crate::toml_splice::splice(&String::from_utf8_lossy(old), &current, &policies)
+            }
+            _ => None,
+        };
+        let text = spliced.unwrap_or_else(|| write::render(&policies, format));
         write_atomically(&self.path, &text)?;
         self.policies = policies;
         self.version = FileVersion::of(text.as_bytes());

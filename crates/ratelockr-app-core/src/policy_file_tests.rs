@@ -82,6 +82,13 @@ fn an_edit_is_saved_in_the_file_and_leaves_the_other_policies_as_they_were() {
         ["api", "login"]
     );
     assert_eq!(on_disk[1], login(9));
+    // As the user wrote it: the comment, and api's text, spelling and layout.
+    let text = std::fs::read_to_string(&path).expect("read");
+    let api = &FILE[..FILE.find("[[policies]]\nname = \"login\"").expect("login")];
+    assert!(
+        text.starts_with(&api.replacen("mode = \"shadow\"", "mode = \"enforce\"", 1)),
+        "{text}"
+    );
     assert_eq!(file.policies(), on_disk.as_slice());
     assert_eq!(
         file.version(),
