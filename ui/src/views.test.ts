@@ -50,6 +50,7 @@ async function start() {
   const store = await import("./store");
   selection.select = (id) => {
     store.state.selectedRun = id;
+    store.emit("selection");
   };
   const views = await import("./views");
   views.initViews();
@@ -123,6 +124,24 @@ describe("the views", () => {
     selection.select("sim-1");
     $("nav-simulate").click();
     expect(state.selectedRun).toBe("cmp-1");
+  });
+
+  it("give a run that ends to the view it was started from, while the view shown keeps its own", async () => {
+    const { emit } = await start();
+    const { history } = await import("./panels/history");
+    // The boundary demo started on Compare; Simulate shown while it runs.
+    state.sim = { running: true } as never;
+    emit("sim");
+    $("nav-simulate").click();
+    expect(state.selectedRun).toBe("sim-1");
+    // It ends: the history keeps it, newest first, and selects it (history.ts).
+    history!.runs.unshift({ id: "cmp-2", targets: [{ rule: { name: "compare-gcra" }, naive: false }] } as never);
+    state.sim = { running: false } as never;
+    emit("sim");
+    selection.select("cmp-2");
+    expect(state.selectedRun).toBe("sim-1");
+    $("nav-compare").click();
+    expect(state.selectedRun).toBe("cmp-2");
   });
 
   it("open the settings from the connection pill; the close button and Escape close them", async () => {

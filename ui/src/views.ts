@@ -129,6 +129,27 @@ function openSettings(open: boolean) {
   $("conn-pill").setAttribute("aria-expanded", String(open));
 }
 
+/** The view the run under way was started from: its run, when it ends, is that view's. */
+let startedIn: View | undefined;
+/** The run selected before the last change of selection. */
+let lastSelected: string | null = null;
+
+/**
+ * A run that ends is selected (history.ts). It belongs to the view it was started from: that
+ * view shows it when shown again, and Compare or Simulate, shown meanwhile, keeps its own run.
+ */
+function followFinished() {
+  const id = state.selectedRun;
+  const before = lastSelected;
+  lastSelected = id;
+  if (!startedIn || state.sim?.running || !id || id !== history?.runs[0]?.id) return;
+  const owner = startedIn;
+  startedIn = undefined;
+  if (owner === current) return;
+  memory.save(owner, { run: id });
+  if (current && WORKLOAD_VIEWS.includes(current) && before && before !== id && history?.runs.some((r) => r.id === before)) selectRun(before);
+}
+
 /**
  * Folds the workload form to its one-line description (and its run button), or unfolds it. In
  * Compare a run folds it, so the chart and its numbers take the window.
@@ -150,9 +171,13 @@ export function initViews() {
   let running = false;
   on("sim", () => {
     const now = Boolean(state.sim?.running);
-    if (now && !running && current === "compare") foldForm(true);
+    if (now && !running) {
+      if (current === "compare") foldForm(true);
+      startedIn = current;
+    }
     running = now;
   });
+  on("selection", followFinished);
   for (const v of VIEWS) $(`nav-${v}`).addEventListener("click", () => showView(v));
   const pill = $("conn-pill");
   pill.addEventListener("click", () => openSettings($("settings").classList.contains("hidden")));
