@@ -1534,8 +1534,9 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
       await photograph(join(SHOTS, "view-runs.png"), [], CROP);
       await fits("Runs", ["#run-list .run-item.selected", "#run-charts", "#summary table"]);
 
-      // The settings, from the connection pill.
+      // The settings, from the connection pill (the TLS fields folded, as on a plain Redis).
       await settings(true);
+      await browser.execute(() => (document.getElementById("conn-tls").open = false));
       await photograph(join(SHOTS, "view-settings.png"), [], CROP);
       await fits("Settings", ["#conn-state", "#conn-apply", "#metrics-port"]);
       await settings(false);
@@ -1545,6 +1546,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
       assert.equal(await browser.execute(() => document.getElementById("sim-limit").value), "40", "Compare keeps its workload");
       assert.equal(await selected(), compareRun, "Compare shows its own run again");
     } finally {
+      await settings(false).catch(() => {});
       await browser.setWindowRect(0, 0, 1360, 900).catch(() => browser.setWindowSize(1360, 900));
     }
   });
