@@ -1388,6 +1388,8 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
       await until(async () => /^Saved “pf-login”/.test(await text("#policy-note")), 10_000, "the save says so");
       const saved = readFileSync(file, "utf8");
       assert.match(saved, /name = "pf-api"\nkey = "ip"\nmode = "enforce"/, saved);
+      assert.ok(saved.startsWith("# production limits, edited by hand\n"), `the user's comment stays: ${saved}`);
+      assert.match(saved, /algorithm = "token-bucket"/, "pf-api as the user spelt it");
       assert.match(saved, /name = "burst"\nalgorithm = "fixed_window"\nlimit = 9/, saved);
 
       // An invalid outside edit: the engine's error (file, line, field); the last good policies stay; nothing written.
