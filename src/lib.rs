@@ -1,5 +1,26 @@
 //! RateLockr: distributed rate limits on Redis, one atomic Lua script per decision.
 //!
+//! ```no_run
+//! use ratelockr::{Limit, Limiter, LimiterOptions, Policy, RedisTarget, Rule};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let limiter = Limiter::new(&RedisTarget::parse("redis://127.0.0.1:6379")?, LimiterOptions::default());
+//! let rule = Rule::token_bucket("api", 100, 10.0)?;
+//! let decision = limiter.check(&rule, "user42").await?; // Err only for a cost the rule can never admit
+//! if !decision.allowed { /* 429, Retry-After: decision.retry_after_ms */ }
+//! let left = limiter.peek(&rule, "user42").await?; // what is left, nothing consumed
+//!
+//! // Limits stacked in a policy: all admit (and are charged) or none is, in one script call.
+//! let policy = Policy::new("api", vec![
+//!     Limit::token_bucket("per-second", 10, 10.0)?,
+//!     Limit::fixed_window("daily", 2_000, 86_400_000)?,
+//! ])?;
+//! let decision = limiter.check_policy(&policy, "user42").await?;
+//! println!("{left:?} {decision:?}");
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! The modules other crates use (the CLI, the tower layer, the app, the tests and benches):
 //!
 //! - [`rule`]      rules: a name and an algorithm with validated parameters
@@ -103,7 +124,9 @@ pub use keys::KeySpace;
 pub use limiter::{CheckError, DecisionObserver, FailureMode, Limiter, LimiterOptions};
 pub use limiter_options::OptionsError;
 pub use metrics::Metrics;
-pub use policy::{Limit, Mode, Override, Policy, PolicyDecision};
+pub use policy::check::PolicyCheckError;
+pub use policy::file::PolicyFileError;
+pub use policy::{Limit, Mode, Override, Policy, PolicyDecision, PolicyError};
 pub use refund::RefundError;
 pub use reset::ResetError;
 pub use rule::{Algorithm, AlgorithmKind, Rule, RuleError};

@@ -242,13 +242,13 @@ mode = "shadow"
     let (api, trial) = (&policies[0], &policies[1]);
     for _ in 0..2 {
         let d = limiter
-            .check_policy(api, "attacker", 1)
+            .check_policy_cost(api, "attacker", 1)
             .await
             .expect("valid");
         assert!(d.allowed, "{d:?}");
     }
     let first = limiter
-        .check_policy(api, "attacker", 1)
+        .check_policy_cost(api, "attacker", 1)
         .await
         .expect("valid");
     assert!(!first.allowed, "{first:?}");
@@ -256,7 +256,7 @@ mode = "shadow"
     let calls = evalsha_calls(&limiter).await;
     for _ in 0..20 {
         let d = limiter
-            .check_policy(api, "attacker", 1)
+            .check_policy_cost(api, "attacker", 1)
             .await
             .expect("valid");
         assert!(!d.allowed && d.would_deny && !d.fail_open, "{d:?}");
@@ -274,7 +274,7 @@ mode = "shadow"
     // Another key is not denied by the attacker's entry.
     assert!(
         limiter
-            .check_policy(api, "bystander", 1)
+            .check_policy_cost(api, "bystander", 1)
             .await
             .expect("valid")
             .allowed
@@ -282,14 +282,14 @@ mode = "shadow"
     // A shadow policy's would-be denials are counted in Redis: each asks.
     for _ in 0..3 {
         let d = limiter
-            .check_policy(trial, "attacker", 1)
+            .check_policy_cost(trial, "attacker", 1)
             .await
             .expect("valid");
         assert!(d.allowed, "{d:?}");
     }
     let before = evalsha_calls(&limiter).await;
     let d = limiter
-        .check_policy(trial, "attacker", 1)
+        .check_policy_cost(trial, "attacker", 1)
         .await
         .expect("valid");
     assert!(d.allowed && d.would_deny, "{d:?}");

@@ -121,7 +121,7 @@ fn policies_on_a_three_master_cluster() {
                 let mut decided = Vec::new();
                 for _ in 0..4 {
                     for p in &policies {
-                        let d = own.check_policy(p, "c:1", 1).await.expect("valid");
+                        let d = own.check_policy_cost(p, "c:1", 1).await.expect("valid");
                         assert!(!d.fail_open, "{d:?}: {:?}", own.ledger().failures());
                         decided.push((p.name().to_string(), d));
                     }

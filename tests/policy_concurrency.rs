@@ -21,7 +21,7 @@ async fn hammer(limiter: &Limiter, policy: &Policy) -> Vec<PolicyDecision> {
             let mut decisions = Vec::new();
             for _ in 0..PER_TASK {
                 decisions.push(
-                    own.check_policy(&policy, "hot", 1)
+                    own.check_policy_cost(&policy, "hot", 1)
                         .await
                         .expect("valid request"),
                 );

@@ -236,7 +236,7 @@ async fn a_rule_and_the_policy_it_becomes_share_their_state() {
         admitted += u64::from(if i % 2 == 0 {
             common::decide_now(&limiter, &rule, "u", 1).await.allowed
         } else {
-            let d = limiter.check_policy(&policy, "u", 1).await.expect("valid");
+            let d = limiter.check_policy_cost(&policy, "u", 1).await.expect("valid");
             assert!(!d.fail_open);
             d.allowed
         });
@@ -271,21 +271,21 @@ async fn a_peek_writes_nothing_and_costs_are_checked_against_every_limit() {
         .expect("valid");
     let remaining: Vec<i64> = d.limits.iter().map(|l| l.remaining).collect();
     assert_eq!(remaining, [3, 6, 8]);
-    match limiter.check_policy(&policy, "k", 5).await {
+    match limiter.check_policy_cost(&policy, "k", 5).await {
         Err(PolicyCheckError::InvalidCost { max: 4, limit, .. }) => assert_eq!(limit, "burst"),
         other => panic!("cost 5 exceeds the bucket: {other:?}"),
     }
-    assert!(limiter.check_policy(&policy, "", 1).await.is_err());
+    assert!(limiter.check_policy_cost(&policy, "", 1).await.is_err());
     assert!(
         matches!(
-            limiter.check_policy(&policy, "k", 0).await,
+            limiter.check_policy_cost(&policy, "k", 0).await,
             Err(PolicyCheckError::InvalidCost { cost: 0, .. })
         ),
         "a check of cost 0 is refused: that is a peek"
     );
     // The server's clock: a decision of its own, the fixed window on its TTL.
     let d = limiter
-        .check_policy(&policy, "now", 1)
+        .check_policy_cost(&policy, "now", 1)
         .await
         .expect("valid");
     assert!(d.allowed && d.limits[2].reset_after_ms > 0, "{d:?}");
@@ -320,7 +320,7 @@ async fn without_redis_a_policy_fails_open_or_closed() {
         ])
         .expect("valid");
     let d = open
-        .check_policy(&policy, "v1", 1)
+        .check_policy_cost(&policy, "v1", 1)
         .await
         .expect("a decision");
     assert!(d.allowed && d.fail_open && !d.would_deny, "{d:?}");
@@ -338,7 +338,7 @@ async fn without_redis_a_policy_fails_open_or_closed() {
     assert!(matches!(err, Err(PolicyCheckError::Redis(_))), "{err:?}");
     let closed = common::limiter_with(&url, options(FailureMode::Closed));
     let d = closed
-        .check_policy(&policy, "k", 1)
+        .check_policy_cost(&policy, "k", 1)
         .await
         .expect("a decision");
     assert!(!d.allowed && !d.fail_open && d.remaining == -1, "{d:?}");

@@ -59,7 +59,7 @@ fn a_policies_file_is_watched_live_over_ipc_and_remembered() {
             let other = Limiter::new(&target, LimiterOptions::default());
             for _ in 0..3 {
                 other
-                    .check_policy(&policies[0], "k", 1)
+                    .check_policy_cost(&policies[0], "k", 1)
                     .await
                     .expect("decided");
             }

@@ -45,7 +45,7 @@ impl DecisionApi {
             .ok_or_else(|| unknown(&format!("GET {POLICIES_PATH} lists them")))?;
         let decision = self
             .limiter
-            .check_policy(policy, key, cost)
+            .check_policy_cost(policy, key, cost)
             .await
             .map_err(|e| match e {
                 PolicyCheckError::InvalidCost { .. } => {

@@ -34,9 +34,19 @@ pub enum PolicyCheckError {
 }
 
 impl Limiter {
-    /// One request of `cost` for `client_key` under `policy`, on the Redis clock: every limit
-    /// of the key's tier decided at once, all or nothing.
+    /// One request (a cost of 1) for `client_key` under `policy`, on the Redis clock: every
+    /// limit of the key's tier decided at once, all or nothing. As [`Limiter::check`] is to
+    /// [`Limiter::check_cost`].
     pub async fn check_policy(
+        &self,
+        policy: &Policy,
+        client_key: &str,
+    ) -> Result<PolicyDecision, PolicyCheckError> {
+        self.check_policy_cost(policy, client_key, 1).await
+    }
+
+    /// One request of `cost` for `client_key` under `policy`, on the Redis clock.
+    pub async fn check_policy_cost(
         &self,
         policy: &Policy,
         client_key: &str,
@@ -46,7 +56,7 @@ impl Limiter {
             .await
     }
 
-    /// [`Limiter::check_policy`] at an explicit time ([`At::Millis`]: every limit, the fixed
+    /// [`Limiter::check_policy_cost`] at an explicit time ([`At::Millis`]: every limit, the fixed
     /// windows included, decides on that clock). Errors only for a cost some limit can never admit or an
     /// unusable client key; a Redis failure becomes the failure mode's decision (fail-open:
     /// `allowed`, `remaining: -1`, no limits' results; degraded mode fails open for policies).

@@ -96,6 +96,65 @@ impl Limit {
         Ok(Limit { name, algorithm })
     }
 
+    /// A token bucket of `capacity` refilling `refill_per_sec` tokens a second.
+    pub fn token_bucket(
+        name: impl Into<String>,
+        capacity: u64,
+        refill_per_sec: f64,
+    ) -> Result<Self, PolicyError> {
+        Limit::new(
+            name,
+            Algorithm::TokenBucket {
+                capacity,
+                refill_per_sec,
+            },
+        )
+    }
+
+    /// GCRA: `limit` per `window_ms`, bursts of up to `burst`.
+    pub fn gcra(
+        name: impl Into<String>,
+        limit: u64,
+        window_ms: u64,
+        burst: u64,
+    ) -> Result<Self, PolicyError> {
+        Limit::new(
+            name,
+            Algorithm::Gcra {
+                limit,
+                window_ms,
+                burst,
+            },
+        )
+    }
+
+    /// `limit` per sliding `window_ms`, exact (a log of the window's requests).
+    pub fn sliding_window_log(
+        name: impl Into<String>,
+        limit: u64,
+        window_ms: u64,
+    ) -> Result<Self, PolicyError> {
+        Limit::new(name, Algorithm::SlidingWindowLog { limit, window_ms })
+    }
+
+    /// `limit` per sliding `window_ms`, estimated from two aligned windows' counts.
+    pub fn sliding_window_counter(
+        name: impl Into<String>,
+        limit: u64,
+        window_ms: u64,
+    ) -> Result<Self, PolicyError> {
+        Limit::new(name, Algorithm::SlidingWindowCounter { limit, window_ms })
+    }
+
+    /// `limit` per fixed `window_ms`, opened by a client's first request.
+    pub fn fixed_window(
+        name: impl Into<String>,
+        limit: u64,
+        window_ms: u64,
+    ) -> Result<Self, PolicyError> {
+        Limit::new(name, Algorithm::FixedWindow { limit, window_ms })
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }

@@ -47,7 +47,7 @@ impl PolicySource {
             return Err((StatusCode::SERVICE_UNAVAILABLE, message).into_response());
         };
         let decision = limiter
-            .check_policy(&policy, key, cost)
+            .check_policy_cost(&policy, key, cost)
             .await
             .map_err(|err| {
                 let status = match err {
