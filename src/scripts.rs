@@ -466,10 +466,7 @@ mod tests {
         let tails = [(1, 120), (3, 120), (1, 60)];
         for algorithm in &rules {
             for stats_keys in [None, Some(("s:a", "s:d"))] {
-                for at in [
-                    At::ServerClock,
-                    At::Millis(1_700_000_000_123),
-                ] {
+                for at in [At::ServerClock, At::Millis(1_700_000_000_123)] {
                     for (cost, stats_ttl_secs) in tails {
                         let call = Call {
                             algorithm,
