@@ -19,6 +19,7 @@ const COMMANDS: &[&str] = &[
     "policies_file_new",
     "policy_file_save",
     "policy_file_delete",
+    "rule_to_policies_file",
     "stats",
     "sim_start",
     "sim_cancel",

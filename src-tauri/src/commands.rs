@@ -145,6 +145,15 @@ pub async fn policy_file_save(
     core.policy_file_save(original.as_deref(), &draft, &base, overwrite)
 }
 
+/// The rule `name` put into the open policies file as a policy of one limit.
+#[tauri::command]
+pub async fn rule_to_policies_file(
+    core: Core<'_>,
+    name: String,
+) -> Result<PolicyFileStatus, AppError> {
+    core.rule_to_policy_file(&name)
+}
+
 #[tauri::command]
 pub async fn policy_file_delete(
     core: Core<'_>,

@@ -46,6 +46,7 @@ macro_rules! handler {
             $crate::commands::policies_file_new,
             $crate::commands::policy_file_save,
             $crate::commands::policy_file_delete,
+            $crate::commands::rule_to_policies_file,
             $crate::commands::stats,
             $crate::commands::sim_start,
             $crate::commands::sim_cancel,

@@ -2,7 +2,7 @@
 //! (answered by `RATELOCKR_OPEN_POLICIES`), changed by another editor and taken, saved in
 //! place without touching the other policies, a save over a newer file refused until the user
 //! says overwrite, an invalid outside edit shown with the last good policies kept, and the file
-//! reopened after a restart.
+//! reopened after a restart; a rule of the app put into it.
 
 mod common;
 
@@ -118,4 +118,14 @@ fn the_policies_file_is_the_truth_over_ipc() {
     let status = ui.ok("policies_file", json!({}));
     assert_eq!(status["file"], json!(file), "{status}");
     assert_eq!(status["policies"][0]["name"], "ipc-api", "{status}");
+
+    // A rule tuned in the app goes into the same file, as a policy of one limit.
+    let rule =
+        json!({"name": "ipc-search", "algorithm": "fixed_window", "limit": 7, "window_ms": 1000});
+    ui.ok("rule_save", json!({"original": null, "draft": rule}));
+    let done = ui.ok("rule_to_policies_file", json!({"name": "ipc-search"}));
+    assert_eq!(done["policies"][2]["name"], "ipc-search", "{done}");
+    let on_disk = load_policies_file(&file).expect("loads");
+    assert_eq!(on_disk[2].limits()[0].name(), "ipc-search");
+    assert_eq!(mode_on_disk(&file), Mode::Enforce, "the others untouched");
 }

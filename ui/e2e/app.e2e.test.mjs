@@ -1421,6 +1421,16 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
       assert.match(last, /capacity = 12\n/, last);
       assert.match(last, /limit = 7\n/, last);
       assert.match(last, /mode = "enforce"/, last);
+
+      // A rule tuned in the Simulate view goes into the same file, as a policy of one limit.
+      await view("simulate");
+      await createRule("pf-search", "fixed_window", { limit: "7", window: "1000" });
+      await click("#rule-to-file");
+      await until(async () => /“pf-search” is in .*watch-policies\.toml as a policy of one limit/.test(await text("#rule-file-note")), 10_000, "the rule is in the file");
+      const withRule = readFileSync(file, "utf8");
+      assert.match(withRule, /name = "pf-search"/, withRule);
+      assert.ok(withRule.startsWith(last), "the rest of the file as it was");
+      await deleteRule("pf-search");
     } finally {
       await browser.setWindowRect(0, 0, 1360, 900).catch(() => {});
     }

@@ -88,6 +88,8 @@ export const api = {
     call<PolicyFileStatus>("policy_file_save", { original, draft, base, overwrite }),
   policyFileDelete: (name: string, base: FileVersion, overwrite = false) =>
     call<PolicyFileStatus>("policy_file_delete", { name, base, overwrite }),
+  /** A rule put into the open policies file as a policy of one limit (its mode and key kept when it is there). */
+  ruleToPoliciesFile: (name: string) => call<PolicyFileStatus>("rule_to_policies_file", { name }),
   stats: (rules: string[]) => call<RuleStats[]>("stats", { rules }),
   simStart: (request: SimRequest) => call<SimStatus>("sim_start", { request }),
   simCancel: () => call<SimStatus>("sim_cancel"),

@@ -318,6 +318,20 @@ impl PolicyFile {
         Ok(())
     }
 
+    /// Applies `edit` to the file as it is on disk now (an action that begins and ends at once,
+    /// as putting a rule in: nothing of an older read to protect), and writes it in place. A
+    /// file that does not load now is left as it is.
+    pub fn apply(
+        &mut self,
+        edit: impl FnOnce(&mut Book<Policy>) -> Result<(), AppError>,
+    ) -> Result<(), AppError> {
+        let now = read_bytes(&self.path)?
+            .as_deref()
+            .map(FileVersion::of)
+            .unwrap_or_else(FileVersion::absent);
+        self.save(&now, false, edit)
+    }
+
     /// The refusal of a save over a file that changed since the edit began.
     fn changed(&self, exists: bool) -> AppError {
         let name = short(&self.path);
@@ -333,6 +347,36 @@ impl PolicyFile {
             ),
         )
     }
+}
+
+/// Puts a rule into a file's policies as a policy of one limit (named as the rule, so it
+/// decides on the rule's own keys). A policy of that name that is itself one limit gets the
+/// rule's limit and keeps its mode and key expression (a file switched to shadow or enforce by
+/// hand stays so); a stacked policy of that name is refused, naming it.
+pub fn put_rule(book: &mut Book<Policy>, rule: &ratelockr::Rule) -> Result<(), AppError> {
+    let policy = Policy::from_rule(rule);
+    let Some(existing) = book.get(rule.name()) else {
+        return book.upsert(None, policy);
+    };
+    if existing.limits().len() != 1 || !existing.overrides().is_empty() {
+        return Err(AppError::new(
+            ErrorCode::PolicyExists,
+            format!(
+                "the policies file's {:?} is a stack of {} limit(s) and {} tier(s), not one rule: edit it in the Policies view, or rename the rule",
+                rule.name(),
+                existing.limits().len(),
+                existing.overrides().len()
+            ),
+        )
+        .with_field("name"));
+    }
+    let mut policy = policy.with_mode(existing.mode());
+    if let Some(key) = existing.key() {
+        policy = policy
+            .with_key(key)
+            .map_err(|e| AppError::new(ErrorCode::InvalidPolicy, e.to_string()))?;
+    }
+    book.upsert(Some(rule.name()), policy)
 }
 
 /// Writes `text` to `dest` whole or not at all: a temporary file beside it, renamed over it.

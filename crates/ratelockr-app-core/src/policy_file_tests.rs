@@ -231,3 +231,43 @@ fn migrated_policies_go_to_a_new_file_and_replace_nothing() {
         "mine"
     );
 }
+
+#[test]
+fn a_rule_goes_into_the_file_as_a_policy_of_one_limit_keeping_the_files_mode() {
+    let (_dir, path) = fixture();
+    let mut file = PolicyFile::open(&path).expect("opens");
+    let rule = |limit| ratelockr::Rule::fixed_window("search", limit, 1000).expect("valid");
+    file.apply(|book| put_rule(book, &rule(5))).expect("added");
+    assert_eq!(file.policies()[2], Policy::from_rule(&rule(5)));
+    // Set to shadow by hand; the rule tuned again and put in again: the limit follows, the
+    // mode stays the file's.
+    let text = std::fs::read_to_string(&path).expect("read");
+    let shadowed = text.replace(
+        "[[policies]]\nname = \"search\"\nmode = \"enforce\"",
+        "[[policies]]\nname = \"search\"\nmode = \"shadow\"",
+    );
+    assert_ne!(text, shadowed, "{text}");
+    edit_outside(&path, &shadowed);
+    file.apply(|book| put_rule(book, &rule(9)))
+        .expect("replaced");
+    let search = load_policies_file(&path).expect("loads").remove(2);
+    assert_eq!(search.mode(), Mode::Shadow);
+    assert_eq!(search.limits(), Policy::from_rule(&rule(9)).limits());
+    // A stacked policy of the rule's name is not flattened into a rule.
+    let api = ratelockr::Rule::fixed_window("api", 1, 1000).expect("valid");
+    let mut stacked = file.clone();
+    let base = stacked.version().clone();
+    stacked
+        .save(&base, false, |book| {
+            let two = crate::policies::policy_from_draft(&json!({"name": "api", "limits": [
+                {"name": "a", "algorithm": "fixed_window", "limit": 1, "window_ms": 1000},
+                {"name": "b", "algorithm": "fixed_window", "limit": 9, "window_ms": 60000}]}))?;
+            book.upsert(Some("api"), two)
+        })
+        .expect("saved");
+    let err = stacked
+        .apply(|book| put_rule(book, &api))
+        .expect_err("a stack");
+    assert_eq!(err.code, ErrorCode::PolicyExists);
+    assert!(err.message.contains("stack of 2"), "{err:?}");
+}

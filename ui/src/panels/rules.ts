@@ -99,6 +99,8 @@ function edit(rule: Rule | null, fromClick = true) {
   }
   $("rule-form-title").textContent = rule ? `Edit “${rule.name}”` : "New rule";
   $("rule-delete").classList.toggle("hidden", !rule);
+  $("rule-to-file").classList.toggle("hidden", !rule);
+  $("rule-file-note").textContent = "";
   $("rule-reset-box").classList.toggle("hidden", !rule);
   $("reset-note").textContent = "";
   if (rule) {
@@ -186,6 +188,20 @@ export async function initRules() {
     } catch (err) {
       const x = toAppError(err);
       showErrors([{ field: "_form", message: x.message }]);
+    }
+  });
+  // What was tuned here, in the file serve and the layer load (the Policies view's open file).
+  $("rule-to-file").addEventListener("click", async () => {
+    const name = editing;
+    const note = $("rule-file-note");
+    if (!name) return;
+    note.classList.remove("error");
+    try {
+      const done = await api.ruleToPoliciesFile(name);
+      note.textContent = `“${name}” is in ${done.file ?? "the policies file"} as a policy of one limit: ratelockr serve --policies loads it.`;
+    } catch (err) {
+      note.classList.add("error");
+      note.textContent = toAppError(err).message;
     }
   });
   $("rule-reset").addEventListener("click", () => void reset(undefined));

@@ -73,6 +73,19 @@ impl AppCore {
         self.edit_policy_file(base, overwrite, |book| book.remove(name).map(drop))
     }
 
+    /// Puts the rule `name` into the open file as a policy of one limit, so that `serve
+    /// --policies` and the layer load what was tuned here ([`crate::policy_file::put_rule`]:
+    /// a one-limit policy of that name keeps its mode and key).
+    pub fn rule_to_policy_file(&self, name: &str) -> Result<PolicyFileStatus, AppError> {
+        let rule = lock(&self.rules).get(name).cloned().ok_or_else(|| {
+            AppError::new(ErrorCode::RuleNotFound, format!("no rule named {name:?}"))
+        })?;
+        let mut slot = lock(&self.policy_file);
+        let file = slot.as_mut().ok_or_else(no_file)?;
+        file.apply(|book| crate::policy_file::put_rule(book, &rule))?;
+        Ok(PolicyFileStatus::of(Some(file), false))
+    }
+
     fn edit_policy_file(
         &self,
         base: &FileVersion,
@@ -80,13 +93,7 @@ impl AppCore {
         edit: impl FnOnce(&mut crate::book::Book<Policy>) -> Result<(), AppError>,
     ) -> Result<PolicyFileStatus, AppError> {
         let mut slot = lock(&self.policy_file);
-        let file = slot.as_mut().ok_or_else(|| {
-            AppError::new(
-                ErrorCode::PolicyFile,
-                "no policies file is open: open one, or make a new one",
-            )
-            .with_field("path")
-        })?;
+        let file = slot.as_mut().ok_or_else(no_file)?;
         file.save(base, overwrite, edit)?;
         Ok(PolicyFileStatus::of(Some(file), false))
     }
@@ -111,6 +118,14 @@ impl AppCore {
             .as_ref()
             .map(|f| f.path().to_path_buf())
     }
+}
+
+fn no_file() -> AppError {
+    AppError::new(
+        ErrorCode::PolicyFile,
+        "no policies file is open: open one, or make a new one, in the Policies view",
+    )
+    .with_field("path")
 }
 
 fn chosen(path: &str) -> Result<PathBuf, AppError> {
