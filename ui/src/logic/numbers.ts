@@ -23,6 +23,37 @@ export interface NumberSpec {
   /** `min` and `max` are the engine's own range (a generated binding): every value outside it
    * is named with that range, as the engine would. */
   engineRange?: boolean;
+  /** A length of time in milliseconds: `500ms`, `1s`, `1.5s`, `1m`, `24h`, `1d` are taken too. */
+  duration?: boolean;
+}
+
+/** Milliseconds per unit of a duration as typed (`m` and `min` are minutes). */
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/**
+ * Human text to plain decimal text: `2,000` and `2 000` (also with a no-break or thin space)
+ * are 2000; a duration's `1.5s` is 1500, `1d` 86400000. Anything else is returned as typed, for
+ * the checks that follow to refuse with the text echoed.
+ */
+export function plainNumber(text: string, duration = false): string {
+  let t = text.trim();
+  // Thousands separators only where they group whole thousands: "1,5" stays an error.
+  if (/^[+-]?\d{1,3}([,\u0020\u00a0\u202f]\d{3})+(\.\d+)?([a-z]*)$/i.test(t)) t = t.replace(/[,\u0020\u00a0\u202f]/g, "");
+  if (!duration) return t;
+  const m = /^(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m|min|h|d)$/i.exec(t);
+  if (!m) return t;
+  // 1.1 × 1000 is 1100.0000000000002 in doubles: rounded to a thousandth of a ms, so that
+  // what is whole is whole and 0.5ms is still refused as no whole number.
+  return String(Math.round(Number(m[1]) * UNIT_MS[m[2].toLowerCase()] * 1000) / 1000);
+}
+
+/** Milliseconds as a person writes them in a field: `1d`, `24h` stays `1d`, `90s`, `1500ms`. */
+export function humanMs(ms: number): string {
+  if (!Number.isInteger(ms) || ms <= 0) return String(ms);
+  for (const [unit, size] of [["d", 86_400_000], ["h", 3_600_000], ["m", 60_000], ["s", 1000]] as const) {
+    if (ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
 }
 
 export type Parsed = { ok: true; value: number | undefined } | { ok: false; field: string; message: string };
@@ -36,27 +67,29 @@ export function quoted(text: string): string {
 }
 
 export function parseField(text: string, spec: NumberSpec): Parsed {
-  const t = text.trim();
+  const typed = text.trim();
+  const t = plainNumber(typed, spec.duration);
   const fail = (message: string): Parsed => ({ ok: false, field: spec.field, message: `${spec.label} ${message}` });
   if (t === "") return spec.optional ? { ok: true, value: undefined } : fail("is required");
   // Number("") and Number(" ") are 0, Number("0x10") is 16: accept decimal notation only.
   if (!/^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(t)) {
-    return fail(`must be ${spec.whole ? "a whole number" : "a number"}, got ${quoted(t)}`);
+    const what = spec.duration ? "a length of time (500ms, 1s, 1m, 24h, 1d)" : spec.whole ? "a whole number" : "a number";
+    return fail(`must be ${what}, got ${quoted(typed)}`);
   }
   const value = Number(t);
   // Where the engine's range is known, every value outside it gets that range, in its words.
-  const range = () => fail(`must be ${spec.whole ? "a whole number" : "a number"} from ${fmtBound(spec.min)} to ${fmtBound(spec.max ?? 0)}, got ${quoted(t)}`);
+  const range = () => fail(`must be ${spec.whole ? "a whole number" : "a number"} from ${fmtBound(spec.min)} to ${fmtBound(spec.max ?? 0)}, got ${quoted(typed)}`);
   if (spec.engineRange && spec.max !== undefined && (!Number.isFinite(value) || value < spec.min || value > spec.max)) return range();
-  if (!Number.isFinite(value)) return fail(`is too large, got ${quoted(t)}`);
+  if (!Number.isFinite(value)) return fail(`is too large, got ${quoted(typed)}`);
   if (spec.whole) {
-    if (!Number.isInteger(value)) return fail(`must be a whole number, got ${quoted(t)}`);
+    if (!Number.isInteger(value)) return fail(`must be a whole number, got ${quoted(typed)}`);
     if (!Number.isSafeInteger(value)) {
-      return fail(`must be at most ${Number.MAX_SAFE_INTEGER.toLocaleString("en-US")}, got ${quoted(t)}`);
+      return fail(`must be at most ${Number.MAX_SAFE_INTEGER.toLocaleString("en-US")}, got ${quoted(typed)}`);
     }
   }
-  if (value < spec.min) return fail(`must be ${spec.min} or more, got ${quoted(t)}`);
+  if (value < spec.min) return fail(`must be ${spec.min} or more, got ${quoted(typed)}`);
   if (spec.max !== undefined && value > spec.max) {
-    return fail(`must be at most ${spec.max.toLocaleString("en-US")}, got ${quoted(t)}`);
+    return fail(`must be at most ${spec.max.toLocaleString("en-US")}, got ${quoted(typed)}`);
   }
   return { ok: true, value };
 }

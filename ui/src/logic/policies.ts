@@ -32,7 +32,7 @@ export const MAX_LIMITS = 8;
 
 /** A new limit row: a token bucket of 10 refilling 10 a second, named by its place. */
 export function newLimit(index: number): LimitForm {
-  return { name: index === 0 ? "per-second" : `limit-${index + 1}`, algorithm: "token_bucket", capacity: "10", refill_per_sec: "10", limit: "100", window_ms: "60000", burst: "" };
+  return { name: index === 0 ? "per-second" : `limit-${index + 1}`, algorithm: "token_bucket", capacity: "10", refill_per_sec: "10", limit: "100", window_ms: "1m", burst: "" };
 }
 
 export function newPolicy(): PolicyForm {

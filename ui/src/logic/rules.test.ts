@@ -11,7 +11,7 @@ describe("rule form", () => {
 
   it("names a field whose text is no number, with the text (abc used to read “got -1”)", () => {
     const d = draftFromForm({ name: "a", algorithm: "sliding_window_log", limit: "", window_ms: "abc" });
-    expect(d).toEqual({ ok: false, errors: [{ field: "window_ms", message: "window must be a whole number, got “abc”" }] });
+    expect(d).toEqual({ ok: false, errors: [{ field: "window_ms", message: "window must be a length of time (500ms, 1s, 1m, 24h, 1d), got “abc”" }] });
     // Empty is left out, so the engine names it (“limit is required”).
     const e = draftFromForm({ name: "a", algorithm: "sliding_window_log", limit: "", window_ms: "5" });
     expect(e).toEqual({ ok: true, draft: { name: "a", algorithm: "sliding_window_log", window_ms: 5 } });
@@ -40,6 +40,14 @@ describe("rule form", () => {
     expect(describeRule(rule)).toBe("capacity 20, refills 0.5/s");
     expect(describeRule({ name: "x", algorithm: "fixed_window", limit: 100, window_ms: 60_000 })).toBe("100 per 1 min");
     expect(describeRule({ algorithm: "gcra", limit: 10, window_ms: 1000, burst: 20 })).toBe("10 per 1 s, burst 20");
+  });
+
+  it("shows a window as a person writes it, and reads it back exactly", () => {
+    const daily: Rule = { name: "daily", algorithm: "fixed_window", limit: 2000, window_ms: 86_400_000 };
+    const form = formFromRule(daily);
+    expect(form.window_ms).toBe("1d");
+    expect(draftFromForm(form)).toEqual({ ok: true, draft: daily });
+    expect(draftFromForm({ ...form, limit: "2,000", window_ms: "24h" })).toEqual({ ok: true, draft: daily });
   });
 
   it("catches empty and duplicate names while typing, not only on Save", () => {

@@ -3,7 +3,7 @@ import type { Rule } from "../bindings/Rule";
 import type { RuleDraft } from "../bindings/RuleDraft";
 import { algorithmInfo } from "./algorithms";
 import { fmtDuration, fmtInt, fmtRate } from "./format";
-import { parseField, type NumberSpec } from "./numbers";
+import { humanMs, parseField, type NumberSpec } from "./numbers";
 import { PARAMETER_RANGES } from "../bindings/ruleRanges";
 import type { FieldError } from "./workload";
 
@@ -12,7 +12,7 @@ export const PARAM_SPECS: Record<string, NumberSpec & { input: string; unit?: st
   capacity: { field: "capacity", label: "capacity", whole: true, ...PARAMETER_RANGES.capacity, engineRange: true, input: "Capacity" },
   refill_per_sec: { field: "refill_per_sec", label: "refill rate", whole: false, ...PARAMETER_RANGES.refill_per_sec, engineRange: true, input: "Refill / s" },
   limit: { field: "limit", label: "limit", whole: true, ...PARAMETER_RANGES.limit, engineRange: true, input: "Limit" },
-  window_ms: { field: "window_ms", label: "window", whole: true, ...PARAMETER_RANGES.window_ms, engineRange: true, input: "Window (ms)" },
+  window_ms: { field: "window_ms", label: "window", whole: true, ...PARAMETER_RANGES.window_ms, engineRange: true, duration: true, input: "Window" },
   burst: { field: "burst", label: "burst", whole: true, ...PARAMETER_RANGES.burst, engineRange: true, input: "Burst" },
 };
 
@@ -38,12 +38,14 @@ export function draftFromForm(form: RuleForm): { ok: true; draft: RuleDraft } | 
   return errors.length ? { ok: false, errors } : { ok: true, draft: draft as RuleDraft };
 }
 
-/** The editor's fields for an existing rule. */
+/** The editor's fields for an existing rule (windows as a person writes them: `1d`, `500ms`). */
 export function formFromRule(rule: Rule): RuleForm {
   const form: RuleForm = { name: rule.name, algorithm: rule.algorithm };
   const params = rule as unknown as Record<string, unknown>;
   for (const param of algorithmInfo(rule.algorithm).params) {
-    if (params[param] !== undefined) form[param] = String(params[param]);
+    const value = params[param];
+    if (value === undefined) continue;
+    form[param] = PARAM_SPECS[param]?.duration && typeof value === "number" ? humanMs(value) : String(value);
   }
   return form;
 }

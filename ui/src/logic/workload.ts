@@ -163,17 +163,18 @@ export interface FieldError {
 }
 
 const whole = (field: string, label: string, min: number, max?: number): NumberSpec => ({ field, label, whole: true, min, max });
+const duration = (field: string, label: string, min: number): NumberSpec => ({ field, label, whole: true, min, duration: true });
 const decimal = (field: string, label: string, min: number): NumberSpec => ({ field, label, whole: false, min });
 
 const SPECS: Partial<Record<keyof WorkloadForm, NumberSpec>> = {
   limit: whole("limit", "limit", 1),
-  window_ms: whole("window_ms", "window", 1),
+  window_ms: duration("window_ms", "window", 1),
   burst_size: whole("burst_size", "burst size", 1, U32_MAX),
-  burst_every_ms: whole("burst_every_ms", "burst interval", 1),
+  burst_every_ms: duration("burst_every_ms", "burst interval", 1),
   to_rps: decimal("to_rps", "target rate", 0),
   spike_multiplier: decimal("spike_multiplier", "spike multiplier", 0),
-  spike_start_ms: whole("spike_start_ms", "spike start", 0),
-  spike_length_ms: whole("spike_length_ms", "spike length", 0),
+  spike_start_ms: duration("spike_start_ms", "spike start", 0),
+  spike_length_ms: duration("spike_length_ms", "spike length", 0),
   requests: whole("requests", "requests", 1),
   duration_s: decimal("duration_s", "duration", 0),
   rps: decimal("rps", "rate", 0),

@@ -78,7 +78,7 @@ function limitRow(rows: LimitForm[], i: number, path: string): HTMLElement {
     const spec = PARAM_SPECS[param];
     const input = h("input", { value: row[param] ?? "", data: { field: `${at}.${param}` }, ariaLabel: `${at} ${param}` });
     input.inputMode = spec?.whole ? "numeric" : "decimal";
-    input.placeholder = param === "burst" ? "= limit" : "";
+    input.placeholder = param === "burst" ? "= limit" : spec?.duration ? "1s, 1m, 1d" : "";
     input.addEventListener("input", () => {
       row[param] = input.value;
       validateSoon();

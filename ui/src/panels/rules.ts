@@ -44,7 +44,8 @@ function renderParams() {
     ...algorithmInfo(algorithmSelect().value).params.map((param) => {
       const spec = PARAM_SPECS[param];
       const input = h("input", { id: INPUT_ID[param] ?? `rule-${param}`, value: values[param] ?? "", data: { field: param } });
-      input.inputMode = spec?.whole ? "numeric" : "decimal";
+      input.inputMode = spec?.whole && !spec.duration ? "numeric" : "decimal";
+      if (spec?.duration) input.placeholder = "1s, 500ms, 1m, 1d";
       input.addEventListener("input", validateSoon);
       return h(
         "div",
