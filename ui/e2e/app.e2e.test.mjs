@@ -231,6 +231,11 @@ function clipped(results) {
         else if (r.left < box.left - 1 || r.right > box.right + 1) out.push(`${name(el)} is cut by its column: ${Math.round(r.left)}..${Math.round(r.right)} in ${Math.round(box.left)}..${Math.round(box.right)}`);
         const tag = el.tagName;
         const style = getComputedStyle(el);
+        // A column that scrolls must end inside the window, or what scrolls in it is cut there.
+        const top = scroller(el);
+        if (/(auto|scroll)/.test(style.overflowY) && (!top || top === document.body || top === document.documentElement) && r.bottom > H + 1) {
+          out.push(`${name(el)} reaches past the window's foot: ${Math.round(r.top)}..${Math.round(r.bottom)} of ${H}`);
+        }
         const clips = tag === "TABLE" || tag === "INPUT" || style.textOverflow === "ellipsis" || (style.overflowX !== "visible" && el.children.length === 0 && el.textContent.trim() !== "");
         if (clips && el.scrollWidth > el.clientWidth + 1 && !(tag === "INPUT" && ["checkbox", "radio"].includes(el.type))) {
           out.push(`${name(el)} is cut off: ${el.scrollWidth} px of content in ${el.clientWidth} (“${(el.value ?? el.textContent).trim().slice(0, 40)}”)`);
@@ -1430,6 +1435,7 @@ describe("RateLockr desktop app", { timeout: 240_000 }, () => {
       const withRule = readFileSync(file, "utf8");
       assert.match(withRule, /name = "pf-search"/, withRule);
       assert.ok(withRule.startsWith(last), "the rest of the file as it was");
+      await photograph(join(SHOTS, "rule-to-file.png"), [], "1280x720+0+0");
       await deleteRule("pf-search");
     } finally {
       await browser.setWindowRect(0, 0, 1360, 900).catch(() => {});

@@ -1,6 +1,7 @@
 //! The rules card: the list, the editor (its fields follow the algorithm), validation while
 //! typing, save, delete, and resetting a rule's (or one client key's) limiter state.
 import { api, toAppError } from "../api";
+import { fileName } from "../logic/policyfile";
 import { checkDraft } from "./draft-check";
 import type { AlgorithmKind } from "../bindings/AlgorithmKind";
 import type { Rule } from "../bindings/Rule";
@@ -199,7 +200,8 @@ export async function initRules() {
     note.classList.remove("error");
     try {
       const done = await api.ruleToPoliciesFile(name);
-      note.textContent = `“${name}” is in ${done.file ?? "the policies file"} as a policy of one limit: ratelockr serve --policies loads it.`;
+      note.textContent = `“${name}” is in ${fileName(done.file ?? "the policies file")} as a policy of one limit, for ratelockr serve --policies.`;
+      note.title = done.file ?? "";
     } catch (err) {
       note.classList.add("error");
       note.textContent = toAppError(err).message;
