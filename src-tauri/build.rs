@@ -38,6 +38,7 @@ const COMMANDS: &[&str] = &[
     "decision_headers",
     "workload_preview",
     "replay_open",
+    "replay_sample",
     "replay_preview",
     "replay_start",
     "replay_cancel",

@@ -299,6 +299,12 @@ pub async fn replay_open<R: Runtime>(app: AppHandle<R>) -> Result<String, AppErr
     choose_log(&app)
 }
 
+/// The sample log the project ships (Replay's "Try the sample log").
+#[tauri::command]
+pub fn replay_sample(core: Core<'_>) -> Result<String, AppError> {
+    core.replay_sample()
+}
+
 #[tauri::command]
 pub async fn replay_preview(path: String, parse: ParseSpec) -> Result<Preview, AppError> {
     replay::preview(&path, &parse)

@@ -65,6 +65,7 @@ macro_rules! handler {
             $crate::commands::decision_headers,
             $crate::commands::workload_preview,
             $crate::commands::replay_open,
+            $crate::commands::replay_sample,
             $crate::commands::replay_preview,
             $crate::commands::replay_start,
             $crate::commands::replay_cancel,

@@ -119,6 +119,7 @@ export const api = {
     call<MetricsStatus>("metrics_configure", { settings }),
   /** The log to replay, from the open dialog (code `cancelled` when closed). */
   replayOpen: () => call<string>("replay_open"),
+  replaySample: () => call<string>("replay_sample"),
   /** The first lines of a log and the key each yields. */
   replayPreview: (path: string, parse: ParseSpec) => call<Preview>("replay_preview", { path, parse }),
   replayStart: (request: ReplayRequest) => call<ReplayStatus>("replay_start", { request }),

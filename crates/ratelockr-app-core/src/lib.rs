@@ -45,6 +45,7 @@ pub mod replay;
 pub mod rules;
 pub mod settings;
 pub mod sim;
+pub mod sample_log;
 pub mod store;
 pub mod summary;
 pub mod toml_splice;

@@ -441,6 +441,13 @@ export async function initReplay() {
       if (e.code !== "cancelled") showErrors([e]);
     }
   });
+  $("replay-sample").addEventListener("click", async () => {
+    try {
+      setPath(await api.replaySample());
+    } catch (err) {
+      showErrors([toAppError(err)]);
+    }
+  });
   // The preview follows the form as it is typed (a moment after the last key), not only on
   // leaving a field.
   let typing: ReturnType<typeof setTimeout> | undefined;

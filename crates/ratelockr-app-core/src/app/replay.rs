@@ -44,6 +44,13 @@ impl ReplayObserver for Relay {
 }
 
 impl AppCore {
+    /// The sample log the project ships, ready to replay: its path in the data dir.
+    pub fn replay_sample(&self) -> Result<String, AppError> {
+        crate::sample_log::sample_log(&self.data_dir).map(|p| p.display().to_string())
+    }
+}
+
+impl AppCore {
     /// The policies a request names, from the policy book.
     fn replay_policies(&self, request: &ReplayRequest) -> Result<Vec<ratelockr::Policy>, AppError> {
         if !request.rules.is_empty() || request.inline.is_some() {
