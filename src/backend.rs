@@ -54,6 +54,18 @@ impl Backend {
         })
     }
 
+    /// Starts a managed redis-server on `port` when it is free, else on another free port
+    /// ([`EmbeddedRedis::start_on`]).
+    pub fn embedded_on(port: u16) -> Result<Self, BackendError> {
+        let server = EmbeddedRedis::start_on(port)?;
+        let target = RedisTarget::parse(&server.url())?;
+        Ok(Backend {
+            target,
+            embedded: Some(server),
+            cluster: None,
+        })
+    }
+
     /// Starts a managed Redis Cluster: 3 masters with a replica each, on loopback
     /// ([`EmbeddedCluster`]); blocks while it forms (seconds).
     pub fn embedded_cluster() -> Result<Self, ClusterError> {

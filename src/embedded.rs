@@ -82,7 +82,7 @@ impl EmbeddedRedis {
         // A port can be taken between probing and binding; a few tries make that harmless.
         let mut last = None;
         for _ in 0..5 {
-            match Self::try_start(&binary, extra) {
+            match Self::try_start(&binary, extra, None) {
                 Ok(server) => return Ok(server),
                 Err(err @ EmbeddedError::NotReady { .. }) => last = Some(err),
                 Err(err) => return Err(err),
@@ -91,8 +91,36 @@ impl EmbeddedRedis {
         Err(last.unwrap_or(EmbeddedError::NotInstalled))
     }
 
-    fn try_start(binary: &Path, extra: &[&str]) -> Result<Self, EmbeddedError> {
-        let port = free_port().map_err(EmbeddedError::Spawn)?;
+    /// As [`EmbeddedRedis::start`], on `port` when it is free, so a server started again (the
+    /// app's, across restarts) keeps its address; on a free port when `port` is taken or the
+    /// server cannot start there. [`EmbeddedRedis::port`] says which one it got.
+    pub fn start_on(port: u16) -> Result<Self, EmbeddedError> {
+        let binary = server_binary()?;
+        reap_orphans();
+        // Only a port nothing listens on: a server already there (another app's) would answer
+        // the readiness PING for the one that could not bind.
+        let free =
+            port != 0 && TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port))).is_ok();
+        if free {
+            match Self::try_start(&binary, &[], Some(port)) {
+                Ok(server) => return Ok(server),
+                Err(err @ EmbeddedError::NotReady { .. }) => {
+                    tracing::warn!(
+                        port,
+                        "embedded redis-server could not start on its port: {err}"
+                    )
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        Self::start_with(&[])
+    }
+
+    fn try_start(binary: &Path, extra: &[&str], port: Option<u16>) -> Result<Self, EmbeddedError> {
+        let port = match port {
+            Some(port) => port,
+            None => free_port().map_err(EmbeddedError::Spawn)?,
+        };
         let dir = std::env::temp_dir().join(format!("{DIR_PREFIX}{}-{port}", std::process::id()));
         let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         let child = spawn(binary, port, &dir, &extra)?;

@@ -11,6 +11,7 @@ use crate::app::stats::RuleStats;
 use crate::app::watch::{WatchStatus, WatchedPolicy};
 use crate::app::AppInfo;
 use crate::connection::{ConnectionStatus, ConnectionTest, LinkState};
+use crate::copy_commands::CopyCommands;
 use crate::error::{AppError, ErrorCode};
 use crate::export_path::{ChartFormat, Exported};
 use crate::history::{HistorySettings, RunHistory};
@@ -57,6 +58,7 @@ pub fn render() -> Vec<(String, String)> {
     one::<ErrorCode>(&cfg, &mut out);
     one::<ConnectionStatus>(&cfg, &mut out);
     one::<ConnectionTest>(&cfg, &mut out);
+    one::<CopyCommands>(&cfg, &mut out);
     one::<LinkState>(&cfg, &mut out);
     one::<BackendKind>(&cfg, &mut out);
     one::<Transport>(&cfg, &mut out);

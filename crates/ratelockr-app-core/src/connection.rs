@@ -56,6 +56,11 @@ pub struct ConnectionStatus {
     /// `connected` and this says how recently decisions still failed open).
     #[ts(type = "number")]
     pub fail_open_recent: u64,
+    /// `ratelockr serve`, the example service and `redis-cli` at this Redis (the app's status
+    /// sets them: they name its open policies file).
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commands: Option<crate::copy_commands::CopyCommands>,
     /// Set by a switch to a Redis that does not answer: it was saved anyway, and this says so.
     #[ts(optional)]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -109,10 +114,24 @@ impl Connection {
         tls: &TlsOptions,
         metrics: &Metrics,
     ) -> Result<Self, AppError> {
+        Self::open_on(configured, tls, metrics, None)
+    }
+
+    /// As [`Connection::open`]; an embedded redis-server started here takes `embedded_port`
+    /// when it is free (the port it had at the last run), else another free one.
+    pub fn open_on(
+        configured: Option<&str>,
+        tls: &TlsOptions,
+        metrics: &Metrics,
+        embedded_port: Option<u16>,
+    ) -> Result<Self, AppError> {
         let backend = match configured.map(str::trim).filter(|u| !u.is_empty()) {
             Some(url) => Backend::external(transport::target(url, tls)?),
             None if !tls.is_empty() => return Err(transport::without_url(tls)),
-            None => Backend::resolve(None)?,
+            None => match embedded_port {
+                Some(port) if !default_answers() => Backend::embedded_on(port)?,
+                _ => Backend::resolve(None)?,
+            },
         };
         let options = LimiterOptions {
             deadline: decision_deadline().unwrap_or(ratelockr::limiter::DEFAULT_DEADLINE),
@@ -219,9 +238,23 @@ impl Connection {
                 .limiter
                 .ledger()
                 .fail_open_since(ratelockr::telemetry::now_ms() / 1000 + 1 - RECENT_SECS),
+            commands: None,
             warning: None,
         }
     }
+}
+
+/// True when a Redis answers at the default URL, which the automatic choice prefers to an
+/// embedded one (blocking, 300 ms at most).
+pub fn default_answers() -> bool {
+    ratelockr::RedisTarget::parse(ratelockr::DEFAULT_REDIS_URL).is_ok_and(|default| {
+        ratelockr::backend::answers(&default, std::time::Duration::from_millis(300))
+    })
+}
+
+/// The port of the embedded redis-server a connection started, if it did.
+pub fn embedded_port(conn: &Connection) -> Option<u16> {
+    conn.backend.embedded_server().map(|server| server.port())
 }
 
 /// Sets how long one decision may wait for Redis before it fails open, in milliseconds (the

@@ -6,6 +6,7 @@
 //! - [`app`]         [`AppCore`], the state the commands act on, one file per command group
 //! - [`error`]       the `{code, message, field}` error the UI receives
 //! - [`connection`]  the Redis in use: open, status, test
+//! - [`copy_commands`] serve, the example service and redis-cli at that Redis, ready to copy
 //! - [`transport`]   single node or cluster, plain TCP or TLS: the TLS form and its errors
 //! - [`topology`]    a cluster's nodes, roles, slots and round trips
 //! - [`book`]        a book of named things the user edits: rules, a file's policies
@@ -32,6 +33,7 @@ pub mod bindings;
 pub mod book;
 pub mod coalesce;
 pub mod connection;
+pub mod copy_commands;
 pub mod error;
 pub mod export_path;
 pub mod history;
@@ -43,9 +45,9 @@ pub mod records;
 pub mod relay;
 pub mod replay;
 pub mod rules;
+pub mod sample_log;
 pub mod settings;
 pub mod sim;
-pub mod sample_log;
 pub mod store;
 pub mod summary;
 pub mod toml_splice;

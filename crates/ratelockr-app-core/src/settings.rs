@@ -79,6 +79,9 @@ pub struct Settings {
     /// The policies file the Watch panel follows, opened again at start (a file gone by then
     /// is reported, and kept here until another is chosen).
     pub watch_file: Option<PathBuf>,
+    /// The port of the app's embedded redis-server, chosen once and taken again at the next
+    /// start (another is taken only when it is busy, and the app says so).
+    pub embedded_port: Option<u16>,
 }
 
 /// The store keys.
@@ -90,6 +93,7 @@ pub const KEY_HISTORY: &str = "history";
 pub const KEY_POLICIES: &str = "policies";
 pub const KEY_WATCH_FILE: &str = "watch_file";
 pub const KEY_POLICIES_FILE: &str = "policies_file";
+pub const KEY_EMBEDDED_PORT: &str = "embedded_port";
 
 /// Where settings are written. The app implements it with [`crate::store::JsonStore`]; tests
 /// may use anything.
@@ -133,6 +137,10 @@ impl Settings {
             ),
             (KEY_WATCH_FILE, path_value(self.watch_file.as_deref())),
             (KEY_POLICIES_FILE, path_value(self.policies_file.as_deref())),
+            (
+                KEY_EMBEDDED_PORT,
+                self.embedded_port.map(Value::from).unwrap_or(Value::Null),
+            ),
         ]
     }
 
@@ -175,6 +183,15 @@ impl Settings {
             read_path(get(KEY_WATCH_FILE), "watched policies file", &mut warnings);
         settings.policies_file =
             read_path(get(KEY_POLICIES_FILE), "open policies file", &mut warnings);
+        match get(KEY_EMBEDDED_PORT) {
+            None | Some(Value::Null) => {}
+            Some(value) => match value.as_u64().and_then(|p| u16::try_from(p).ok()) {
+                Some(port) if port > 0 => settings.embedded_port = Some(port),
+                _ => warnings.push(format!(
+                    "the saved port of the embedded Redis ({value}) is not a port from 1 to 65535; a free one is taken"
+                )),
+            },
+        }
         match get(KEY_RULES) {
             None | Some(Value::Null) => {}
             Some(Value::Array(items)) => {

@@ -105,6 +105,8 @@ pub struct AppCore {
     replay: Mutex<ReplaySlot>,
     /// The policies file the Watch panel follows.
     watch: Mutex<watch::WatchSlot>,
+    /// The embedded redis-server's port, kept across restarts (the settings remember it).
+    embedded_port: Mutex<Option<u16>>,
     data_dir: PathBuf,
 }
 
@@ -196,10 +198,11 @@ impl AppCore {
         if let Err(warning) = decision_deadline_setting() {
             warnings.push(warning);
         }
-        let conn = match Connection::open(
+        let conn = match Connection::open_on(
             settings.redis_url.as_deref(),
             &settings.redis_tls,
             &metrics,
+            settings.embedded_port,
         ) {
             Ok(conn) => conn,
             Err(err) if matches!(err.code, ErrorCode::InvalidUrl | ErrorCode::InvalidTls) => {
@@ -207,11 +210,18 @@ impl AppCore {
                     "the saved Redis connection cannot be used ({}); using the automatic choice until you fix it in the Connection card (the saved settings are kept)",
                     err.message
                 ));
-                Connection::open(None, &ratelockr::TlsOptions::default(), &metrics)
-                    .or_else(|err| without_redis(err, &metrics, &mut warnings))?
+                Connection::open_on(
+                    None,
+                    &ratelockr::TlsOptions::default(),
+                    &metrics,
+                    settings.embedded_port,
+                )
+                .or_else(|err| without_redis(err, &metrics, &mut warnings))?
             }
             Err(err) => without_redis(err, &metrics, &mut warnings)?,
         };
+        let (embedded_port, port_moved) =
+            connection::remember_port(settings.embedded_port, &conn, &mut warnings);
         metrics.set_active_rules(settings.rules.len());
         let watch = watch::WatchSlot::reopen(settings.watch_file, &mut warnings);
         let (legacy, policies_file, migrated) = migrate_policies(
@@ -270,8 +280,14 @@ impl AppCore {
             metrics_apply: tokio::sync::Mutex::new(()),
             replay: Mutex::default(),
             watch: Mutex::new(watch),
+            embedded_port: Mutex::new(embedded_port),
             data_dir,
         };
+        if port_moved && !migrated {
+            if let Err(err) = core.save() {
+                lock(&core.warnings).push(err.message);
+            }
+        }
         if migrated {
             // The settings drop their copy now: the file holds the policies.
             if let Err(err) = core.save() {
@@ -335,6 +351,7 @@ impl AppCore {
             history: lock(&self.history).settings(),
             watch_file: lock(&self.watch).file.clone(),
             policies_file: self.policy_file_path(),
+            embedded_port: *lock(&self.embedded_port),
         };
         self.persist
             .save(settings.entries())
