@@ -16,10 +16,44 @@
 //!   cost`: a bucket of capacity C at rate r denies the key at least once exactly when the
 //!   level ever exceeds C.
 
-use super::report::TopKey;
-use std::collections::{BTreeSet, HashMap};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 pub const DEFAULT_CAPACITY: usize = 65_536;
+
+/// One client key among the most denied.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TopKey {
+    pub key: String,
+    /// Requests counted for this key (all of them unless `denied_error` > 0, see
+    /// `RuleReport::top_keys_exact` in the report).
+    pub requests: u64,
+    pub allowed: u64,
+    pub denied: u64,
+    pub denied_pct: f64,
+    /// Log time of the key's first denial.
+    pub first_denied_ms: Option<u64>,
+    /// The most denials in a row for this key.
+    pub longest_denied_streak: u64,
+    /// The space-saving error bound of `denied`: the true count is in `[denied - error,
+    /// denied]`. Zero unless the rule saw more distinct keys than the table holds.
+    pub denied_error: u64,
+    /// A policy's key: its denials (a shadow policy's would-be denials) by the limit that
+    /// decided them.
+    #[cfg_attr(feature = "ts", ts(optional, type = "Record<string, number>"))]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub denied_by: BTreeMap<String, u64>,
+}
+
+/// A percentage, rounded to 1/1000 so that reports print the same everywhere.
+pub fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        (part as f64 * 100_000.0 / whole as f64).round() / 1000.0
+    }
+}
 
 /// What one key did.
 #[derive(Debug, Clone)]
@@ -200,7 +234,7 @@ impl KeyTable {
                 requests: e.requests,
                 allowed: e.allowed,
                 denied: e.denied,
-                denied_pct: super::report::pct(e.denied, e.requests.max(e.denied)),
+                denied_pct: pct(e.denied, e.requests.max(e.denied)),
                 first_denied_ms: e.first_denied_ms,
                 longest_denied_streak: e.longest_streak,
                 denied_error: e.denied_error,

@@ -3,6 +3,7 @@
 
 pub use super::changes::{KeyChange, RuleChange};
 use super::format::LogFormat;
+pub use super::keytable::{pct, TopKey};
 use crate::policy::Policy;
 use crate::rule::Rule;
 use serde::{Deserialize, Serialize};
@@ -38,31 +39,6 @@ pub struct ReplaySeries {
     /// log keeps at most [`super::series::MAX_POINTS`] points.
     pub bucket_ms: u64,
     pub points: Vec<ReplayPoint>,
-}
-
-/// One client key among the most denied.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TopKey {
-    pub key: String,
-    /// Requests counted for this key (all of them unless `denied_error` > 0, see
-    /// [`RuleReport::top_keys_exact`]).
-    pub requests: u64,
-    pub allowed: u64,
-    pub denied: u64,
-    pub denied_pct: f64,
-    /// Log time of the key's first denial.
-    pub first_denied_ms: Option<u64>,
-    /// The most denials in a row for this key.
-    pub longest_denied_streak: u64,
-    /// The space-saving error bound of `denied`: the true count is in `[denied - error,
-    /// denied]`. Zero unless the rule saw more distinct keys than the table holds.
-    pub denied_error: u64,
-    /// A policy's key: its denials (a shadow policy's would-be denials) by the limit that
-    /// decided them.
-    #[cfg_attr(feature = "ts", ts(optional, type = "Record<string, number>"))]
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub denied_by: BTreeMap<String, u64>,
 }
 
 /// Percentiles over keys of each key's peak: the most requests (cost units) it sent in one
@@ -228,13 +204,4 @@ pub struct ReplayReport {
     pub time_spread: String,
     /// What may have made decisions differ from production's (see [`super::pace`]).
     pub warnings: Vec<String>,
-}
-
-/// A percentage, rounded to 1/1000 so that reports print the same everywhere.
-pub fn pct(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        (part as f64 * 100_000.0 / whole as f64).round() / 1000.0
-    }
 }
