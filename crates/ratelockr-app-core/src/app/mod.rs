@@ -13,6 +13,7 @@
 //! - [`metrics`]    the Prometheus endpoint on loopback
 //! - [`watch`]      a policies file followed live, and its policies' last 30 s in Redis
 //! - [`policy_file`] the Policies view's file: open, new, looked at, saved in place
+//! - [`policies`]   the open file's policies by name, for the simulator, replay and inspector
 
 pub mod connection;
 pub mod inspect;
