@@ -299,6 +299,11 @@ async function ensureFile(): Promise<boolean> {
 }
 
 async function openWith(choose: () => Promise<PolicyFileStatus>, what: string) {
+  if (dirty) {
+    // Nothing is lost without the user's word: the edit is saved, or dropped by New policy.
+    note("This policy has an unsaved edit: save it, or drop it with + New policy, before opening another file.", true);
+    return;
+  }
   epoch++;
   try {
     const next = await choose();
