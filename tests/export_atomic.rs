@@ -154,6 +154,29 @@ async fn a_chart_that_fills_the_disk_leaves_the_old_file_as_it_was() {
     assert_eq!(names(&roomy), ["chart.png"]);
 }
 
+/// `ratelockr simulate` of `requests` against a fixed window of 5 a second, and `extra`.
+fn simulate(url: &str, prefix: &str, requests: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "simulate",
+        "--redis",
+        url,
+        "--prefix",
+        prefix,
+        "--algorithm",
+        "fixed-window",
+        "--limit",
+        "5",
+        "--window-ms",
+        "1000",
+        "--requests",
+        requests,
+        "--rps",
+        "0",
+    ];
+    args.extend(extra);
+    ratelockr(&args)
+}
+
 #[test]
 fn the_cli_replaces_an_existing_export_only_with_force() {
     let server = redis();
@@ -164,27 +187,7 @@ fn the_cli_replaces_an_existing_export_only_with_force() {
     let chart = dir.join("run.png");
     let csv_arg = csv.display().to_string();
     let chart_arg = chart.display().to_string();
-    let run = |extra: &[&str]| {
-        let mut args = vec![
-            "simulate",
-            "--redis",
-            &url,
-            "--prefix",
-            &prefix,
-            "--algorithm",
-            "fixed-window",
-            "--limit",
-            "5",
-            "--window-ms",
-            "1000",
-            "--requests",
-            "20",
-            "--rps",
-            "0",
-        ];
-        args.extend(extra);
-        ratelockr(&args)
-    };
+    let run = |extra: &[&str]| simulate(&url, &prefix, "20", extra);
 
     for (flag, path, arg) in [("--csv", &csv, &csv_arg), ("--chart", &chart, &chart_arg)] {
         std::fs::write(path, b"keep me").expect("old file");
@@ -256,28 +259,7 @@ fn the_cli_writes_through_a_link_keeps_the_mode_and_names_the_real_cause() {
     let url = server.url();
     let prefix = common::unique("cli-link");
     let dir = common::tempdir("cli-link");
-    let simulate = |csv: &str| {
-        ratelockr(&[
-            "simulate",
-            "--redis",
-            &url,
-            "--prefix",
-            &prefix,
-            "--algorithm",
-            "fixed-window",
-            "--limit",
-            "5",
-            "--window-ms",
-            "1000",
-            "--requests",
-            "10",
-            "--rps",
-            "0",
-            "--csv",
-            csv,
-            "--force",
-        ])
-    };
+    let simulate = |csv: &str| simulate(&url, &prefix, "10", &["--csv", csv, "--force"]);
     std::fs::create_dir(dir.join("shared")).expect("dir");
     let real = dir.join("shared/run.csv");
     std::fs::write(&real, b"old").expect("old");

@@ -78,11 +78,7 @@ fn app(args: &Args) -> anyhow::Result<(Router, Metrics)> {
         },
     };
     let metrics = Metrics::new();
-    let key = match &args.policies {
-        Some(path) => policy_key(path, &args.policy)?,
-        None => KeyExtractor::header("x-api-key".parse()?),
-    };
-    let builder = RateLimitLayer::builder(key).redis(RedisTarget::parse(&args.redis)?);
+    let builder = RateLimitLayer::builder(key_of(args)?).redis(RedisTarget::parse(&args.redis)?);
     let builder = match &args.policies {
         Some(path) => builder.from_file(path, &args.policy),
         None => builder.rule(Rule::token_bucket(
@@ -103,7 +99,15 @@ fn app(args: &Args) -> anyhow::Result<(Router, Metrics)> {
     Ok((routes, metrics))
 }
 
-/// What the policy keys requests by: its `key` expression, else the `x-api-key` header.
+/// What requests are keyed by: the policy's `key` expression with --policies, else (and for a
+/// policy that names none) the `x-api-key` header.
+fn key_of(args: &Args) -> anyhow::Result<KeyExtractor> {
+    match &args.policies {
+        Some(path) => policy_key(path, &args.policy),
+        None => Ok(KeyExtractor::header("x-api-key".parse()?)),
+    }
+}
+
 fn policy_key(path: &std::path::Path, name: &str) -> anyhow::Result<KeyExtractor> {
     let policies = ratelockr::policy::load_policies_file(path)?;
     let policy = policies
@@ -144,12 +148,13 @@ async fn main() -> anyhow::Result<()> {
         )
         .init();
     let args = Args::parse();
+    let key = key_of(&args)?.what().to_string();
     let (routes, metrics) = app(&args)?;
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
     let (addr, task) = run(routes, metrics, args.addr, shutdown).await?;
-    eprintln!("listening on http://{addr}/hello (x-api-key header), metrics at /api/metrics");
+    eprintln!("listening on http://{addr}/hello (keyed by {key}), metrics at /api/metrics");
     task.await?
 }
 
@@ -178,6 +183,14 @@ mod tests {
         }
     }
 
+    /// The example's app on a free loopback port, served until the test ends.
+    async fn serve(args: &Args) -> SocketAddr {
+        let (routes, metrics) = app(args).expect("app");
+        let pending = async { std::future::pending::<()>().await };
+        let addr = "127.0.0.1:0".parse().expect("addr");
+        run(routes, metrics, addr, pending).await.expect("serve").0
+    }
+
     async fn hello(addr: SocketAddr, key: &str) -> (u16, String) {
         let (status, headers, _) =
             common::http_with(addr, "GET", "/hello", &[("x-api-key", key)], "").await;
@@ -203,15 +216,7 @@ mod tests {
     async fn limits_by_key_counts_cache_hits_and_survives_a_redis_restart() {
         let server = common::redis();
         let port = server.port();
-        let (routes, metrics) = app(&args(server.url(), Mode::Open)).expect("app");
-        let (addr, _task) = run(
-            routes,
-            metrics,
-            "127.0.0.1:0".parse().expect("addr"),
-            async { std::future::pending::<()>().await },
-        )
-        .await
-        .expect("serve");
+        let addr = serve(&args(server.url(), Mode::Open)).await;
 
         for _ in 0..3 {
             assert_eq!(hello(addr, "alice").await.0, 200);
@@ -273,15 +278,7 @@ mod tests {
             policies: Some(file.clone()),
             ..args(server.url(), Mode::Open)
         };
-        let (routes, metrics) = app(&args).expect("app");
-        let (addr, _task) = run(
-            routes,
-            metrics,
-            "127.0.0.1:0".parse().expect("addr"),
-            async { std::future::pending::<()>().await },
-        )
-        .await
-        .expect("serve");
+        let addr = serve(&args).await;
         for _ in 0..5 {
             assert_eq!(hello(addr, "dave").await.0, 200, "shadow mode admits");
         }
@@ -309,15 +306,7 @@ mod tests {
             policies: Some(file.clone()),
             ..args(server.url(), Mode::Open)
         };
-        let (routes, metrics) = app(&args).expect("app");
-        let (addr, _task) = run(
-            routes,
-            metrics,
-            "127.0.0.1:0".parse().expect("addr"),
-            async { std::future::pending::<()>().await },
-        )
-        .await
-        .expect("serve");
+        let addr = serve(&args).await;
         let statuses = [
             hello(addr, "alice").await.0,
             hello(addr, "bob").await.0,
