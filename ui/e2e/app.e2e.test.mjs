@@ -1572,6 +1572,57 @@ describe("RateLockr desktop app", { timeout: 600_000 }, () => {
     }
   });
 
+  it("shows serve, the example service and redis-cli at the Redis in use, whole, each copied by its button", async () => {
+    await settings(true);
+    try {
+      await until(() => visible("#conn-commands"), 10_000, "the commands show");
+      const url = await text("#conn-url");
+      // The policies file the app has open (the settings name it), else the placeholder.
+      const saved = JSON.parse(readFileSync(join(dataDir, "settings.json"), "utf8"));
+      const file = saved.policies_file ?? "policies.toml";
+      const shown = await browser.execute(() => Object.fromEntries(["serve", "example", "cli"].map((k) => [k, document.querySelector(`[data-testid="copy-${k}"]`).textContent])));
+      const port = new URL(url.split(",")[0].replace(/^rediss?(\+cluster)?:/, "http:")).port;
+      if (url === `redis://127.0.0.1:${port}`) {
+        assert.equal(shown.serve, `ratelockr serve --redis ${url} --policies ${file}`);
+        assert.match(shown.example, new RegExp(`^cargo run -p ratelockr-tower --example api_key_service -- --redis ${url.replace(/[.]/g, "\\.")} --policies \\S+ --policy \\S+$`));
+        assert.equal(shown.cli, `redis-cli -p ${port}`);
+      } else {
+        // An earlier step left the app on another Redis (TLS, a cluster): still that one, whole.
+        for (const k of ["serve", "example"]) assert.ok(shown[k].includes(url.includes("#") || url.includes("*") ? `'${url}'` : url), `${k}: ${shown[k]} names ${url}`);
+        assert.match(shown.cli, new RegExp(`-p ${port}\\b`));
+      }
+      // Whole: no command is cut off, each wraps inside the drawer.
+      const cut = await browser.execute(() => {
+        const drawer = document.getElementById("settings").getBoundingClientRect();
+        return [...document.querySelectorAll(".copy-command")].filter((el) => {
+          const r = el.getBoundingClientRect();
+          return el.scrollWidth > el.clientWidth + 1 || r.left < drawer.left - 1 || r.right > drawer.right + 1;
+        }).map((el) => el.textContent);
+      });
+      assert.deepEqual(cut, [], "every command shows whole");
+      await browser.execute(() => document.getElementById("conn-commands").scrollIntoView({ block: "end" }));
+      for (const k of ["cli", "serve"]) {
+        // A real click: the webview copies on a person's gesture only.
+        await click(`[data-testid="copy-${k}-button"]`);
+        await until(() => browser.execute(() => document.getElementById("conn-commands").dataset.copied !== undefined), 5_000, `${k}'s Copy answers`);
+        assert.equal(await browser.execute(() => document.getElementById("conn-commands").dataset.copied), shown[k]);
+        assert.equal(await text(`[data-testid="copy-${k}-button"]`), "Copied");
+        await browser.execute(() => delete document.getElementById("conn-commands").dataset.copied);
+      }
+      // The clipboard itself: pasted into the URL field, the last one copied arrives whole.
+      const before = await browser.execute(() => document.getElementById("conn-input").value);
+      await fill("#conn-input", "");
+      await click("#conn-input");
+      await browser.keys(["Control", "v"]);
+      const pasted = await until(() => browser.execute(() => document.getElementById("conn-input").value), 5_000, "the paste arrives");
+      await fill("#conn-input", before);
+      assert.equal(pasted, shown.serve, "the clipboard holds the command");
+      await photograph(join(SHOTS, "copy-commands.png"), []);
+    } finally {
+      await settings(false).catch(() => {});
+    }
+  });
+
   it("saves a screenshot of the window", async () => {
     // The boundary-burst run, the algorithms side by side; then photograph the whole X screen
     // (the window fills it).

@@ -3,6 +3,7 @@ import "./locale-guard"; // before uPlot: see the module
 import "./styles.css";
 import { api, toAppError } from "./api";
 import { initBanners, reportUnexpected, warn } from "./panels/banners";
+import { initCommands } from "./panels/commands";
 import { initConnection } from "./panels/connection";
 import { initHistory } from "./panels/history";
 import { initLive } from "./panels/live";
@@ -32,6 +33,7 @@ async function start() {
   initMetrics();
   await initHistory();
   await initReplay();
+  initCommands();
   await initConnection();
   await initWatch();
   // Last: a view's run and targets come from the panels above.
