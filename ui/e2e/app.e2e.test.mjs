@@ -236,6 +236,14 @@ function clipped(results) {
         if (/(auto|scroll)/.test(style.overflowY) && (!top || top === document.body || top === document.documentElement) && r.bottom > H + 1) {
           out.push(`${name(el)} reaches past the window's foot: ${Math.round(r.top)}..${Math.round(r.bottom)} of ${H}`);
         }
+        // A select shows its chosen option's words in its box, less the arrow.
+        if (tag === "SELECT" && el.selectedIndex >= 0) {
+          const ctx = document.createElement("canvas").getContext("2d");
+          ctx.font = style.font;
+          const words = el.options[el.selectedIndex].text;
+          const room = el.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - 16;
+          if (ctx.measureText(words).width > room) out.push(`${name(el)} is cut off: “${words}” in ${Math.round(room)} px`);
+        }
         const clips = tag === "TABLE" || tag === "INPUT" || style.textOverflow === "ellipsis" || (style.overflowX !== "visible" && el.children.length === 0 && el.textContent.trim() !== "");
         if (clips && el.scrollWidth > el.clientWidth + 1 && !(tag === "INPUT" && ["checkbox", "radio"].includes(el.type))) {
           out.push(`${name(el)} is cut off: ${el.scrollWidth} px of content in ${el.clientWidth} (“${(el.value ?? el.textContent).trim().slice(0, 40)}”)`);

@@ -63,9 +63,17 @@ function sync() {
   const policy = policyOf(f.target) !== null;
   form().querySelectorAll<HTMLElement>(".rule-only").forEach((el) => el.classList.toggle("hidden", f.target === COMPARE || policy));
   renderSweepParams(f.target);
+  renderTargetAbout(f.target);
   form().querySelectorAll<HTMLElement>(".length-requests").forEach((el) => el.classList.toggle("hidden", f.length !== "requests"));
   form().querySelectorAll<HTMLElement>(".length-duration").forEach((el) => el.classList.toggle("hidden", f.length !== "duration"));
   $<HTMLInputElement>("sim-zipf-exponent").disabled = !used.has("zipf_exponent");
+}
+
+/** What the target holds, under its name: a rule's parameters, a policy's limits. */
+function renderTargetAbout(target: string) {
+  const rule = state.rules.find((r) => r.name === target);
+  const policy = state.policies.find((p) => POLICY_PREFIX + p.name === target);
+  $("sim-target-about").textContent = rule ? `${algorithmLabel(rule.algorithm)}, ${describeRule(rule)}` : policy ? describePolicy(policy) : "";
 }
 
 /** The sweep varies the target rule's own parameters: the selects offer those. */
@@ -102,8 +110,9 @@ function renderTargets() {
   const current = select.value || COMPARE;
   select.replaceChildren(
     new Option("All algorithms side by side (compare)", COMPARE),
-    ...state.rules.map((r) => new Option(`${r.name} — ${algorithmLabel(r.algorithm)}, ${describeRule(r)}`, r.name)),
-    ...state.policies.map((p) => new Option(`policy ${p.name} — ${describePolicy(p)}`, POLICY_PREFIX + p.name)),
+    // The name in the list, whole; what it holds under it (sim-target-about), where it wraps.
+    ...state.rules.map((r) => new Option(`${r.name} (${algorithmLabel(r.algorithm)})`, r.name)),
+    ...state.policies.map((p) => new Option(`policy ${p.name}`, POLICY_PREFIX + p.name)),
   );
   select.value = [...select.options].some((o) => o.value === current) ? current : COMPARE;
   sync();
