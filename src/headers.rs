@@ -286,7 +286,7 @@ mod tests {
 
     mod policies {
         use super::super::*;
-        use crate::policy::{LimitResult, Mode, Override};
+        use crate::policy::{LimitResult, Mode, NoAnswer, Override};
 
         fn api() -> Policy {
             let per_second = Limit::new(
@@ -472,7 +472,7 @@ mod tests {
 
         #[test]
         fn fail_open_carries_nothing_and_fail_closed_is_a_bare_429() {
-            let open = PolicyDecision::unknown("api", false, None, false);
+            let open = PolicyDecision::without_redis(&api(), "k", NoAnswer::FailOpen);
             assert_eq!(
                 policy_answer(&api(), &open),
                 HttpAnswer {
@@ -480,9 +480,13 @@ mod tests {
                     headers: vec![]
                 }
             );
-            let shadow_open = PolicyDecision::unknown("api", true, None, false);
+            let shadow_open = PolicyDecision::without_redis(
+                &api().with_mode(Mode::Shadow),
+                "k",
+                NoAnswer::FailOpen,
+            );
             assert_eq!(policy_answer(&api(), &shadow_open).status, 200);
-            let closed = PolicyDecision::unknown("api", false, None, true);
+            let closed = PolicyDecision::without_redis(&api(), "k", NoAnswer::FailClosed);
             assert_eq!(
                 policy_answer(&api(), &closed),
                 HttpAnswer {

@@ -2,7 +2,7 @@
 //! deadline, fail-open (or closed) on any Redis failure, telemetry counted in the same call,
 //! metrics through the limiter's observer.
 
-use super::decision::{LimitResult, PolicyDecision};
+use super::decision::{LimitResult, NoAnswer, PolicyDecision};
 use super::script::{parse_reply, PolicyCall};
 use super::{Limit, Mode, Policy};
 use crate::decision::PolicyOutcome;
@@ -173,13 +173,12 @@ impl Limiter {
             }
             Err(failure) => {
                 let failure = self.failed(failure);
-                let closed = self.options().failure_mode == FailureMode::Closed;
-                let decision = PolicyDecision::unknown(
-                    policy.name(),
-                    policy.mode() == Mode::Shadow,
-                    tier,
-                    closed,
-                );
+                let answer = match self.options().failure_mode {
+                    FailureMode::Closed => NoAnswer::FailClosed,
+                    // Degraded mode fails open for policies.
+                    FailureMode::Open | FailureMode::Degraded { .. } => NoAnswer::FailOpen,
+                };
+                let decision = PolicyDecision::without_redis(policy, client_key, answer);
                 if !peek {
                     if decision.fail_open {
                         self.ledger().record_fail_open(policy.name(), second);

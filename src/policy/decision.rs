@@ -1,5 +1,6 @@
 //! A policy's decision: the combined answer, and every limit's own.
 
+use super::{Mode, Policy};
 use crate::decision::PolicyOutcome;
 use crate::rule::AlgorithmKind;
 use serde::{Deserialize, Serialize};
@@ -57,21 +58,32 @@ pub struct LimitResult {
     pub reset_after_ms: u64,
 }
 
+/// What a policy's decision is when Redis could not be asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoAnswer {
+    /// Admitted, marked fail-open (`remaining: -1`): the default failure mode.
+    FailOpen,
+    /// Denied (the limiter fails closed).
+    FailClosed,
+}
+
 impl PolicyDecision {
-    /// The decision when Redis could not be asked and the limiter fails open (`closed`:
-    /// fails closed, `allowed: false`). Nothing is known of the limits.
-    pub fn unknown(policy: &str, shadow: bool, tier: Option<&str>, closed: bool) -> Self {
+    /// The decision when Redis could not be asked: `FailOpen` admits with `remaining: -1`,
+    /// `FailClosed` denies; nothing is known of the limits. The mode (shadow) and the tier are
+    /// the policy's for `client_key`.
+    pub fn without_redis(policy: &Policy, client_key: &str, answer: NoAnswer) -> Self {
+        let open = answer == NoAnswer::FailOpen;
         PolicyDecision {
-            allowed: !closed,
+            allowed: open,
             remaining: -1,
             retry_after_ms: 0,
             reset_after_ms: 0,
-            fail_open: !closed,
-            policy: policy.to_string(),
-            shadow,
+            fail_open: open,
+            policy: policy.name().to_string(),
+            shadow: policy.mode() == Mode::Shadow,
             would_deny: false,
             binding: None,
-            tier: tier.map(str::to_string),
+            tier: policy.limits_for(client_key).0.map(str::to_string),
             limits: Vec::new(),
             cached: false,
         }
@@ -157,7 +169,20 @@ mod tests {
         );
         assert_eq!(d.outcome(), PolicyOutcome::Denied);
         assert_eq!(d.binding_limit().map(|l| l.remaining), Some(0));
-        let open = PolicyDecision::unknown("api", true, Some("premium"), false);
+        let policy = crate::policy::parse_policy_json(&serde_json::json!({
+            "name": "api", "mode": "shadow",
+            "limits": [{"name": "daily", "algorithm": "fixed_window", "limit": 2, "window_ms": 1000}],
+            "overrides": [{"tier": "premium", "keys": ["premium_*"], "limits": [
+                {"name": "daily", "algorithm": "fixed_window", "limit": 20, "window_ms": 1000}]}]
+        }))
+        .expect("valid");
+        let open = PolicyDecision::without_redis(&policy, "premium_1", NoAnswer::FailOpen);
+        assert!(open.shadow && open.allowed && open.fail_open);
+        let closed = PolicyDecision::without_redis(&policy, "bob", NoAnswer::FailClosed);
+        assert_eq!(
+            (closed.allowed, closed.fail_open, closed.tier),
+            (false, false, None)
+        );
         let json = serde_json::to_value(&open).expect("json");
         assert_eq!(json["remaining"], -1);
         assert_eq!(json["binding"], serde_json::Value::Null);

@@ -38,7 +38,7 @@ pub mod watch;
 pub mod write;
 
 pub use check::PolicyCheckError;
-pub use decision::{LimitResult, PolicyDecision};
+pub use decision::{LimitResult, NoAnswer, PolicyDecision};
 pub use file::{load_policies_file, parse_policies, parse_policy_json, Format, PolicyFileError};
 pub use stats::PolicyStatsPoint;
 pub use watch::{LoadedPolicies, PolicyWatch, Reload, POLL_EVERY};

@@ -4,7 +4,7 @@
 use crate::console::print_json;
 use crate::opts::Global;
 use anyhow::anyhow;
-use ratelockr::policy::{load_policies_file, PolicyCheckError};
+use ratelockr::policy::{load_policies_file, NoAnswer, PolicyCheckError};
 use ratelockr::{At, Policy, PolicyDecision};
 use std::path::Path;
 use std::process::ExitCode;
@@ -67,8 +67,7 @@ pub async fn run(global: &Global, args: PolicyCheck<'_>) -> anyhow::Result<ExitC
                 "ratelockr: fail-open: Redis at {} could not decide ({failure}); the request is allowed without a limit",
                 limiter.target()
             );
-            let tier = policy.limits_for(args.key).0;
-            PolicyDecision::unknown(policy.name(), shadow(&policy), tier, false)
+            PolicyDecision::without_redis(&policy, args.key, NoAnswer::FailOpen)
         }
         Err(PolicyCheckError::InvalidCost { cost, max, limit, what }) => {
             return Err(anyhow!(
@@ -92,10 +91,6 @@ pub async fn run(global: &Global, args: PolicyCheck<'_>) -> anyhow::Result<ExitC
         print_human(&decision, args.key, args.peek);
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn shadow(policy: &Policy) -> bool {
-    policy.mode() == ratelockr::Mode::Shadow
 }
 
 /// The verdict, the binding limit and tier on one line, then one line per limit.
