@@ -7,6 +7,8 @@
 //! - [`open_dialog`] the log to replay, the TLS files and the policies file to watch (native
 //!   dialog, or a path for tests)
 //! - [`window_fit`]  the window shrunk to fit a small screen
+//! - `run`           one app per user (a second launch focuses its window), the window's size
+//!   and position remembered
 //! - `bindings`      (tests) the commands `ui/src/api.ts` calls are registered and allowed
 
 #[cfg(test)]
@@ -132,7 +134,13 @@ fn open_main_window<R: Runtime>(app: &tauri::AppHandle<R>) -> tauri::Result<()> 
     let Some(config) = app.config().app.windows.iter().find(|w| w.label == "main") else {
         return Ok(());
     };
-    let mut window = tauri::WebviewWindowBuilder::from_config(app, config)?;
+    let mut config = config.clone();
+    // A window placed by the user last time opens there (the window-state plugin restores it
+    // as the window is made); centring it afterwards would undo that.
+    if has_saved_state(app) {
+        config.center = false;
+    }
+    let mut window = tauri::WebviewWindowBuilder::from_config(app, &config)?;
     if let Some(dir) = env_data_dir() {
         window = window.data_directory(dir.join("webview"));
     }
@@ -173,6 +181,44 @@ async fn stop_signal() -> Option<&'static str> {
     }
 }
 
+/// Brings the running app's window to the front: what a second launch does instead of opening
+/// a second app (and a second embedded Redis).
+fn focus_main<R: Runtime>(app: &tauri::AppHandle<R>) {
+    if let Some(window) = app.get_webview_window("main") {
+        let _ = window.unminimize();
+        let _ = window.show();
+        let _ = window.set_focus();
+    }
+}
+
+/// The window's size, position and maximized state across restarts. With
+/// `$RATELOCKR_DATA_DIR` set (a test, a side-by-side copy) they are kept under it, so a test
+/// run starts at the configured size and never moves the user's own window.
+fn window_state<R: Runtime>() -> tauri::plugin::TauriPlugin<R> {
+    use tauri_plugin_window_state::StateFlags;
+    let mut plugin = tauri_plugin_window_state::Builder::new()
+        .with_state_flags(StateFlags::SIZE | StateFlags::POSITION | StateFlags::MAXIMIZED);
+    if let Some(dir) = env_data_dir() {
+        // An absolute name: the plugin joins it to its config directory, which it replaces.
+        plugin = plugin.with_filename(dir.join("window-state.json").display().to_string());
+    }
+    plugin.build()
+}
+
+/// True when the window-state plugin (registered by [`run`]) has a size and place saved for
+/// the main window.
+fn has_saved_state<R: Runtime>(app: &tauri::AppHandle<R>) -> bool {
+    use tauri_plugin_window_state::AppHandleExt;
+    let name = app.filename();
+    let Ok(dir) = app.path().app_config_dir() else {
+        return false;
+    };
+    std::fs::read(dir.join(name))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .is_some_and(|saved| saved.get("main").is_some())
+}
+
 /// Runs the desktop app.
 pub fn run() {
     let _ = tracing_subscriber::fmt()
@@ -184,7 +230,16 @@ pub fn run() {
         // piped into a file or a pager gets plain text, as the CLI's log does.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
         .try_init();
-    let app = match app(Builder::default())
+    let mut builder = Builder::default();
+    // One app per user: a second launch focuses this one's window and exits. A copy pointed at
+    // another data directory ($RATELOCKR_DATA_DIR: a test, a side-by-side copy) runs beside it.
+    if env_data_dir().is_none() {
+        builder = builder.plugin(tauri_plugin_single_instance::init(|app, _argv, _cwd| {
+            tracing::info!("a second launch: showing this window instead");
+            focus_main(app);
+        }));
+    }
+    let app = match app(builder.plugin(window_state()))
         .setup(|app| {
             open_main_window(app.handle())?;
             window_fit::fit_main_window(app.handle());
