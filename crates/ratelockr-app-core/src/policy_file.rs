@@ -54,6 +54,19 @@ impl FileVersion {
 /// What a file's change is noticed by, before its content is read.
 type Stamp = (Option<SystemTime>, u64);
 
+/// A file modified this recently can change again within the same clock tick and keep its
+/// stamp (a same-length edit right after a save: `capacity = 10` to `-1`), so its content is
+/// compared too; an older one changes its modification time when it is written.
+const RACY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether an unchanged stamp means an unchanged file.
+fn settled(stamp: Option<Stamp>) -> bool {
+    stamp
+        .and_then(|(modified, _)| modified)
+        .and_then(|m| SystemTime::now().duration_since(m).ok())
+        .is_some_and(|age| age > RACY)
+}
+
 fn stamp(path: &Path) -> Option<Stamp> {
     let meta = std::fs::metadata(path).ok()?;
     Some((meta.modified().ok(), meta.len()))
@@ -120,6 +133,8 @@ pub struct PolicyFile {
     seen: Option<Stamp>,
     /// Why the file on disk is not what is shown; cleared by the next load.
     error: Option<AppError>,
+    /// The content refused last, so that looking at it again says nothing new.
+    refused: Option<FileVersion>,
 }
 
 impl PolicyFile {
@@ -141,6 +156,7 @@ impl PolicyFile {
             version: FileVersion::of(&bytes),
             seen,
             error: None,
+            refused: None,
         })
     }
 
@@ -153,6 +169,7 @@ impl PolicyFile {
             version: FileVersion::unread(),
             seen: None,
             error: Some(err),
+            refused: None,
         })
     }
 
@@ -168,6 +185,7 @@ impl PolicyFile {
             version: FileVersion::absent(),
             seen: None,
             error: None,
+            refused: None,
         })
     }
 
@@ -202,7 +220,11 @@ impl PolicyFile {
     /// its content changed and loads. An invalid or vanished file keeps the policies shown.
     pub fn look(&mut self) -> Look {
         let now = stamp(&self.path);
-        if now == self.seen && (now.is_some() || self.version == FileVersion::absent()) {
+        let unchanged = match now {
+            Some(_) => settled(now),
+            None => self.version == FileVersion::absent(),
+        };
+        if now == self.seen && unchanged {
             return Look::Unchanged;
         }
         self.seen = now;
@@ -230,6 +252,7 @@ impl PolicyFile {
         let version = FileVersion::of(&bytes);
         if version == self.version {
             // Touched, or put back as it was: what is shown is what is on disk.
+            self.refused = None;
             let cleared = self.error.take().is_some();
             return if cleared {
                 Look::Reloaded
@@ -237,15 +260,20 @@ impl PolicyFile {
                 Look::Unchanged
             };
         }
+        if self.refused.as_ref() == Some(&version) {
+            return Look::Unchanged;
+        }
         match parse(&self.path, &bytes) {
             Ok(policies) => {
                 self.policies = policies;
                 self.version = version;
                 self.error = None;
+                self.refused = None;
                 Look::Reloaded
             }
             Err(err) => {
                 self.error = Some(err);
+                self.refused = Some(version);
                 Look::Refused
             }
         }
@@ -315,6 +343,7 @@ impl PolicyFile {
         self.version = FileVersion::of(text.as_bytes());
         self.seen = stamp(&self.path);
         self.error = None;
+        self.refused = None;
         Ok(())
     }
 

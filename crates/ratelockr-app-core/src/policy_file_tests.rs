@@ -271,3 +271,30 @@ fn a_rule_goes_into_the_file_as_a_policy_of_one_limit_keeping_the_files_mode() {
     assert_eq!(err.code, ErrorCode::PolicyExists);
     assert!(err.message.contains("stack of 2"), "{err:?}");
 }
+
+#[test]
+fn a_change_that_keeps_the_stamp_is_seen_by_its_content() {
+    let (_dir, path) = fixture();
+    let mut file = PolicyFile::open(&path).expect("opens");
+    let base = file.version().clone();
+    file.save(&base, false, |book| book.upsert(Some("login"), login(9)))
+        .expect("saved");
+    let saved = std::fs::metadata(&path)
+        .expect("stat")
+        .modified()
+        .expect("mtime");
+    // Same length, written in place, with the save's own modification time: the stamp is
+    // the one the save left, as an edit within the same clock tick leaves it.
+    let text = std::fs::read_to_string(&path).expect("read");
+    std::fs::write(&path, text.replace("capacity = 10", "capacity = -1")).expect("write");
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .and_then(|f| f.set_modified(saved))
+        .expect("set mtime");
+    assert_eq!(file.look(), Look::Refused);
+    assert_eq!(
+        file.error().and_then(|e| e.field.as_deref()),
+        Some("capacity")
+    );
+}
