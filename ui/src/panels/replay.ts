@@ -127,7 +127,7 @@ function renderPolicies() {
   const box = $("replay-policies");
   for (const name of [...chosenPolicies]) if (!state.policies.some((p) => p.name === name)) chosenPolicies.delete(name);
   if (state.policies.length === 0) {
-    box.replaceChildren(h("span", { className: "hint", text: "Create a policy in the Policies card (or import a file) to replay the log through it." }));
+    box.replaceChildren(h("span", { className: "hint", text: "Make a policy in the Policies view (or open a policies file there) to replay the log through it." }));
   } else {
     box.replaceChildren(
       ...state.policies.map((p) => {
@@ -156,7 +156,7 @@ function renderRules() {
   for (const name of [...chosen]) if (!state.rules.some((r) => r.name === name)) chosen.delete(name);
   if (chosen.size === 0 && chosenPolicies.size === 0 && state.rules.length > 0) chosen.add(state.rules[0].name);
   if (state.rules.length === 0) {
-    box.replaceChildren(h("span", { className: "hint", text: "Create a rule in the Rules card to replay the log through it." }));
+    box.replaceChildren(h("span", { className: "hint", text: "Make a rule in the Simulate view (its Rules card) to replay the log through it." }));
   } else {
     box.replaceChildren(
       ...state.rules.map((rule) => {

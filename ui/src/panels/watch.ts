@@ -34,7 +34,7 @@ export async function initWatch() {
     const n = s.policies.length;
     setText(
       $("watch-redis"),
-      watching ? `${fmtInt(n)} ${n === 1 ? "policy" : "policies"} in force · counts from ${s.redis}, the Redis of the Connection card · refreshed every second while this card is on screen` : "",
+      watching ? `${fmtInt(n)} ${n === 1 ? "policy" : "policies"} in force · counts from ${s.redis}, the Redis in the connection settings · refreshed every second while this view is shown` : "",
     );
     const messages = watchMessages(s);
     show($("watch-file-error"), messages.file);
