@@ -395,6 +395,7 @@ describe("RateLockr desktop app", { timeout: 600_000 }, () => {
     await until(async () => !(await visible("#warnings-banner")), 5_000, "the banner is dismissed");
     // A first start opens on Compare, the demos; the rules are Simulate's.
     assert.equal(await browser.execute(() => document.body.dataset.view), "compare");
+    await photograph(join(SHOTS, "first-start.png"), []);
     await view("simulate");
     // The duplicate's survivor is a rule like any other: delete it so the rest starts clean.
     await click('#rule-list [data-rule="dup"]');
