@@ -6,6 +6,7 @@
 //! - [`save_dialog`] where exports go (native dialog, or a directory for tests)
 //! - [`open_dialog`] the log to replay, the TLS files and the policies file to watch (native
 //!   dialog, or a path for tests)
+//! - [`settings_store`] the settings' entries in tauri-plugin-store, each save atomic
 //! - [`window_fit`]  the window shrunk to fit a small screen
 //! - `run`           one app per user (a second launch focuses its window), the window's size
 //!   and position remembered
@@ -17,6 +18,7 @@ pub mod commands;
 pub mod events;
 pub mod open_dialog;
 pub mod save_dialog;
+pub mod settings_store;
 pub mod window_fit;
 
 use ratelockr_app_core::AppCore;
@@ -88,6 +90,7 @@ macro_rules! handler {
 pub fn app<R: Runtime>(builder: Builder<R>) -> Builder<R> {
     builder
         .plugin(tauri_plugin_dialog::init())
+        .plugin(tauri_plugin_store::Builder::default().build())
         .invoke_handler(handler!())
 }
 
@@ -156,7 +159,9 @@ fn open_core<R: Runtime>(
         Some(dir) => dir,
         None => default_data_dir(app)?,
     };
-    Ok(Arc::new(AppCore::open(dir)?))
+    Ok(Arc::new(AppCore::open_with(dir, |path, entries| {
+        settings_store::open(app, path, entries)
+    })?))
 }
 
 /// The app's Tauri context (config, assets, capabilities) from the root tauri.conf.json.

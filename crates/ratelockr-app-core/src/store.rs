@@ -3,9 +3,11 @@
 //! the same moment never sees half a file. A damaged file is set aside first and the file is
 //! kept private to its owner.
 //!
-//! tauri-plugin-store did this before, but it rewrites the file in place (`fs::write`) on each
-//! save and again at exit: an app opened while another was saving read a truncated file, took
-//! it for damaged and started without its rules (seen in the IPC tests).
+//! The desktop app keeps the entries in tauri-plugin-store, but never lets the plugin write
+//! them: its `save` rewrites the file in place (`fs::write`), on each save and again at exit,
+//! and an app opened while another was saving read a truncated file, took it for damaged and
+//! started without its rules (seen in the IPC tests). Every save, the app's included, goes
+//! through [`write_entries`] here.
 
 use crate::settings::{back_up, quarantine_if_corrupt, restrict_to_owner, Persist, Settings};
 use serde_json::{Map, Value};
@@ -25,17 +27,17 @@ pub struct JsonStore {
     entries: Mutex<Map<String, Value>>,
 }
 
-impl JsonStore {
-    fn write(&self, entries: &Map<String, Value>) -> std::io::Result<()> {
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        // Created private (mode 0600 on unix), in the same directory so the rename is atomic.
-        let mut file = tempfile::NamedTempFile::new_in(dir)?;
-        serde_json::to_writer_pretty(&mut file, entries)?;
-        file.write_all(b"\n")?;
-        file.as_file().sync_all()?;
-        file.persist(&self.path).map_err(|e| e.error)?;
-        Ok(())
-    }
+/// Writes `entries` whole to `path`: a private temporary file beside it (mode 0600 on unix, in
+/// the same directory so the rename is atomic), synced, then renamed over it. What every
+/// settings save goes through, the app's tauri-plugin-store included.
+pub fn write_entries(path: &Path, entries: &Map<String, Value>) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut file = tempfile::NamedTempFile::new_in(dir)?;
+    serde_json::to_writer_pretty(&mut file, entries)?;
+    file.write_all(b"\n")?;
+    file.as_file().sync_all()?;
+    file.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 impl Persist for JsonStore {
@@ -45,7 +47,7 @@ impl Persist for JsonStore {
         for (key, value) in updates {
             next.insert(key.to_string(), value);
         }
-        self.write(&next)
+        write_entries(&self.path, &next)
             .map_err(|e| format!("cannot write {}: {e}", self.path.display()))?;
         // Only what reached the disk is what the store holds.
         *entries = next;
@@ -56,6 +58,17 @@ impl Persist for JsonStore {
 /// Opens the settings at `path`: a damaged file is renamed aside, refused entries are
 /// reported and the file copied aside before anything overwrites it.
 pub fn open(path: &Path) -> std::io::Result<(Settings, JsonStore, Vec<String>)> {
+    let (settings, entries, warnings) = load(path)?;
+    let store = JsonStore {
+        path: path.to_path_buf(),
+        entries: Mutex::new(entries),
+    };
+    Ok((settings, store, warnings))
+}
+
+/// Reads the settings at `path` as [`open`] does, with the file's entries as they are, for
+/// another store to keep in memory (the app's tauri-plugin-store).
+pub fn load(path: &Path) -> std::io::Result<(Settings, Map<String, Value>, Vec<String>)> {
     let mut warnings: Vec<String> = quarantine_if_corrupt(path).into_iter().collect();
     if let Err(err) = restrict_to_owner(path) {
         warnings.push(format!(
@@ -86,11 +99,7 @@ pub fn open(path: &Path) -> std::io::Result<(Settings, JsonStore, Vec<String>)> 
         }
         warnings.extend(refused);
     }
-    let store = JsonStore {
-        path: path.to_path_buf(),
-        entries: Mutex::new(entries),
-    };
-    Ok((settings, store, warnings))
+    Ok((settings, entries, warnings))
 }
 
 #[cfg(test)]

@@ -315,6 +315,32 @@ impl AppCore {
         AppCore::new(settings, Box::new(persist), warnings, data_dir)
     }
 
+    /// As [`AppCore::open`], with the settings kept by the store `persist` makes from the
+    /// settings file's path and its entries as read (the desktop app's tauri-plugin-store). A
+    /// damaged file is set aside and refused entries reported first, as ever.
+    pub fn open_with(
+        data_dir: PathBuf,
+        persist: impl FnOnce(
+            &std::path::Path,
+            serde_json::Map<String, serde_json::Value>,
+        ) -> Result<Box<dyn Persist>, String>,
+    ) -> Result<Self, AppError> {
+        let io = |err: std::io::Error| AppError::new(ErrorCode::Store, err.to_string());
+        std::fs::create_dir_all(&data_dir).map_err(io)?;
+        let path = data_dir.join(store::SETTINGS_FILE);
+        let (settings, entries, warnings) = store::load(&path).map_err(io)?;
+        for warning in &warnings {
+            tracing::warn!("{warning}");
+        }
+        let persist = persist(&path, entries).map_err(|e| {
+            AppError::new(
+                ErrorCode::Store,
+                format!("cannot open the settings store: {e}"),
+            )
+        })?;
+        AppCore::new(settings, persist, warnings, data_dir)
+    }
+
     fn connection(&self) -> Connection {
         self.conn.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
