@@ -66,6 +66,9 @@
 //! - `reset`       deleting a rule's (or one client's) limiter state: a maintenance SCAN
 //! - `record`      one decision as a row ([`sim::Record`]), its sink, and the export error
 //!   ([`export::ExportError`]): below `sim`, `replay` and `export`, which all use them
+//! - `decide`      the one decision path, for a rule and a policy alike: deny cache, deadline,
+//!   telemetry, script call, failure mode, metrics
+//! - `rule_check`  a rule's checks and peeks on that path (a policy's are in [`policy::check`])
 //! - `tied_child`  child processes (the managed redis-server) that end with their owner
 //! - `bins`        the bin width that fits a run, for the run chart and the workload preview
 
@@ -82,6 +85,7 @@ pub(crate) mod budget;
 pub mod cluster;
 pub mod commandstats;
 pub(crate) mod conn;
+pub(crate) mod decide;
 pub(crate) mod decision;
 pub mod deny_cache;
 pub mod diagnose;
@@ -103,6 +107,7 @@ pub(crate) mod refund;
 pub mod replay;
 pub(crate) mod reset;
 pub mod rule;
+pub(crate) mod rule_check;
 pub mod rules_file;
 pub mod scripts;
 pub mod server;

@@ -6,10 +6,10 @@ use crate::deny_cache::{DenyCache, DenyCacheOptions, DenyCacheStats};
 use crate::error::{FailureKind, RedisFailure};
 use crate::keys::KeySpace;
 use crate::local_limiter::{LocalDecision, LocalLimiter};
-use crate::rule::{validate_client_key, Rule, RuleError};
-use crate::scripts::{self, At, Call};
+use crate::rule::{Rule, RuleError};
+use crate::scripts;
 use crate::target::RedisTarget;
-use crate::telemetry::{self, FailureLedger, StatsPoint, COUNTER_TTL_SECS};
+use crate::telemetry::{self, FailureLedger, StatsPoint};
 use crate::Outcome;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -143,14 +143,6 @@ pub trait DecisionObserver: Send + Sync {
     fn cache_denied(&self, _rule: &Rule, _elapsed: Duration) {}
     /// A policy's decision (src/policy/), by the policy's name and how it is counted.
     fn policy_decided(&self, _policy: &str, _outcome: PolicyOutcome, _elapsed: Duration) {}
-}
-
-/// How a decision was reached.
-enum Decided {
-    /// Redis decided, or the deny cache repeated its denial.
-    Made(Decision),
-    /// Redis failed; the decision is the failure mode's.
-    Fallback(Decision, RedisFailure),
 }
 
 /// Why `try_check` gave no decision.
@@ -290,182 +282,17 @@ impl Limiter {
         }
     }
 
-    /// One request of cost 1 for `client_key`, on the Redis clock.
-    pub async fn check(&self, rule: &Rule, client_key: &str) -> Result<Decision, RuleError> {
-        self.check_at(rule, client_key, 1, At::ServerClock).await
-    }
-
-    /// One request of `cost` on the Redis clock.
-    pub async fn check_cost(
-        &self,
-        rule: &Rule,
-        client_key: &str,
-        cost: u64,
-    ) -> Result<Decision, RuleError> {
-        self.check_at(rule, client_key, cost, At::ServerClock).await
-    }
-
-    /// One request at an explicit time. Errors only for a cost the rule can never admit or an
-    /// unusable client key; every Redis failure becomes a decision of the failure mode.
-    pub async fn check_at(
-        &self,
-        rule: &Rule,
-        client_key: &str,
-        cost: u64,
-        at: At,
-    ) -> Result<Decision, RuleError> {
-        rule.check_cost(cost)?;
-        match self.decide(rule, client_key, cost, at).await? {
-            Decided::Made(decision) | Decided::Fallback(decision, _) => Ok(decision),
-        }
-    }
-
-    /// One decision, or the Redis failure that prevented it (already counted and logged, and
-    /// the failure mode's decision already counted as made: in degraded mode the local share
-    /// is spent).
-    pub async fn try_check_at(
-        &self,
-        rule: &Rule,
-        client_key: &str,
-        cost: u64,
-        at: At,
-    ) -> Result<Decision, CheckError> {
-        rule.check_cost(cost)?;
-        match self.decide(rule, client_key, cost, at).await? {
-            Decided::Made(decision) => Ok(decision),
-            Decided::Fallback(_, failure) => Err(CheckError::Redis(failure)),
-        }
-    }
-
-    /// What is left for `client_key` now, on the Redis clock, without consuming anything: the
-    /// script is asked with a cost of 0, which writes nothing. `remaining` is what a request
-    /// could take now, `reset_after_ms` when the allowance is full. A peek is not a decision:
-    /// telemetry, metrics and the deny cache do not see it. Redis failures give the failure
-    /// mode's plain decision (fail-open or fail-closed; degraded mode spends nothing on a peek).
-    pub async fn peek(&self, rule: &Rule, client_key: &str) -> Result<Decision, RuleError> {
-        self.peek_at(rule, client_key, At::ServerClock).await
-    }
-
-    /// [`Limiter::peek`] at an explicit time.
-    pub async fn peek_at(
-        &self,
-        rule: &Rule,
-        client_key: &str,
-        at: At,
-    ) -> Result<Decision, RuleError> {
-        match self.decide(rule, client_key, 0, at).await? {
-            Decided::Made(decision) | Decided::Fallback(decision, _) => Ok(decision),
-        }
-    }
-
-    /// A peek, or the Redis failure that prevented it (counted and logged as a failure).
-    pub async fn try_peek_at(
-        &self,
-        rule: &Rule,
-        client_key: &str,
-        at: At,
-    ) -> Result<Decision, CheckError> {
-        match self.decide(rule, client_key, 0, at).await? {
-            Decided::Made(decision) => Ok(decision),
-            Decided::Fallback(_, failure) => Err(CheckError::Redis(failure)),
-        }
-    }
-
-    /// The script call behind checks (cost >= 1, checked by the caller) and peeks (cost 0:
-    /// no deny cache, no telemetry keys, no observer, no fail-open count, for nothing was
-    /// decided).
-    async fn decide(
-        &self,
-        rule: &Rule,
-        client_key: &str,
-        cost: u64,
-        at: At,
-    ) -> Result<Decided, RuleError> {
-        validate_client_key(client_key)?;
-        let at = at.check()?;
-        let peek = cost == 0;
-        let inner = &*self.inner;
-        let keys = &inner.options.keys;
-        let limiter_key = keys.limiter(rule, client_key);
-        // The deny cache keeps time on this process's clock: only decisions on the Redis
-        // clock (now) may use it; an explicit time always asks Redis.
-        let cache = inner
-            .deny_cache
-            .as_ref()
-            .filter(|_| !peek && matches!(at, At::ServerClock));
-        let started = Instant::now();
-        if let Some(cache) = cache {
-            if let Some(hit) = cache.lookup(&limiter_key, rule.algorithm(), cost, started) {
-                // No await point on this path otherwise: a caller looping over cache hits
-                // must still let its runtime's other tasks run.
-                tokio::task::consume_budget().await;
-                if let Some(observer) = &inner.observer {
-                    observer.cache_denied(rule, started.elapsed());
-                }
-                return Ok(Decided::Made(Decision {
-                    by: DecidedBy::Cache,
-                    ..Decision::by_redis(
-                        false,
-                        hit.remaining,
-                        hit.retry_after_ms,
-                        hit.reset_after_ms,
-                    )
-                }));
-            }
-        }
-        let second = at.millis().unwrap_or_else(telemetry::now_ms) / 1000;
-        let stats = (inner.options.telemetry && !peek)
-            .then(|| inner.stats_keys.get(keys, rule.name(), second));
-        let call = Call {
-            algorithm: rule.algorithm(),
-            limiter_key: &limiter_key,
-            stats_keys: stats.as_ref().map(|(a, d)| (&**a, &**d)),
-            stats_ttl_secs: COUNTER_TTL_SECS,
-            cost,
-            at,
-        };
-        let result = self.invoke(&call).await;
-        let elapsed = started.elapsed();
-        let observer = inner.observer.as_ref().filter(|_| !peek);
-        match result {
-            Ok(decision) => {
-                if let Some(cache) = cache {
-                    if !decision.allowed {
-                        cache.insert(&limiter_key, rule.algorithm(), cost, started, &decision);
-                    }
-                }
-                if let Some(observer) = observer {
-                    observer.decided(rule, &decision, elapsed);
-                }
-                Ok(Decided::Made(decision))
-            }
-            Err(failure) => {
-                self.record_failure(&failure);
-                if peek {
-                    return Ok(Decided::Fallback(self.plain_fallback(), failure));
-                }
-                let decision = self.fallback(rule, &limiter_key, cost);
-                if decision.fail_open() {
-                    inner.ledger.record_fail_open(rule.name(), second);
-                }
-                if let Some(observer) = observer {
-                    observer.decided(rule, &decision, elapsed);
-                }
-                Ok(Decided::Fallback(decision, failure))
-            }
-        }
-    }
-
     /// The failure mode's decision without the local limiter: what a peek gets.
-    fn plain_fallback(&self) -> Decision {
+    pub(crate) fn plain_fallback(&self) -> Decision {
         match self.inner.options.failure_mode {
             FailureMode::Closed => Decision::FAIL_CLOSED,
             FailureMode::Open | FailureMode::Degraded { .. } => Decision::FAIL_OPEN,
         }
     }
 
-    /// The decision when Redis cannot be asked.
-    fn fallback(&self, rule: &Rule, limiter_key: &str, cost: u64) -> Decision {
+    /// A rule's decision when Redis cannot be asked: in degraded mode the local limiter's
+    /// share, else the failure mode's.
+    pub(crate) fn rule_fallback(&self, rule: &Rule, limiter_key: &str, cost: u64) -> Decision {
         // `local` is there exactly in degraded mode.
         let Some(local) = &self.inner.local else {
             return self.plain_fallback();
@@ -486,15 +313,23 @@ impl Limiter {
         }
     }
 
-    async fn invoke(&self, call: &Call<'_>) -> Result<Decision, RedisFailure> {
+    /// A rule's telemetry counters of `second` (allowed, denied), names kept per rule.
+    pub(crate) fn rule_stats_keys(&self, rule: &str, second: u64) -> (Arc<str>, Arc<str>) {
+        self.inner
+            .stats_keys
+            .get(&self.inner.options.keys, rule, second)
+    }
+
+    /// One script call under the decision deadline. EVALSHA built in one buffer; on NOSCRIPT
+    /// (a restarted, flushed or newly promoted node) the same call goes again as EVAL to the
+    /// node that answered (`scripts::invoke`).
+    pub(crate) async fn invoke_script(
+        &self,
+        evalsha: &redis::Cmd,
+    ) -> Result<redis::Value, RedisFailure> {
         let mut conn = self.inner.conn.clone();
-        // EVALSHA built in one buffer; on NOSCRIPT (a restarted, flushed or newly promoted
-        // node) the same call goes again as EVAL to the node that answered (`scripts::invoke`).
-        let evalsha = call.evalsha();
-        let reply = self
-            .within_deadline(scripts::invoke(&mut conn, &evalsha))
-            .await?;
-        scripts::parse_value(&reply)
+        self.within_deadline(scripts::invoke(&mut conn, evalsha))
+            .await
     }
 
     /// Runs one Redis call under the decision deadline; running out of time is a `Timeout`.

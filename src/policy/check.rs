@@ -5,14 +5,15 @@
 use super::decision::{LimitResult, NoAnswer, PolicyDecision};
 use super::script::{parse_reply, PolicyCall};
 use super::{Limit, Mode, Policy};
+use crate::decide::{Decided, Subject};
 use crate::decision::PolicyOutcome;
 use crate::deny_cache::DenyCache;
 use crate::error::RedisFailure;
-use crate::limiter::{FailureMode, Limiter};
+use crate::limiter::{DecisionObserver, FailureMode, Limiter};
 use crate::rule::{validate_client_key, RuleError};
-use crate::scripts::{self, At};
-use crate::telemetry::{self, COUNTER_TTL_SECS};
-use std::time::Instant;
+use crate::scripts::At;
+use crate::telemetry::COUNTER_TTL_SECS;
+use std::time::{Duration, Instant};
 
 /// Why a policy check gave no decision.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -68,9 +69,10 @@ impl Limiter {
         at: At,
     ) -> Result<PolicyDecision, PolicyCheckError> {
         refuse_peek(policy, client_key, cost)?;
-        match self.decide_policy(policy, client_key, cost, at).await? {
-            Ok(decision) | Err((decision, _)) => Ok(decision),
-        }
+        Ok(self
+            .decide_policy(policy, client_key, cost, at)
+            .await?
+            .answer())
     }
 
     /// One decision, or the Redis failure that prevented it (already counted and logged, and
@@ -83,10 +85,10 @@ impl Limiter {
         at: At,
     ) -> Result<PolicyDecision, PolicyCheckError> {
         refuse_peek(policy, client_key, cost)?;
-        match self.decide_policy(policy, client_key, cost, at).await? {
-            Ok(decision) => Ok(decision),
-            Err((_, failure)) => Err(PolicyCheckError::Redis(failure)),
-        }
+        Ok(self
+            .decide_policy(policy, client_key, cost, at)
+            .await?
+            .made()?)
     }
 
     /// What is left for `client_key` under `policy` without consuming anything (a cost of 0,
@@ -98,115 +100,130 @@ impl Limiter {
         client_key: &str,
         at: At,
     ) -> Result<PolicyDecision, PolicyCheckError> {
-        match self.decide_policy(policy, client_key, 0, at).await? {
-            Ok(decision) | Err((decision, _)) => Ok(decision),
-        }
+        Ok(self
+            .decide_policy(policy, client_key, 0, at)
+            .await?
+            .answer())
     }
 
-    /// The script call behind checks (cost >= 1) and peeks (cost 0: no telemetry keys, no
-    /// observer, no fail-open count).
-    #[allow(clippy::type_complexity)]
+    /// A policy's decision (cost >= 1) or peek (cost 0) on the one decision path.
     async fn decide_policy(
         &self,
         policy: &Policy,
         client_key: &str,
         cost: u64,
         at: At,
-    ) -> Result<Result<PolicyDecision, (PolicyDecision, RedisFailure)>, PolicyCheckError> {
+    ) -> Result<Decided<PolicyDecision>, PolicyCheckError> {
         validate_client_key(client_key)?;
         let at = at.check()?;
         let (tier, limits) = policy.limits_for(client_key);
         if cost > 0 {
             check_cost(limits, cost)?;
         }
-        let peek = cost == 0;
         let keys = self.keys();
-        let state_keys: Vec<String> = limits
-            .iter()
-            .map(|l| keys.policy_limit(l.kind(), policy.name(), l.name(), client_key))
-            .collect();
-        // The deny cache, for an enforced policy on the Redis clock: a limit Redis has just
-        // denied denies the stack until its wait is over. A shadow policy always asks Redis,
-        // which counts its would-be denials.
-        let cache = self
-            .deny_cache()
-            .filter(|_| !peek && matches!(at, At::ServerClock) && policy.mode() == Mode::Enforce);
-        let started = Instant::now();
-        if let Some(cache) = cache {
-            if let Some(decision) =
-                cached_denial(cache, policy, tier, limits, &state_keys, cost, started)
-            {
-                tokio::task::consume_budget().await;
-                if let Some(observer) = self.observer() {
-                    observer.policy_decided(policy.name(), decision.outcome(), started.elapsed());
-                }
-                return Ok(Ok(decision));
-            }
-        }
-        let second = at.millis().unwrap_or_else(telemetry::now_ms) / 1000;
-        let stats = (self.options().telemetry && !peek).then(|| {
-            PolicyOutcome::COUNTED.map(|outcome| keys.policy_stats(policy.name(), second, outcome))
-        });
-        let call = PolicyCall {
+        let subject = PolicySubject {
+            policy,
+            client_key,
+            tier,
             limits,
-            keys: &state_keys,
+            state_keys: limits
+                .iter()
+                .map(|l| keys.policy_limit(l.kind(), policy.name(), l.name(), client_key))
+                .collect(),
+        };
+        Ok(self.decide(&subject, cost, at).await)
+    }
+}
+
+/// A policy, the client key, its tier's limits and their state keys.
+struct PolicySubject<'a> {
+    policy: &'a Policy,
+    client_key: &'a str,
+    tier: Option<&'a str>,
+    limits: &'a [Limit],
+    state_keys: Vec<String>,
+}
+
+impl Subject for PolicySubject<'_> {
+    type Answer = PolicyDecision;
+
+    fn name(&self) -> &str {
+        self.policy.name()
+    }
+
+    /// Only an enforced policy: a limit Redis has just denied denies the stack until its wait
+    /// is over. A shadow policy always asks Redis, which counts its would-be denials.
+    fn cacheable(&self) -> bool {
+        self.policy.mode() == Mode::Enforce
+    }
+
+    fn cached(&self, cache: &DenyCache, cost: u64, now: Instant) -> Option<PolicyDecision> {
+        cached_denial(
+            cache,
+            self.policy,
+            self.tier,
+            self.limits,
+            &self.state_keys,
+            cost,
+            now,
+        )
+    }
+
+    fn remember(&self, cache: &DenyCache, decision: &PolicyDecision, cost: u64, sent: Instant) {
+        remember(cache, decision, self.limits, &self.state_keys, cost, sent);
+    }
+
+    fn evalsha(&self, limiter: &Limiter, cost: u64, at: At, second: Option<u64>) -> redis::Cmd {
+        let keys = limiter.keys();
+        let stats = second.map(|second| {
+            PolicyOutcome::COUNTED
+                .map(|outcome| keys.policy_stats(self.policy.name(), second, outcome))
+        });
+        PolicyCall {
+            limits: self.limits,
+            keys: &self.state_keys,
             stats_keys: stats
                 .as_ref()
                 .map(|[a, d, s]| [a.as_str(), d.as_str(), s.as_str()]),
             stats_ttl_secs: COUNTER_TTL_SECS,
             cost,
-            mode: policy.mode(),
+            mode: self.policy.mode(),
             at,
-        };
-        let result = self.invoke_policy(&call, policy, tier).await;
-        let elapsed = started.elapsed();
-        let observer = self.observer().filter(|_| !peek);
-        match result {
-            Ok(decision) => {
-                if let Some(cache) = cache {
-                    remember(cache, &decision, limits, &state_keys, cost, started);
-                }
-                if let Some(observer) = observer {
-                    observer.policy_decided(policy.name(), decision.outcome(), elapsed);
-                }
-                Ok(Ok(decision))
-            }
-            Err(failure) => {
-                let failure = self.failed(failure);
-                let answer = match self.options().failure_mode {
-                    FailureMode::Closed => NoAnswer::FailClosed,
-                    // Degraded mode fails open for policies.
-                    FailureMode::Open | FailureMode::Degraded { .. } => NoAnswer::FailOpen,
-                };
-                let decision = PolicyDecision::without_redis(policy, client_key, answer);
-                if !peek {
-                    if decision.fail_open {
-                        self.ledger().record_fail_open(policy.name(), second);
-                    }
-                    if let Some(observer) = observer {
-                        observer.policy_decided(policy.name(), decision.outcome(), elapsed);
-                    }
-                }
-                Ok(Err((decision, failure)))
-            }
         }
+        .evalsha()
     }
 
-    async fn invoke_policy(
-        &self,
-        call: &PolicyCall<'_>,
-        policy: &Policy,
-        tier: Option<&str>,
-    ) -> Result<PolicyDecision, RedisFailure> {
-        let mut conn = self.connection();
-        let evalsha = call.evalsha();
-        let deadline = self.options().deadline;
-        let reply = match tokio::time::timeout(deadline, scripts::invoke(&mut conn, &evalsha)).await
-        {
-            Ok(reply) => reply?,
-            Err(_) => return Err(RedisFailure::timeout(deadline)),
+    fn parse(&self, reply: &redis::Value) -> Result<PolicyDecision, RedisFailure> {
+        parse_reply(
+            reply,
+            self.policy.name(),
+            self.policy.mode(),
+            self.tier,
+            self.limits,
+        )
+    }
+
+    fn fallback(&self, limiter: &Limiter, _cost: u64, _peek: bool) -> PolicyDecision {
+        let answer = match limiter.options().failure_mode {
+            FailureMode::Closed => NoAnswer::FailClosed,
+            // Degraded mode fails open for policies.
+            FailureMode::Open | FailureMode::Degraded { .. } => NoAnswer::FailOpen,
         };
-        parse_reply(&reply, policy.name(), policy.mode(), tier, call.limits)
+        PolicyDecision::without_redis(self.policy, self.client_key, answer)
+    }
+
+    fn is_fail_open(decision: &PolicyDecision) -> bool {
+        decision.fail_open
+    }
+
+    fn observe(
+        &self,
+        observer: &dyn DecisionObserver,
+        decision: &PolicyDecision,
+        _cached: bool,
+        elapsed: Duration,
+    ) {
+        observer.policy_decided(self.policy.name(), decision.outcome(), elapsed);
     }
 }
 
