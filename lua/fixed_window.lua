@@ -39,7 +39,13 @@ next request after that opens a new window at its own now. A clock that goes bac
 the open window (elapsed time is clamped at zero) and never opens a new one. reset_after_ms is
 start + window_ms - now (the TTL mode's PTTL), retry_after_ms that + 1, a denied cost is not
 counted, and the PEXPIRE window_ms set when a window opens only evicts: a window the clock has
-left is replaced whether or not its key is still there. Do not mix the two modes on one key.
+left is replaced whether or not its key is still there.
+
+A KEY LEFT BY THE OTHER MODE (a hash {start, count} met without now_ms, an integer count met
+with it: a simulation on the caller's clock, then a check on the server's) is read as this mode
+reads its own, the window ending with the key's PTTL; a check (cost >= 1) first rewrites it in
+this mode's form, keeping its count and its PTTL, and a peek writes nothing. Anything else at
+the key is still the WRONGTYPE error it was.
 
 EXAMPLE  (100 requests per 60 s)
   redis-cli EVAL "$(cat fixed_window.lua)" 1 ratelockr:fw:{api}:user42 100 60000
@@ -115,25 +121,58 @@ if clock then
   end
 end
 
+-- A key left by the other mode (see A KEY LEFT BY THE OTHER MODE) is met only after a pcall's
+-- error; what reads and rewrites it is written out there, off the hot path (a helper function
+-- here would be a closure built on every call).
+
 if cost == 0 then
   -- A peek: what is left of this window; nothing written, nothing counted.
   local used, left = 0, 0
   if clock then
-    local state = redis.call('HMGET', key, 'start', 'count')
-    local start = tonumber(state[1])
-    if start ~= nil and tonumber(state[2]) ~= nil and now - start <= window then
-      used, left = tonumber(state[2]), start + window - math.max(now, start)
+    local state = redis.pcall('HMGET', key, 'start', 'count')
+    if state.err then
+      -- The TTL mode's integer count?
+      local count = tonumber(redis.call('GET', key))
+      if not count or count % 1 ~= 0 then return redis.error_reply(state.err) end
+      local ttl = redis.call('PTTL', key)
+      if ttl > 0 then used, left = count, ttl end
+    else
+      local start = tonumber(state[1])
+      if start ~= nil and tonumber(state[2]) ~= nil and now - start <= window then
+        used, left = tonumber(state[2]), start + window - math.max(now, start)
+      end
     end
   else
-    used = tonumber(redis.call('GET', key) or '0')
-    left = redis.call('PTTL', key)
+    local value = redis.pcall('GET', key)
+    if type(value) == 'table' and value.err then
+      -- The clock mode's {start, count}?
+      local state = redis.call('HMGET', key, 'start', 'count')
+      if not (tonumber(state[1]) and tonumber(state[2])) then return redis.error_reply(value.err) end
+      left = redis.call('PTTL', key)
+      if left > 0 then used = tonumber(state[2]) end
+    else
+      used = tonumber(value or '0')
+      left = redis.call('PTTL', key)
+    end
     if left < 0 then left = 0 end
   end
   return {1, math.floor(math.max(limit - used, 0)), 0, math.floor(left)}
 end
 
 if clock then
-  local state = redis.call('HMGET', key, 'start', 'count')
+  local state = redis.pcall('HMGET', key, 'start', 'count')
+  if state.err then
+    -- The TTL mode's integer count: rewritten as {start, count} with its PTTL.
+    local count = tonumber(redis.call('GET', key))
+    if not count or count % 1 ~= 0 then return redis.error_reply(state.err) end
+    local left = redis.call('PTTL', key)
+    redis.call('DEL', key)
+    if left > 0 then
+      redis.call('HSET', key, 'start', now - (window - left), 'count', count)
+      redis.call('PEXPIRE', key, left)
+    end
+    state = redis.call('HMGET', key, 'start', 'count')
+  end
   local start, used = tonumber(state[1]), tonumber(state[2])
   -- A window the clock has left (or no window) is replaced; its key may not have expired yet.
   local fresh = start == nil or used == nil or now - start > window
@@ -148,7 +187,18 @@ if clock then
     redis.call('HSET', key, 'count', count)
   end
 else
-  count = redis.call('INCRBY', key, cost_arg)
+  count = redis.pcall('INCRBY', key, cost_arg)
+  if type(count) == 'table' then
+    -- The clock mode's {start, count}: rewritten as an integer count with its PTTL.
+    local state = redis.pcall('HMGET', key, 'start', 'count')
+    if state.err or not (tonumber(state[1]) and tonumber(state[2])) then
+      return redis.error_reply(count.err)
+    end
+    local left = redis.call('PTTL', key)
+    redis.call('DEL', key)
+    if left > 0 then redis.call('SET', key, state[2], 'PX', left) end
+    count = redis.call('INCRBY', key, cost_arg)
+  end
   ttl = redis.call('PTTL', key)
   if ttl < 0 then
     redis.call('PEXPIRE', key, window)

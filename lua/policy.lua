@@ -340,7 +340,23 @@ for i = 1, n do
     -- entries in the window; the log's clock; the newest entry's time; the window's bound
     v[b + 6], v[b + 7], v[b + 8], v[b + 9] = count, at, newest_score, oldest_out
   elseif fw_clock then
-    local state = redis.call('HMGET', key, 'start', 'count')
+    local state = redis.pcall('HMGET', key, 'start', 'count')
+    if state.err then
+      -- A count the server clock's mode left (fixed_window.lua, A KEY LEFT BY THE OTHER
+      -- MODE): read as {start, count} ending with its PTTL, and so rewritten by a check.
+      local count = tonumber(redis.call('GET', key))
+      if not count or count % 1 ~= 0 then return redis.error_reply(state.err) end
+      local left = redis.call('PTTL', key)
+      state = {false, false}
+      if left > 0 then state = {now - (v[b + 3] - left), count} end
+      if cost > 0 then
+        redis.call('DEL', key)
+        if left > 0 then
+          redis.call('HSET', key, 'start', state[1], 'count', count)
+          redis.call('PEXPIRE', key, left)
+        end
+      end
+    end
     local start, used = tonumber(state[1]), tonumber(state[2])
     local fresh = start == nil or used == nil or now - start > v[b + 3]
     if fresh then start, used = now, 0 end
@@ -348,7 +364,19 @@ for i = 1, n do
     yes = cost == 0 or used + cost <= v[b + 2]
     v[b + 6], v[b + 7], v[b + 8] = used, start, fresh -- count so far; window start; a window to open
   else
-    local value = redis.call('GET', key)
+    local value = redis.pcall('GET', key)
+    if type(value) == 'table' and value.err then
+      -- A {start, count} the caller's clock left (fixed_window.lua, A KEY LEFT BY THE OTHER
+      -- MODE): read as a count ending with its PTTL, and so rewritten by a check.
+      local state = redis.call('HMGET', key, 'start', 'count')
+      if not (tonumber(state[1]) and tonumber(state[2])) then return redis.error_reply(value.err) end
+      local left = redis.call('PTTL', key)
+      value = left > 0 and state[2]
+      if cost > 0 then
+        redis.call('DEL', key)
+        if value then redis.call('SET', key, value, 'PX', left) end
+      end
+    end
     local used = 0
     if value then
       used = tonumber(value)

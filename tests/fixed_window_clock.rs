@@ -257,3 +257,93 @@ async fn decides_as_the_ttl_mode_on_the_same_timeline() {
         assert_eq!(clock, *ttl, "request {i} at +{} ms, cost {cost}", t - T0);
     }
 }
+
+/// A window one mode left is read by the other as its own (the count and the window's end
+/// kept), and a check rewrites it in its own form: a simulation on the caller's clock, then a
+/// peek or a check on the server's, decides instead of failing open on WRONGTYPE. A peek
+/// writes nothing; a key holding anything else is still refused.
+#[tokio::test]
+async fn a_window_left_by_the_other_mode_is_read_and_kept() {
+    let server = redis();
+    let limiter = limiter(&server, "fwc-modes");
+    let rule = Rule::fixed_window("fw", 5, 600_000).expect("valid rule");
+    let policy = ratelockr::Policy::new(
+        "fwp",
+        vec![ratelockr::Limit::fixed_window("daily", 5, 600_000).expect("valid")],
+    )
+    .expect("valid");
+    let now = ratelockr::telemetry::now_ms();
+    let key_type = |key: String| {
+        let limiter = limiter.clone();
+        async move {
+            let t: String = query(&limiter, redis::cmd("TYPE").arg(key)).await;
+            t
+        }
+    };
+
+    // Caller's clock first (a hash), then the server's (an integer count).
+    let state = limiter.keys().limiter(&rule, "a");
+    for _ in 0..2 {
+        at(&limiter, &rule, "a", 1, now).await;
+    }
+    let peek = limiter.peek(&rule, "a").await.expect("valid");
+    assert_eq!((peek.fail_open(), peek.remaining), (false, 3), "{peek:?}");
+    assert_eq!(
+        key_type(state.clone()).await,
+        "hash",
+        "a peek writes nothing"
+    );
+    let d = limiter.check(&rule, "a").await.expect("valid");
+    assert_eq!(
+        (d.fail_open(), d.allowed, d.remaining),
+        (false, true, 2),
+        "{d:?}"
+    );
+    assert!(
+        d.reset_after_ms <= 600_000 && d.reset_after_ms > 500_000,
+        "{d:?}"
+    );
+    assert_eq!(key_type(state.clone()).await, "string");
+
+    // And back: the server's count read on the caller's clock.
+    let peek = at(&limiter, &rule, "a", 0, now + 10).await;
+    assert_eq!(peek.remaining, 2, "{peek:?}");
+    let d = at(&limiter, &rule, "a", 2, now + 10).await;
+    assert_eq!((d.allowed, d.remaining), (true, 0), "{d:?}");
+    assert_eq!(key_type(state.clone()).await, "hash");
+    let d = limiter.check(&rule, "a").await.expect("valid");
+    assert_eq!(
+        (d.fail_open(), d.allowed),
+        (false, false),
+        "the count of 5 held: {d:?}"
+    );
+
+    // The policy script reads across the modes as the standalone one does.
+    let p = limiter
+        .check_policy_at(&policy, "b", 1, At::Millis(now))
+        .await
+        .expect("valid");
+    assert!(p.allowed && !p.fail_open, "{p:?}");
+    let p = limiter.check_policy(&policy, "b").await.expect("valid");
+    assert_eq!(
+        (p.allowed, p.fail_open, p.remaining),
+        (true, false, 3),
+        "{p:?}"
+    );
+    let p = limiter
+        .peek_policy_at(&policy, "b", At::Millis(now + 5))
+        .await
+        .expect("valid");
+    assert_eq!((p.fail_open, p.remaining), (false, 3), "{p:?}");
+
+    // Anything else at the key is still a misconfiguration, named.
+    let other = limiter.keys().limiter(&rule, "c");
+    let _: i64 = query(&limiter, redis::cmd("RPUSH").arg(&other).arg("x")).await;
+    for t in [At::ServerClock, At::Millis(now)] {
+        let failed = limiter.try_check_at(&rule, "c", 1, t).await;
+        assert!(
+            matches!(&failed, Err(ratelockr::CheckError::Redis(f)) if f.message.contains("WRONGTYPE")),
+            "{t:?}: {failed:?}"
+        );
+    }
+}

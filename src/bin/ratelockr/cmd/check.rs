@@ -35,8 +35,7 @@ pub struct CheckArgs {
     pub peek: bool,
     /// Decide at this time (ms since the epoch) instead of the Redis server's clock: every
     /// algorithm, the fixed window included, so the same request at the same time gets the
-    /// same answer. (A fixed window's key is kept in its clock mode then: use --now-ms on a
-    /// key always or never.)
+    /// same answer.
     #[arg(long)]
     pub now_ms: Option<u64>,
     /// Print the HTTP answer the decision implies instead (status, RateLimit-Policy,
