@@ -6,7 +6,7 @@
 export type TopKey = { key: string, 
 /**
  * Requests counted for this key (all of them unless `denied_error` > 0, see
- * [`RuleReport::top_keys_exact`]).
+ * `RuleReport::top_keys_exact` in the report).
  */
 requests: number, allowed: number, denied: number, denied_pct: number, 
 /**

@@ -76,7 +76,10 @@ async fn traffic(redis: &EmbeddedRedis, file: &Path, policy: &str, key: &str, n:
         .find(|p| p.name() == policy)
         .expect("policy");
     for _ in 0..n {
-        let decision = other.check_policy_cost(policy, key, 1).await.expect("decided");
+        let decision = other
+            .check_policy_cost(policy, key, 1)
+            .await
+            .expect("decided");
         assert!(!decision.fail_open, "Redis decided: {decision:?}");
     }
 }
