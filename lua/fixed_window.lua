@@ -131,9 +131,9 @@ if cost == 0 then
   if clock then
     local state = redis.pcall('HMGET', key, 'start', 'count')
     if state.err then
-      -- The TTL mode's integer count?
-      local count = tonumber(redis.call('GET', key))
-      if not count or count % 1 ~= 0 then return redis.error_reply(state.err) end
+      -- The TTL mode's integer count? Any other error is raised as the call's own.
+      local count = state.err:sub(1, 9) == 'WRONGTYPE' and tonumber(redis.call('GET', key))
+      if not count or count % 1 ~= 0 then redis.call('HMGET', key, 'start', 'count') end
       local ttl = redis.call('PTTL', key)
       if ttl > 0 then used, left = count, ttl end
     else
@@ -145,9 +145,9 @@ if cost == 0 then
   else
     local value = redis.pcall('GET', key)
     if type(value) == 'table' and value.err then
-      -- The clock mode's {start, count}?
-      local state = redis.call('HMGET', key, 'start', 'count')
-      if not (tonumber(state[1]) and tonumber(state[2])) then return redis.error_reply(value.err) end
+      -- The clock mode's {start, count}? Any other error is raised as the call's own.
+      local state = value.err:sub(1, 9) == 'WRONGTYPE' and redis.call('HMGET', key, 'start', 'count')
+      if not (state and tonumber(state[1]) and tonumber(state[2])) then redis.call('GET', key) end
       left = redis.call('PTTL', key)
       if left > 0 then used = tonumber(state[2]) end
     else
@@ -162,9 +162,10 @@ end
 if clock then
   local state = redis.pcall('HMGET', key, 'start', 'count')
   if state.err then
-    -- The TTL mode's integer count: rewritten as {start, count} with its PTTL.
-    local count = tonumber(redis.call('GET', key))
-    if not count or count % 1 ~= 0 then return redis.error_reply(state.err) end
+    -- The TTL mode's integer count: rewritten as {start, count} with its PTTL. Any other error
+    -- is raised as the call's own.
+    local count = state.err:sub(1, 9) == 'WRONGTYPE' and tonumber(redis.call('GET', key))
+    if not count or count % 1 ~= 0 then redis.call('HMGET', key, 'start', 'count') end
     local left = redis.call('PTTL', key)
     redis.call('DEL', key)
     if left > 0 then
@@ -189,10 +190,11 @@ if clock then
 else
   count = redis.pcall('INCRBY', key, cost_arg)
   if type(count) == 'table' then
-    -- The clock mode's {start, count}: rewritten as an integer count with its PTTL.
-    local state = redis.pcall('HMGET', key, 'start', 'count')
-    if state.err or not (tonumber(state[1]) and tonumber(state[2])) then
-      return redis.error_reply(count.err)
+    -- The clock mode's {start, count}: rewritten as an integer count with its PTTL. Any
+    -- other error is raised as the call's own.
+    local state = count.err:sub(1, 9) == 'WRONGTYPE' and redis.pcall('HMGET', key, 'start', 'count')
+    if not state or state.err or not (tonumber(state[1]) and tonumber(state[2])) then
+      redis.call('INCRBY', key, cost_arg)
     end
     local left = redis.call('PTTL', key)
     redis.call('DEL', key)

@@ -344,8 +344,8 @@ for i = 1, n do
     if state.err then
       -- A count the server clock's mode left (fixed_window.lua, A KEY LEFT BY THE OTHER
       -- MODE): read as {start, count} ending with its PTTL, and so rewritten by a check.
-      local count = tonumber(redis.call('GET', key))
-      if not count or count % 1 ~= 0 then return redis.error_reply(state.err) end
+      local count = state.err:sub(1, 9) == 'WRONGTYPE' and tonumber(redis.call('GET', key))
+      if not count or count % 1 ~= 0 then redis.call('HMGET', key, 'start', 'count') end
       local left = redis.call('PTTL', key)
       state = {false, false}
       if left > 0 then state = {now - (v[b + 3] - left), count} end
@@ -368,8 +368,8 @@ for i = 1, n do
     if type(value) == 'table' and value.err then
       -- A {start, count} the caller's clock left (fixed_window.lua, A KEY LEFT BY THE OTHER
       -- MODE): read as a count ending with its PTTL, and so rewritten by a check.
-      local state = redis.call('HMGET', key, 'start', 'count')
-      if not (tonumber(state[1]) and tonumber(state[2])) then return redis.error_reply(value.err) end
+      local state = value.err:sub(1, 9) == 'WRONGTYPE' and redis.call('HMGET', key, 'start', 'count')
+      if not (state and tonumber(state[1]) and tonumber(state[2])) then redis.call('GET', key) end
       local left = redis.call('PTTL', key)
       value = left > 0 and state[2]
       if cost > 0 then
