@@ -342,20 +342,14 @@ for i = 1, n do
   elseif fw_clock then
     local state = redis.pcall('HMGET', key, 'start', 'count')
     if state.err then
-      -- A count the server clock's mode left (fixed_window.lua, A KEY LEFT BY THE OTHER
-      -- MODE): read as {start, count} ending with its PTTL, and so rewritten by a check.
+      -- The server clock's count (fixed_window.lua, A KEY LEFT BY THE OTHER MODE)
       local count = state.err:sub(1, 9) == 'WRONGTYPE' and tonumber(redis.call('GET', key))
       if not count or count % 1 ~= 0 then redis.call('HMGET', key, 'start', 'count') end
       local left = redis.call('PTTL', key)
-      state = {false, false}
-      if left > 0 then state = {now - (v[b + 3] - left), count} end
-      if cost > 0 then
-        redis.call('DEL', key)
-        if left > 0 then
-          redis.call('HSET', key, 'start', state[1], 'count', count)
-          redis.call('PEXPIRE', key, left)
-        end
-      end
+      state = left > 0 and {now - (v[b + 3] - left), count} or {false, false}
+      if cost > 0 then redis.call('DEL', key) end
+      if cost > 0 and left > 0 then redis.call('HSET', key, 'start', state[1], 'count', count) end
+      if cost > 0 and left > 0 then redis.call('PEXPIRE', key, left) end
     end
     local start, used = tonumber(state[1]), tonumber(state[2])
     local fresh = start == nil or used == nil or now - start > v[b + 3]
@@ -366,16 +360,13 @@ for i = 1, n do
   else
     local value = redis.pcall('GET', key)
     if type(value) == 'table' and value.err then
-      -- A {start, count} the caller's clock left (fixed_window.lua, A KEY LEFT BY THE OTHER
-      -- MODE): read as a count ending with its PTTL, and so rewritten by a check.
+      -- The caller's clock's {start, count} (fixed_window.lua, A KEY LEFT BY THE OTHER MODE)
       local state = value.err:sub(1, 9) == 'WRONGTYPE' and redis.call('HMGET', key, 'start', 'count')
       if not (state and tonumber(state[1]) and tonumber(state[2])) then redis.call('GET', key) end
       local left = redis.call('PTTL', key)
       value = left > 0 and state[2]
-      if cost > 0 then
-        redis.call('DEL', key)
-        if value then redis.call('SET', key, value, 'PX', left) end
-      end
+      if cost > 0 then redis.call('DEL', key) end
+      if cost > 0 and value then redis.call('SET', key, value, 'PX', left) end
     end
     local used = 0
     if value then
