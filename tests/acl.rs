@@ -178,7 +178,10 @@ async fn the_readmes_acl_user_decides_with_all_five_and_a_policy() {
     }
     let policy =
         ratelockr::Policy::from_rule(&Rule::fixed_window("acl-policy", 5, 60_000).expect("valid"));
-    let decided = limiter.check_policy_cost(&policy, "k", 1).await.expect("valid");
+    let decided = limiter
+        .check_policy_cost(&policy, "k", 1)
+        .await
+        .expect("valid");
     assert!(!decided.fail_open, "{decided:?}");
     limiter
         .stats("acl-policy")

@@ -236,7 +236,10 @@ async fn a_rule_and_the_policy_it_becomes_share_their_state() {
         admitted += u64::from(if i % 2 == 0 {
             common::decide_now(&limiter, &rule, "u", 1).await.allowed
         } else {
-            let d = limiter.check_policy_cost(&policy, "u", 1).await.expect("valid");
+            let d = limiter
+                .check_policy_cost(&policy, "u", 1)
+                .await
+                .expect("valid");
             assert!(!d.fail_open);
             d.allowed
         });
