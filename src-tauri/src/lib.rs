@@ -247,7 +247,11 @@ pub fn run() {
     let app = match app(builder.plugin(window_state()))
         .setup(|app| {
             open_main_window(app.handle())?;
-            window_fit::fit_main_window(app.handle());
+            // A size and place the user left are restored as they were; only a first start
+            // fits the configured size to a small screen.
+            if !has_saved_state(app.handle()) {
+                window_fit::fit_main_window(app.handle());
+            }
             install(app.handle(), None)
         })
         .build(context())
