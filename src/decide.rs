@@ -110,10 +110,10 @@ impl Limiter {
         let second = at.millis().unwrap_or_else(telemetry::now_ms) / 1000;
         let counted = (self.options().telemetry && !peek).then_some(second);
         let evalsha = subject.evalsha(self, cost, at, counted);
-        let result = match self.invoke_script(&evalsha).await {
-            Ok(reply) => subject.parse(&reply),
-            Err(failure) => Err(failure),
-        };
+        let result = self
+            .invoke_script(&evalsha)
+            .await
+            .and_then(|reply| subject.parse(&reply));
         let elapsed = started.elapsed();
         let observer = self.observer().filter(|_| !peek);
         match result {

@@ -133,14 +133,15 @@ fn default_data_dir<R: Runtime>(
 /// opens here). With `$RATELOCKR_DATA_DIR` set, the webview keeps its own data (WebKit's
 /// caches and storage) under it too, in `webview/`: a test run writes nothing in the home
 /// directory, and no earlier run's webview data reaches it.
-fn open_main_window<R: Runtime>(app: &tauri::AppHandle<R>) -> tauri::Result<()> {
+/// `restored`: the window-state plugin has the user's last size and place for it.
+fn open_main_window<R: Runtime>(app: &tauri::AppHandle<R>, restored: bool) -> tauri::Result<()> {
     let Some(config) = app.config().app.windows.iter().find(|w| w.label == "main") else {
         return Ok(());
     };
     let mut config = config.clone();
     // A window placed by the user last time opens there (the window-state plugin restores it
     // as the window is made); centring it afterwards would undo that.
-    if has_saved_state(app) {
+    if restored {
         config.center = false;
     }
     let mut window = tauri::WebviewWindowBuilder::from_config(app, &config)?;
@@ -246,10 +247,12 @@ pub fn run() {
     }
     let app = match app(builder.plugin(window_state()))
         .setup(|app| {
-            open_main_window(app.handle())?;
+            // Read once, before the window exists (the plugin may save its state once it does).
+            let restored = has_saved_state(app.handle());
+            open_main_window(app.handle(), restored)?;
             // A size and place the user left are restored as they were; only a first start
             // fits the configured size to a small screen.
-            if !has_saved_state(app.handle()) {
+            if !restored {
                 window_fit::fit_main_window(app.handle());
             }
             install(app.handle(), None)
