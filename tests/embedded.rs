@@ -8,11 +8,21 @@ use common::embedded_server_of as server_of;
 use ratelockr::embedded::{ping, reap_orphans};
 use ratelockr::EmbeddedRedis;
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
+
+/// Every embedded start sweeps the machine for orphans, so the tests here take turns: one
+/// test's start would otherwise stop the other's orphan before that test saw it answer.
+static SWEEPS: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    SWEEPS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// Linux: the server is tied to its owner and the kernel stops it when the owner dies.
 #[cfg(target_os = "linux")]
 #[test]
 fn a_server_whose_owner_is_killed_stops_by_itself() {
+    let _turn = one_at_a_time();
     if ratelockr::embedded::find_on_path("setpriv").is_none() {
         eprintln!("skipped: no setpriv on PATH (util-linux); the next start reaps instead");
         return;
@@ -52,6 +62,7 @@ fn a_server_whose_owner_is_killed_stops_by_itself() {
 /// left by a shell that starts a server in the background, as an owner would, and exits.
 #[test]
 fn a_server_left_behind_by_a_dead_owner_is_stopped_by_the_next_start() {
+    let _turn = one_at_a_time();
     let server = ratelockr::embedded::find_on_path("redis-server");
     let program = std::env::var(ratelockr::embedded::SERVER_ENV)
         .ok()
@@ -116,6 +127,7 @@ exec 0</dev/null 1>/dev/null 2>&1
 /// themselves.
 #[test]
 fn a_killed_server_starts_again_on_its_port() {
+    let _turn = one_at_a_time();
     let server = ratelockr::EmbeddedRedis::start().expect("redis-server on PATH");
     assert!(
         !server.restart_if_exited().expect("alive"),
