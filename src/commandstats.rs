@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 /// EVALSHA's counters as `INFO commandstats` reports them, since the server started (or its
 /// last `CONFIG RESETSTAT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct EvalshaStats {
+pub struct EvalshaStats {
     pub calls: u64,
     pub usec: u64,
 }
@@ -31,7 +31,7 @@ pub struct RedisCost {
 impl EvalshaStats {
     /// The cost from `self` (before) to `after`. A reset in between (fewer calls after than
     /// before) gives None rather than a nonsense difference.
-    pub(crate) fn cost_until(&self, after: &EvalshaStats) -> Option<RedisCost> {
+    pub fn cost_until(&self, after: &EvalshaStats) -> Option<RedisCost> {
         let calls = after.calls.checked_sub(self.calls)?;
         let usec = after.usec.checked_sub(self.usec)?;
         Some(RedisCost {
@@ -48,13 +48,13 @@ impl EvalshaStats {
 
 /// Parses the `cmdstat_evalsha:calls=…,usec=…,…` line of `INFO commandstats`; no line means
 /// no calls yet.
-pub(crate) fn parse_evalsha(info: &str) -> Result<EvalshaStats, RedisFailure> {
+pub fn parse_evalsha(info: &str) -> Result<EvalshaStats, RedisFailure> {
     parse_command(info, "evalsha")
 }
 
 /// The counters of any command (`incr`, `evalsha`, lower case as Redis prints them), as
 /// [`parse_evalsha`] reads EVALSHA's.
-pub(crate) fn parse_command(info: &str, command: &str) -> Result<EvalshaStats, RedisFailure> {
+pub fn parse_command(info: &str, command: &str) -> Result<EvalshaStats, RedisFailure> {
     let prefix = format!("cmdstat_{command}:");
     let Some(line) = info
         .lines()
@@ -81,7 +81,7 @@ pub(crate) fn parse_command(info: &str, command: &str) -> Result<EvalshaStats, R
 
 /// Reads EVALSHA's counters from the server behind `conn`: on a cluster, summed over its
 /// masters (each node counts only its own calls).
-pub(crate) async fn read_evalsha(conn: &mut Conn) -> Result<EvalshaStats, RedisFailure> {
+pub async fn read_evalsha(conn: &mut Conn) -> Result<EvalshaStats, RedisFailure> {
     let mut cmd = redis::cmd("INFO");
     cmd.arg("commandstats");
     let Some(masters) = conn.masters().await? else {

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 /// Timeouts and retries of a connection.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct ConnOptions {
+pub struct ConnOptions {
     pub connect_timeout: Duration,
     /// The longest one command (a cluster's redirections and retries included) may take.
     pub response_timeout: Duration,
@@ -116,10 +116,7 @@ impl Conn {
     }
 
     /// A connection to `target`, connected now (within `options.connect_timeout`).
-    pub(crate) async fn connect(
-        target: &RedisTarget,
-        options: ConnOptions,
-    ) -> Result<Conn, RedisFailure> {
+    pub async fn connect(target: &RedisTarget, options: ConnOptions) -> Result<Conn, RedisFailure> {
         let timeout = options.connect_timeout;
         let connecting = async {
             let conn = Conn::lazy(target, options);
@@ -255,7 +252,7 @@ impl Conn {
     }
 
     /// `cmd` sent to one node of the cluster by address (to the one Redis when single).
-    pub(crate) async fn on_node<T: redis::FromRedisValue>(
+    pub async fn on_node<T: redis::FromRedisValue>(
         &mut self,
         cmd: &Cmd,
         node: &ClusterNode,

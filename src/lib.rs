@@ -21,7 +21,12 @@
 //! # }
 //! ```
 //!
-//! The modules other crates use (the CLI, the tower layer, the app, the tests and benches):
+//! This crate is the core a service links: limits and policies, the one decision path,
+//! telemetry, metrics, headers, the decision endpoint, cluster and TLS, the embedded Redis. The
+//! lab (simulator, replay, sweeps, exports) is `ratelockr-lab`, the `ratelockr` command and its
+//! benchmarks are `ratelockr-cli`; both build on this crate and this crate on neither.
+//!
+//! The modules other crates use (the lab, the CLI, the tower layer, the app, the tests):
 //!
 //! - [`rule`]      rules: a name and an algorithm with validated parameters
 //! - [`scripts`]   the five Lua scripts (`lua/`), hashed once, replies parsed into decisions
@@ -38,20 +43,13 @@
 //! - [`embedded`]  a managed private redis-server on a free loopback port
 //! - [`embedded_cluster`] a private Redis Cluster (masters and replicas) for tests and measurements
 //! - [`backend`]   choosing the configured Redis or the embedded one
-//! - [`sim`]       the traffic simulator: workloads, compare mode (all five), the naive race
-//!   demo, the sliding window counter judged by the exact log
-//! - [`sweep`]     grids of one or two of a rule's parameters, for replays and simulations,
-//!   and the smallest configuration within a bound, said as a sentence
 //! - [`atomic_file`] files written whole or not at all: a temporary file, renamed when complete
-//! - [`export`]    simulation records as CSV, per-second charts as PNG or SVG
 //! - [`metrics`]   Prometheus metrics of decisions, served at `GET /api/metrics`
-//! - [`replay`]    a real log decided on its own clock through the rules' scripts: who was denied
 //! - [`api`]       the decision endpoint for any language: `POST /api/check`, `GET /api/rules`
 //! - [`rules_file`] a list of rules from a JSON or TOML file (`serve --rules`, `replay --rules`)
 //! - [`key_expr`]  key expressions (`ip+path[1]`, `header:x-api-key`): what a policy keys by
 //! - [`policy`]    policies: stacked limits decided all or nothing in one call, shadow mode,
 //!   tiers; policy files (TOML, JSON; rules files load as policies of one limit)
-//! - [`mod@bench`] load tests: the engine against redis-benchmark's ceiling, Lua cost, stats cost
 //!
 //! Inside the crate (what of them others use is re-exported below, at the root):
 //!
@@ -64,13 +62,10 @@
 //! - `local_limiter` degraded mode: the rule's per-instance share, decided in process
 //! - `refund`      giving back what an admitted request took, when a later rule denies it
 //! - `reset`       deleting a rule's (or one client's) limiter state: a maintenance SCAN
-//! - `record`      one decision as a row ([`sim::Record`]), its sink, and the export error
-//!   ([`export::ExportError`]): below `sim`, `replay` and `export`, which all use them
 //! - `decide`      the one decision path, for a rule and a policy alike: deny cache, deadline,
 //!   telemetry, script call, failure mode, metrics
 //! - `rule_check`  a rule's checks and peeks on that path (a policy's are in [`policy::check`])
 //! - `tied_child`  child processes (the managed redis-server) that end with their owner
-//! - `bins`        the bin width that fits a run, for the run chart and the workload preview
 
 // An item of a crate-private module is `pub(crate)`: `pub` says another crate can reach it.
 #![warn(unreachable_pub)]
@@ -79,9 +74,6 @@ pub(crate) mod acl;
 pub mod api;
 pub mod atomic_file;
 pub mod backend;
-pub mod bench;
-pub(crate) mod bins;
-pub(crate) mod budget;
 pub mod cluster;
 pub mod commandstats;
 pub(crate) mod conn;
@@ -92,7 +84,6 @@ pub mod diagnose;
 pub mod embedded;
 pub mod embedded_cluster;
 pub(crate) mod error;
-pub mod export;
 pub mod headers;
 pub mod key_expr;
 pub mod keys;
@@ -102,25 +93,21 @@ pub(crate) mod local_limiter;
 pub mod log_memory;
 pub mod metrics;
 pub mod policy;
-pub(crate) mod record;
 pub(crate) mod refund;
-pub mod replay;
 pub(crate) mod reset;
 pub mod rule;
 pub(crate) mod rule_check;
 pub mod rules_file;
 pub mod scripts;
 pub mod server;
-pub mod sim;
-pub(crate) mod slot_route;
-pub mod sweep;
+pub mod slot_route;
 pub(crate) mod target;
 pub mod telemetry;
 pub(crate) mod tied_child;
 pub mod topology;
 
 pub use backend::{Backend, BackendError, BackendKind};
-pub use conn::Conn;
+pub use conn::{Conn, ConnOptions};
 pub use decision::{DecidedBy, Decision, DecisionJson, Outcome, PolicyOutcome};
 pub use deny_cache::DenyCacheOptions;
 pub use embedded::{EmbeddedError, EmbeddedRedis};

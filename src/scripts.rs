@@ -104,7 +104,7 @@ impl At {
 /// node finds it. Nothing depends on a SCRIPT LOAD reaching every node, and a Redis user that
 /// may run scripts but not `SCRIPT LOAD` them is served the same way. `None` for anything but
 /// an EVALSHA of one of the five scripts or the policy script.
-pub(crate) fn eval_of(evalsha: &redis::Cmd) -> Option<redis::Cmd> {
+pub fn eval_of(evalsha: &redis::Cmd) -> Option<redis::Cmd> {
     let mut args = evalsha.args_iter();
     let (Some(redis::Arg::Simple(b"EVALSHA")), Some(redis::Arg::Simple(sha))) =
         (args.next(), args.next())
@@ -131,11 +131,8 @@ pub(crate) fn eval_of(evalsha: &redis::Cmd) -> Option<redis::Cmd> {
 /// routed by the same key. NOPERM is named: on the EVALSHA the user may not run scripts, on
 /// the EVAL it may not put one in the cache. The one recovery of every front: decisions
 /// ([`crate::Limiter`]) and replays' calls that met NOSCRIPT in a pipeline
-/// ([`crate::replay::decide`]).
-pub(crate) async fn invoke(
-    conn: &mut Conn,
-    evalsha: &redis::Cmd,
-) -> Result<redis::Value, RedisFailure> {
+/// (the lab's replay).
+pub async fn invoke(conn: &mut Conn, evalsha: &redis::Cmd) -> Result<redis::Value, RedisFailure> {
     match evalsha.query_async::<redis::Value>(conn).await {
         Err(err) if acl::is_noscript(&err) => {
             let Some(eval) = eval_of(evalsha) else {
@@ -156,7 +153,7 @@ pub(crate) async fn invoke(
 /// A script call's error as a failure, a refusal by the user's ACL named: the script's own
 /// command refused inside it (the command named, from the script `evalsha` called), or the
 /// call itself (the permission named).
-pub(crate) fn failure_of(err: redis::RedisError, evalsha: &redis::Cmd) -> RedisFailure {
+pub fn failure_of(err: redis::RedisError, evalsha: &redis::Cmd) -> RedisFailure {
     if acl::is_refused_in_script(&err) {
         refused_in_script(&err, evalsha)
     } else if acl::is_noperm(&err) {
@@ -194,10 +191,11 @@ fn named_source(sha: &str) -> Option<(&'static str, &'static str)> {
 }
 
 /// The telemetry counters' TTL a script takes when its call leaves it out.
-pub(crate) const SCRIPT_STATS_TTL_SECS: u64 = 120;
+pub const SCRIPT_STATS_TTL_SECS: u64 = 120;
 
 /// Everything one script call needs besides the connection.
-pub(crate) struct Call<'a> {
+#[derive(Debug)]
+pub struct Call<'a> {
     pub algorithm: &'a Algorithm,
     pub limiter_key: &'a str,
     /// The allowed and denied counters of this second, when telemetry is on.
@@ -212,13 +210,13 @@ impl Call<'_> {
     /// straight into one command buffer (no `ScriptInvocation` with a vector per argument and
     /// the copy `invoke_async` makes of them). Sent with [`invoke`], which recovers from
     /// NOSCRIPT.
-    pub(crate) fn evalsha(&self) -> redis::Cmd {
+    pub fn evalsha(&self) -> redis::Cmd {
         self.command(false)
     }
 
     /// The same EVALSHA with every ARGV written out, the scripts' defaults the engine leaves
     /// out included (as the engine called them before issue 24; `bench --lua` measures both).
-    pub(crate) fn evalsha_in_full(&self) -> redis::Cmd {
+    pub fn evalsha_in_full(&self) -> redis::Cmd {
         self.command(true)
     }
 
@@ -297,7 +295,7 @@ impl Call<'_> {
 
 /// The script's reply as a decision, read straight from the reply value (no intermediate
 /// vector); anything but four integers is refused, as [`parse_reply`] refuses it.
-pub(crate) fn parse_value(reply: &redis::Value) -> Result<Decision, RedisFailure> {
+pub fn parse_value(reply: &redis::Value) -> Result<Decision, RedisFailure> {
     let mut ints = [0i64; 4];
     let well_formed = match reply {
         redis::Value::Array(items) if items.len() == 4 => {

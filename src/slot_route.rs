@@ -285,7 +285,7 @@ fn script_slot(cmd: &Cmd) -> Option<u16> {
 }
 
 /// A key's slot: CRC16 (XMODEM) of its hash tag (the first non-empty `{…}`), or of the whole key.
-pub(crate) fn slot_of(key: &[u8]) -> u16 {
+pub fn slot_of(key: &[u8]) -> u16 {
     let tagged = key.iter().position(|&b| b == b'{').and_then(|open| {
         let close = key[open + 1..].iter().position(|&b| b == b'}')?;
         (close > 0).then(|| &key[open + 1..open + 1 + close])

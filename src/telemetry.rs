@@ -16,7 +16,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// How many seconds a stats read returns.
 pub(crate) const WINDOW_SECS: u64 = 30;
 /// The TTL of a per-second counter; longer than the window so a read never races expiry.
-pub(crate) const COUNTER_TTL_SECS: u64 = 120;
+pub const COUNTER_TTL_SECS: u64 = 120;
 
 /// One second of one rule.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -105,7 +105,7 @@ pub struct FailureLedger {
 }
 
 impl FailureLedger {
-    pub(crate) fn record_failure(&self, kind: FailureKind) {
+    pub fn record_failure(&self, kind: FailureKind) {
         self.by_kind[kind.index()].fetch_add(1, Ordering::Relaxed);
     }
 

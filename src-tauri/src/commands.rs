@@ -4,9 +4,7 @@
 use crate::events::WindowEvents;
 use crate::open_dialog::{choose_log, choose_pem, choose_policies, choose_policies_file};
 use crate::save_dialog::choose_path;
-use ratelockr::export::ChartView;
 use ratelockr::headers::HttpAnswer;
-use ratelockr::replay::{ParseSpec, Preview};
 use ratelockr::topology::Topology;
 use ratelockr::{Decision, Policy, Rule, TlsOptions};
 use ratelockr_app_core::app::inspect::{self, ResetResult, WorkloadPreview};
@@ -27,6 +25,8 @@ use ratelockr_app_core::replay::{self, ReplayRequest, ReplayStatus};
 use ratelockr_app_core::rules::RuleDraft;
 use ratelockr_app_core::settings::MetricsDraft;
 use ratelockr_app_core::sim::{SimRequest, SimStatus};
+use ratelockr_lab::export::ChartView;
+use ratelockr_lab::replay::{ParseSpec, Preview};
 use std::sync::Arc;
 use tauri::{AppHandle, Runtime, State};
 

@@ -1,9 +1,9 @@
 //! Simulator events to the window: `refetch-stats` and `sim-progress` (each at most one per `EVENT_GAP`), `sim-finished`;
 //! replay events: `replay-progress` (at most one per `EVENT_GAP`, 500 ms), `replay-finished`.
 
-use ratelockr::replay::ReplayProgress;
 use ratelockr_app_core::replay::{ReplayEvents, ReplayStatus};
 use ratelockr_app_core::sim::{SimEvents, SimFinished, SimProgress};
+use ratelockr_lab::replay::ReplayProgress;
 use tauri::{AppHandle, Emitter, Runtime};
 
 pub const REFETCH_STATS: &str = "refetch-stats";

@@ -971,8 +971,8 @@ fn measure_a_200k_run() {
     let rows = records["t_ms"].as_array().map_or(0, Vec::len);
     // The same records as one JSON object per record, for comparison.
     let csv = dir.path().join("runs").join(&id).join("records.csv");
-    let objects: Vec<ratelockr::sim::Record> =
-        ratelockr::export::read_records(&csv).expect("records");
+    let objects: Vec<ratelockr_lab::sim::Record> =
+        ratelockr_lab::export::read_records(&csv).expect("records");
     let per_record = serde_json::to_string(&objects).expect("json").len();
     println!("{counted}");
     println!(

@@ -10,7 +10,8 @@ pub use crate::scripts::POLICY_LUA;
 use crate::scripts::{policy_script as script, At};
 
 /// Everything one stacked call needs besides the connection.
-pub(crate) struct PolicyCall<'a> {
+#[derive(Debug)]
+pub struct PolicyCall<'a> {
     pub limits: &'a [Limit],
     /// One state key per limit, in order.
     pub keys: &'a [String],
@@ -24,7 +25,7 @@ pub(crate) struct PolicyCall<'a> {
 
 impl PolicyCall<'_> {
     /// The EVALSHA: KEYS and ARGV exactly as the script's header documents them.
-    pub(crate) fn evalsha(&self) -> redis::Cmd {
+    pub fn evalsha(&self) -> redis::Cmd {
         let n = self.limits.len();
         let keys = n + if self.stats_keys.is_some() { 3 } else { 0 };
         let key_bytes: usize = self.keys.iter().map(String::len).sum();
@@ -86,7 +87,7 @@ impl PolicyCall<'_> {
 
 /// The head of the script's reply, read without allocating: what the replay needs per call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ReplyHead {
+pub struct ReplyHead {
     pub allowed: bool,
     pub remaining: i64,
     pub retry_after_ms: u64,
@@ -137,7 +138,7 @@ fn int(items: &[redis::Value], i: usize) -> i64 {
 
 /// Checks the script's reply for `n` limits and reads its head, without allocating: what the
 /// replay needs of each call.
-pub(crate) fn parse_head(reply: &redis::Value, n: usize) -> Result<ReplyHead, RedisFailure> {
+pub fn parse_head(reply: &redis::Value, n: usize) -> Result<ReplyHead, RedisFailure> {
     checked(reply, n).map(head)
 }
 

@@ -151,7 +151,7 @@ impl RedisTarget {
     }
 
     /// The one place a single-node client is made, TLS or not.
-    pub(crate) fn client(&self) -> redis::Client {
+    pub fn client(&self) -> redis::Client {
         // parse() already opened a client from this very string (or, for a cluster, from its
         // first seed: a single-node client of a cluster reaches one node only).
         let url = self.seeds.first().unwrap_or(&self.url);
@@ -167,7 +167,7 @@ impl RedisTarget {
     }
 
     /// A Redis Cluster's seed nodes as `redis://` (`rediss://`) URLs (empty for a single Redis).
-    pub(crate) fn cluster_seeds(&self) -> &[String] {
+    pub fn cluster_seeds(&self) -> &[String] {
         &self.seeds
     }
 

@@ -1,5 +1,5 @@
 //! Exact models of the algorithms, in integers (micro-tokens for the token bucket, whose script
-//! uses doubles): what tests/waits.rs checks each script against, and what tests/policy_*.rs
+//! uses doubles): what tests/engine/waits.rs checks each script against, and what tests/policy_*.rs
 //! compose into stacks.
 
 /// An exact model of one client's limiter.

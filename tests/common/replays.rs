@@ -1,9 +1,11 @@
 //! Replaying text through a spec and keeping every record: shared by the replay tests.
 
-use ratelockr::export::ExportError;
-use ratelockr::replay::{self, LogSource, NoReplayObserver, ReplayError, ReplayReport, ReplaySpec};
-use ratelockr::sim::{Record, RecordSink};
 use ratelockr::Limiter;
+use ratelockr_lab::export::ExportError;
+use ratelockr_lab::replay::{
+    self, LogSource, NoReplayObserver, ReplayError, ReplayReport, ReplaySpec,
+};
+use ratelockr_lab::sim::{Record, RecordSink};
 use tokio_util::sync::CancellationToken;
 
 /// Keeps every record.

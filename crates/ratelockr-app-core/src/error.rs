@@ -109,10 +109,10 @@ impl From<ratelockr::RuleError> for AppError {
 }
 
 /// A file not written; a chart view that cannot be drawn names its field under `view.`.
-impl From<ratelockr::export::ExportError> for AppError {
-    fn from(err: ratelockr::export::ExportError) -> Self {
+impl From<ratelockr_lab::export::ExportError> for AppError {
+    fn from(err: ratelockr_lab::export::ExportError) -> Self {
         let field = match &err {
-            ratelockr::export::ExportError::InvalidView { field, .. } => {
+            ratelockr_lab::export::ExportError::InvalidView { field, .. } => {
                 Some(format!("view.{field}"))
             }
             _ => None,
@@ -149,9 +149,9 @@ impl From<ratelockr::RedisFailure> for AppError {
     }
 }
 
-impl From<ratelockr::sim::SimError> for AppError {
-    fn from(err: ratelockr::sim::SimError) -> Self {
-        use ratelockr::sim::SimError as E;
+impl From<ratelockr_lab::sim::SimError> for AppError {
+    fn from(err: ratelockr_lab::sim::SimError) -> Self {
+        use ratelockr_lab::sim::SimError as E;
         match err {
             E::InvalidWorkload { parameter, .. } => {
                 AppError::new(ErrorCode::InvalidWorkload, err.to_string()).with_field(parameter)
@@ -164,9 +164,9 @@ impl From<ratelockr::sim::SimError> for AppError {
 }
 
 /// A replay refused or failed: a bad parameter or an unreadable log on its field.
-impl From<ratelockr::replay::ReplayError> for AppError {
-    fn from(err: ratelockr::replay::ReplayError) -> Self {
-        use ratelockr::replay::ReplayError;
+impl From<ratelockr_lab::replay::ReplayError> for AppError {
+    fn from(err: ratelockr_lab::replay::ReplayError) -> Self {
+        use ratelockr_lab::replay::ReplayError;
         let message = err.to_string();
         match err {
             ReplayError::InvalidSpec { parameter, .. } => {

@@ -6,8 +6,8 @@
 use crate::error::{AppError, ErrorCode};
 use crate::replay::ReplayRequest;
 use crate::summary::RunStatus;
-use ratelockr::replay::ReplayReport;
 use ratelockr::Rule;
+use ratelockr_lab::replay::ReplayReport;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::io::Read;

@@ -5,8 +5,8 @@
 use crate::error::AppError;
 use crate::sim::SimRequest;
 use crate::summary::{RunStatus, RunSummary};
-use ratelockr::sim::{Report, SimSpec};
 use ratelockr::Rule;
+use ratelockr_lab::sim::{Report, SimSpec};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
@@ -37,7 +37,7 @@ pub struct RunTarget {
 }
 
 impl RunTarget {
-    pub fn of(target: &ratelockr::sim::Target) -> Self {
+    pub fn of(target: &ratelockr_lab::sim::Target) -> Self {
         RunTarget {
             rule: target.rule.clone(),
             naive: target.naive,

@@ -6,7 +6,7 @@
 
 use crate::error::{AppError, ErrorCode};
 use crate::kept_run::{RunTarget, StoredRun};
-use ratelockr::export::RecordRef;
+use ratelockr_lab::export::RecordRef;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
@@ -79,7 +79,7 @@ impl RunRecords {
             None => (run.created_ms, 0),
         };
         let mut columns = Columns::new(&run.id, &run.spec, started_at_ms);
-        ratelockr::export::for_each_record_ref(csv, |r| columns.push(r))
+        ratelockr_lab::export::for_each_record_ref(csv, |r| columns.push(r))
             .map_err(|e| AppError::new(ErrorCode::History, e.to_string()))?;
         columns.finish(duration_ms).map_err(|rule| {
             AppError::new(
@@ -107,7 +107,7 @@ pub struct Columns {
 }
 
 impl Columns {
-    pub fn new(id: &str, spec: &ratelockr::sim::SimSpec, started_at_ms: u64) -> Self {
+    pub fn new(id: &str, spec: &ratelockr_lab::sim::SimSpec, started_at_ms: u64) -> Self {
         let targets: Vec<RunTarget> = spec.targets.iter().map(RunTarget::of).collect();
         let policies = targets.iter().any(|t| t.policy.is_some());
         Columns {
@@ -213,7 +213,7 @@ impl Columns {
         } else {
             duration_ms
         };
-        out.bin_ms = ratelockr::export::style::bin_ms(out.duration_ms);
+        out.bin_ms = ratelockr_lab::export::style::bin_ms(out.duration_ms);
         Ok(out)
     }
 }

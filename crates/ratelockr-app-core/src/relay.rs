@@ -5,7 +5,7 @@
 use crate::coalesce::{Coalesce, EVENT_GAP};
 use crate::records::Columns;
 use crate::sim::{SimEvents, SimProgress};
-use ratelockr::sim::{self, Record, SimObserver};
+use ratelockr_lab::sim::{self, Record, SimObserver};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;

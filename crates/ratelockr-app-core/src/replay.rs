@@ -4,7 +4,7 @@
 
 use crate::error::{AppError, ErrorCode};
 use crate::rules::RuleDraft;
-use ratelockr::replay::{
+use ratelockr_lab::replay::{
     self, LogSource, ParseSpec, Preview, ReplayProgress, ReplayReport, SweepAxis,
 };
 use serde::{Deserialize, Serialize};

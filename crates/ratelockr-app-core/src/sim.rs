@@ -1,14 +1,14 @@
 //! The simulator panel's side: a request from the form, turned into the engine's `SimSpec`
-//! through the engine's own workload description (`ratelockr::sim::WorkloadSpec`, the one the
+//! through the engine's own workload description (`ratelockr_lab::sim::WorkloadSpec`, the one the
 //! CLI uses too: the same defaults and refusals); the run's progress and result as the UI
 //! shows them, and where its events go. The run itself is [`crate::app`]'s, observed by
 //! [`crate::relay`].
 
 use crate::error::{AppError, ErrorCode};
 use crate::summary::RunSummary;
-use ratelockr::sim::{Pattern, Retry, SimSpec, Workload, WorkloadSpec};
-use ratelockr::sweep::SweepAxis;
 use ratelockr::Rule;
+use ratelockr_lab::sim::{Pattern, Retry, SimSpec, Workload, WorkloadSpec};
+use ratelockr_lab::sweep::SweepAxis;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 

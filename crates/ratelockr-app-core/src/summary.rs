@@ -2,8 +2,8 @@
 //! replays alike, and a simulation's summary table. Below both the simulator's and the
 //! history's modules, which share it.
 
-use ratelockr::sim;
-use ratelockr::sweep::{Bound, SweepAxis, SweepChoice, SweepPoint};
+use ratelockr_lab::sim;
+use ratelockr_lab::sweep::{Bound, SweepAxis, SweepChoice, SweepPoint};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 

@@ -2,7 +2,7 @@
  * The algorithms the UI knows, in one list: label, colour and dash for every chart and badge.
  *
  * Written as data, not as switches, so that a new algorithm (GCRA, the sliding window counter)
- * is one entry here. Colours and dashes come only from the engine's table (src/export/style.rs,
+ * is one entry here. Colours and dashes come only from the engine's table (crates/ratelockr-lab/src/export/style.rs,
  * as CHART_STYLE), so a chart on screen and its exported file agree; a kind the table does not
  * know is drawn as its "other".
  */

@@ -175,7 +175,7 @@ export function cumulative(values: number[]): number[] {
 export function envelopeForKey(rule: RuleParams, span: number): number | undefined {
   if (span < 0) return 0;
   if (rule.capacity !== undefined && rule.refill_per_sec !== undefined) {
-    // Whole tokens, as the engine's envelope (src/export/style.rs) counts them.
+    // Whole tokens, as the engine's envelope (crates/ratelockr-lab/src/export/style.rs) counts them.
     return rule.capacity + Math.floor((rule.refill_per_sec * span) / 1000);
   }
   if (rule.algorithm === "gcra" && rule.limit !== undefined && rule.window_ms !== undefined) {

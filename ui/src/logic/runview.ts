@@ -12,7 +12,7 @@ const LABELS = { offered: "offered", allowed: "allowed", denied: "denied", fail_
 
 export type LineKind = keyof typeof LABELS;
 
-/** The engine's outcome colours and dashes (CHART_STYLE, from src/export/style.rs), as the files have them. */
+/** The engine's outcome colours and dashes (CHART_STYLE, from crates/ratelockr-lab/src/export/style.rs), as the files have them. */
 export const OUTCOME_STYLE = Object.fromEntries(
   (Object.keys(LABELS) as LineKind[]).map((k) => [k, { label: LABELS[k], ...must(CHART_STYLE.outcomes, k) }]),
 ) as Record<LineKind, { label: string; color: string; dash: number[] }>;

@@ -53,7 +53,7 @@ function parseSpec(): ParseSpec {
     key: $<HTMLInputElement>("replay-key").value.trim() || "ip",
     methods,
     path: filter === "" ? null : filter,
-    // The engine's default reorder window (DEFAULT_LOOKAHEAD_MS, src/replay/order.rs).
+    // The engine's default reorder window (DEFAULT_LOOKAHEAD_MS, crates/ratelockr-lab/src/replay/order.rs).
     lookahead_ms: LOOKAHEAD_MS,
   };
 }

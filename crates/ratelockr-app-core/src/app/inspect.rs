@@ -5,8 +5,8 @@ use super::AppCore;
 use crate::error::AppError;
 use crate::sim::SimRequest;
 use ratelockr::headers::{http_answer, HttpAnswer};
-use ratelockr::sim::Preview;
 use ratelockr::{Decision, ResetError, Rule};
+use ratelockr_lab::sim::Preview;
 use serde::Serialize;
 use ts_rs::TS;
 
@@ -90,7 +90,7 @@ pub fn workload_preview(request: &SimRequest) -> Result<WorkloadPreview, AppErro
     }) = Preview::of(&workload)
     else {
         return Ok(WorkloadPreview {
-            bin_ms: ratelockr::export::style::bin_ms(0),
+            bin_ms: ratelockr_lab::export::style::bin_ms(0),
             offered: Vec::new(),
             planned,
             duration_ms: 0,

@@ -64,7 +64,8 @@ impl AppCore {
                         .with_field("key"),
                 );
             }
-            let decided_as = ratelockr::sim::SimSpec::decided_as(stored.spec.scope.as_deref(), key);
+            let decided_as =
+                ratelockr_lab::sim::SimSpec::decided_as(stored.spec.scope.as_deref(), key);
             (t.rule.clone(), decided_as)
         };
         let limiter = self.connection().limiter;

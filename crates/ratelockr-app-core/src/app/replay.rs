@@ -1,4 +1,4 @@
-//! Replay in the app: one replay at a time through the engine's [`ratelockr::replay::run`] on
+//! Replay in the app: one replay at a time through the engine's [`ratelockr_lab::replay::run`] on
 //! the app's Redis (connected or embedded, in the engine's private `<prefix>:replay:<id>`
 //! namespace), progress and cancel. Every replay is kept in the run history
 //! (`runs/<id>/replay.json` and its decisions' `records.csv`, see [`crate::kept_replay`]):
@@ -12,12 +12,12 @@ use crate::history::MAX_NAME_CHARS;
 use crate::kept_replay::{LogIdentity, ReplayRunInfo, StoredReplay};
 use crate::replay::{log_file, ReplayEvents, ReplayRequest, ReplayStatus};
 use crate::summary::RunStatus;
-use ratelockr::export::{self, CsvSink};
-use ratelockr::replay::{
+use ratelockr::Rule;
+use ratelockr_lab::export::{self, CsvSink};
+use ratelockr_lab::replay::{
     self, LogSource, ReplayObserver, ReplayProgress, ReplayReport, ReplaySpec,
 };
-use ratelockr::sim::RecordSink;
-use ratelockr::Rule;
+use ratelockr_lab::sim::RecordSink;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -375,15 +375,15 @@ struct RulesOnly<S> {
 impl<S: RecordSink> RecordSink for RulesOnly<S> {
     fn write(
         &mut self,
-        record: &ratelockr::sim::Record,
-    ) -> Result<(), ratelockr::export::ExportError> {
+        record: &ratelockr_lab::sim::Record,
+    ) -> Result<(), ratelockr_lab::export::ExportError> {
         match self.rules.iter().any(|r| *r == *record.rule) {
             true => self.inner.write(record),
             false => Ok(()),
         }
     }
 
-    fn flush(&mut self) -> Result<(), ratelockr::export::ExportError> {
+    fn flush(&mut self) -> Result<(), ratelockr_lab::export::ExportError> {
         self.inner.flush()
     }
 }

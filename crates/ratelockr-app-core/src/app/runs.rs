@@ -8,7 +8,7 @@ use crate::history::{HistorySettings, RunHistory};
 use crate::kept_run::{RunInfo, StoredRun};
 use crate::records::RunRecords;
 use crate::summary::RunStatus;
-use ratelockr::export::ChartView;
+use ratelockr_lab::export::ChartView;
 use std::path::{Path, PathBuf};
 
 impl AppCore {
@@ -109,7 +109,7 @@ impl AppCore {
         check_extension(dest, format)?;
         let (run, csv) = self.kept_run(id)?;
         if let Some(view) = view {
-            ratelockr::export::render_view(view, dest)?;
+            ratelockr_lab::export::render_view(view, dest)?;
             return Ok(Exported {
                 path: dest.display().to_string(),
             });
@@ -120,9 +120,9 @@ impl AppCore {
                 "this run ended before it had a summary; export its CSV instead",
             )
         })?;
-        let timeline = ratelockr::export::timeline_from_csv(report, &run.spec, &csv)?;
+        let timeline = ratelockr_lab::export::timeline_from_csv(report, &run.spec, &csv)?;
         let title = format!("{}: {}", run.name, run.spec.describe());
-        ratelockr::export::render_run_chart(&timeline, &title, dest)?;
+        ratelockr_lab::export::render_run_chart(&timeline, &title, dest)?;
         Ok(Exported {
             path: dest.display().to_string(),
         })

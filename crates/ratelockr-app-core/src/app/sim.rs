@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 const MAX_CACHED_RECORDS: u64 = 1_000_000;
 
 /// A run's name when the form gives none: what ran, on what traffic (cut to fit).
-fn default_run_name(spec: &ratelockr::sim::SimSpec) -> String {
+fn default_run_name(spec: &ratelockr_lab::sim::SimSpec) -> String {
     spec.describe()
         .chars()
         .take(history::MAX_NAME_CHARS)
@@ -57,7 +57,7 @@ impl AppCore {
             let mut history = lock(&self.history);
             let id = history.next_id();
             if !request.continue_state {
-                spec.scope = Some(ratelockr::sim::SimSpec::fresh_scope(&id));
+                spec.scope = Some(ratelockr_lab::sim::SimSpec::fresh_scope(&id));
             }
             history.begin(&id, name, request.clone(), spec.clone())?;
             slot.cancel = Some(cancel.clone());
@@ -86,7 +86,7 @@ impl AppCore {
     fn finish_run(
         &self,
         id: &str,
-        result: Result<ratelockr::sim::Report, AppError>,
+        result: Result<ratelockr_lab::sim::Report, AppError>,
     ) -> SimFinished {
         let error = result.as_ref().err().cloned();
         let (kept, summary) = {
@@ -112,14 +112,14 @@ impl AppCore {
     async fn run(
         &self,
         conn: &Connection,
-        spec: &ratelockr::sim::SimSpec,
+        spec: &ratelockr_lab::sim::SimSpec,
         id: &str,
         events: Arc<dyn SimEvents>,
         progress: &Mutex<Option<SimProgress>>,
         cancel: CancellationToken,
-    ) -> Result<ratelockr::sim::Report, AppError> {
+    ) -> Result<ratelockr_lab::sim::Report, AppError> {
         let csv_path = lock(&self.history).records_path(id);
-        let mut sink = ratelockr::export::CsvSink::create(&csv_path)
+        let mut sink = ratelockr_lab::export::CsvSink::create(&csv_path)
             .map_err(|e| AppError::new(ErrorCode::Export, e.to_string()))?;
         let mut relay = Relay::new(
             events,
@@ -141,7 +141,7 @@ impl AppCore {
         // switches Redis meanwhile.
         let _backend = conn.backend.clone();
         let report =
-            ratelockr::sim::run(&conn.limiter, spec, Some(&mut sink), &relay, cancel).await;
+            ratelockr_lab::sim::run(&conn.limiter, spec, Some(&mut sink), &relay, cancel).await;
         // The last cue goes out after the last record and before `sim-finished`, so the live
         // chart's final fetch sees the whole run.
         relay.flush();

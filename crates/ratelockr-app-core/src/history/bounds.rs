@@ -77,7 +77,7 @@ mod tests {
     use crate::error::{AppError, ErrorCode};
     use crate::history::RUNS_DIR;
     use crate::sim::{SimRequest, SimTarget};
-    use ratelockr::sim::Pattern;
+    use ratelockr_lab::sim::Pattern;
 
     fn request() -> SimRequest {
         SimRequest {

@@ -8,8 +8,8 @@ use crate::kept_replay::StoredReplay;
 use crate::kept_run::StoredRun;
 use crate::sim::SimRequest;
 use crate::summary::RunStatus;
-use ratelockr::replay::ReplayReport;
-use ratelockr::sim::{Report, SimSpec};
+use ratelockr_lab::replay::ReplayReport;
+use ratelockr_lab::sim::{Report, SimSpec};
 
 impl History {
     /// Records a run that is starting (its records go to [`History::records_path`]).

@@ -1,0 +1,161 @@
+//! What the run chart looks like, decided once for the exported files and the app's screen:
+//! the bin width that fits a run (defined in `crate::bins`, which the workload preview shares;
+//! re-exported here), each algorithm's colour and dash, the outcome colours, a key's state, the
+//! overlaid runs' colours, and the rule's envelope. The app generates a TypeScript constant
+//! from [`chart_style`], so the screen and the file cannot drift apart.
+
+pub use crate::bins::{bin_ms, BinStep, BIN_STEPS};
+use ratelockr::rule::Algorithm;
+use serde::Serialize;
+
+/// How one line is drawn.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LineStyle {
+    /// `#rrggbb`.
+    pub colour: &'static str,
+    /// `[dash, gap]` in pixels, `[]` solid: distinct per algorithm, so equal lines stay
+    /// visible (the sliding log's under the fixed window's, GCRA's on the token bucket's).
+    pub dash: &'static [u32],
+    pub width: u32,
+}
+
+/// Per algorithm (by its label in records), the line's look.
+pub const ALGORITHMS: [(&str, LineStyle); 7] = [
+    ("token_bucket", line("#1f77b4", &[], 3)),
+    ("sliding_window_log", line("#2ca02c", &[10, 5], 3)),
+    ("fixed_window", line("#ff7f0e", &[3, 4], 3)),
+    ("naive_get_set", line("#d62728", &[16, 6], 2)),
+    // The two scripts design.md adds (GCRA, the sliding window counter), ready for them.
+    ("gcra", line("#17becf", &[8, 3], 3)),
+    ("sliding_window_counter", line("#8c564b", &[5, 5], 3)),
+    // Algorithms this table does not know yet (new scripts) until they get their own.
+    ("other", line("#9467bd", &[12, 3], 3)),
+];
+
+/// Per outcome, the line's look in a single-rule chart.
+pub const OUTCOMES: [(&str, LineStyle); 5] = [
+    ("offered", line("#7f7f7f", &[4, 4], 2)),
+    ("allowed", line("#2ca02c", &[], 3)),
+    ("denied", line("#d62728", &[], 3)),
+    ("fail_open", line("#9467bd", &[8, 3], 3)),
+    ("envelope", line("#444444", &[3, 3], 2)),
+];
+
+/// One client key's limiter state drawn under the run: its value after each decision, and the
+/// most it can hold (the rule's capacity, burst or limit).
+pub const KEY_STATE: [(&str, LineStyle); 2] = [
+    ("state", line("#4f46e5", &[], 2)),
+    ("ceiling", line("#0f172a", &[8, 4], 1)),
+];
+
+/// Colours that tell overlaid runs apart (the selected run first), in this order, repeating.
+pub const RUNS: [&str; 6] = [
+    "#4f46e5", "#db2777", "#0891b2", "#65a30d", "#b45309", "#7c3aed",
+];
+
+/// The dash of an overlaid run's admissions in the side-by-side panels.
+pub const OVERLAY_DASH: [u32; 2] = [6, 3];
+
+const fn line(colour: &'static str, dash: &'static [u32], width: u32) -> LineStyle {
+    LineStyle {
+        colour,
+        dash,
+        width,
+    }
+}
+
+/// The look of an algorithm's line (by its record label).
+pub fn algorithm_style(label: &str) -> LineStyle {
+    ALGORITHMS
+        .iter()
+        .find(|(name, _)| *name == label)
+        .map_or(ALGORITHMS[ALGORITHMS.len() - 1].1, |(_, s)| *s)
+}
+
+/// The look of a key-state line (`state` or `ceiling`).
+pub fn key_state_style(part: &str) -> LineStyle {
+    KEY_STATE
+        .iter()
+        .find(|(name, _)| *name == part)
+        .map_or(KEY_STATE[0].1, |(_, s)| *s)
+}
+
+/// The colour of the `i`th run drawn (0: the selected run).
+pub fn run_colour(i: usize) -> &'static str {
+    RUNS[i % RUNS.len()]
+}
+
+/// The look of an outcome's line.
+pub fn outcome_style(outcome: &str) -> LineStyle {
+    OUTCOMES
+        .iter()
+        .find(|(name, _)| *name == outcome)
+        .map_or(OUTCOMES[0].1, |(_, s)| *s)
+}
+
+/// The rule's envelope: the most it could have admitted for one client key from its first
+/// request to `t_ms` later, cumulative ([`Algorithm::max_admitted`], the same bound the
+/// summary's `over_admitted` checks), so a line above it is a limiter over-admitting.
+pub fn envelope(algorithm: &Algorithm, t_ms: u64) -> f64 {
+    algorithm.max_admitted(t_ms) as f64
+}
+
+/// Everything above, as one value for the app to export as a TypeScript constant.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChartStyle {
+    pub bins: &'static [BinStep],
+    pub algorithms: std::collections::BTreeMap<&'static str, LineStyle>,
+    pub outcomes: std::collections::BTreeMap<&'static str, LineStyle>,
+    pub key_state: std::collections::BTreeMap<&'static str, LineStyle>,
+    pub runs: &'static [&'static str],
+    pub overlay_dash: &'static [u32],
+}
+
+pub fn chart_style() -> ChartStyle {
+    ChartStyle {
+        bins: &BIN_STEPS,
+        algorithms: ALGORITHMS.into_iter().collect(),
+        outcomes: OUTCOMES.into_iter().collect(),
+        key_state: KEY_STATE.into_iter().collect(),
+        runs: &RUNS,
+        overlay_dash: &OVERLAY_DASH,
+    }
+}
+
+/// `#rrggbb` as RGB.
+pub fn rgb(colour: &str) -> (u8, u8, u8) {
+    let hex = colour.trim_start_matches('#');
+    let byte = |i: usize| u8::from_str_radix(hex.get(i..i + 2).unwrap_or("00"), 16).unwrap_or(0);
+    (byte(0), byte(2), byte(4))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn algorithms_differ_in_dash_and_envelopes_follow_the_rules() {
+        for (i, (_, a)) in ALGORITHMS.iter().enumerate() {
+            for (_, b) in &ALGORITHMS[i + 1..] {
+                assert!(a.dash != b.dash && a.colour != b.colour);
+            }
+        }
+        assert_eq!(rgb("#ff7f0e"), (255, 127, 14));
+        let bucket = Algorithm::TokenBucket {
+            capacity: 20,
+            refill_per_sec: 10.0,
+        };
+        assert_eq!(envelope(&bucket, 0), 20.0);
+        assert_eq!(envelope(&bucket, 1_500), 35.0);
+        let window = Algorithm::FixedWindow {
+            limit: 5,
+            window_ms: 1000,
+        };
+        assert_eq!(envelope(&window, 999), 5.0);
+        assert_eq!(envelope(&window, 1_000), 10.0);
+        let json = serde_json::to_value(chart_style()).expect("serializes");
+        assert_eq!(json["bins"][9]["up_to_ms"], serde_json::Value::Null);
+        assert_eq!(json["algorithms"]["fixed_window"]["colour"], "#ff7f0e");
+    }
+}
