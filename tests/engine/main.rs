@@ -10,6 +10,7 @@ mod helper_tls;
 mod api_batch;
 mod bad_input_serve;
 mod cluster_routing;
+mod concurrency_script;
 mod degraded;
 mod deny_cache;
 mod eviction;
