@@ -39,8 +39,9 @@ A lease is live while its expiry > now. An admission removes the expired members
 (ZREMRANGEBYSCORE -inf now), adds the lease with score now + lease_ms, and keeps the key alive at
 least lease_ms (PEXPIRE only when its PTTL is shorter): the key's expiry runs on Redis's clock and
 only evicts idle state, the leases' expiries decide. An id that is already a live lease keeps its
-one lease, counted once: it is admitted (when the live leases fit the limit) and its expiry moves
-to now + lease_ms. A peek (cost 0) is allowed while live <= limit and says what is left.
+one lease, counted once: it is admitted while the live leases, its own among them, are at most
+`limit` (a limit lowered under held leases denies it), and its expiry moves to now + lease_ms.
+A peek (cost 0) is allowed while live <= limit and says what is left.
 
 EXAMPLE  (10 requests in flight, leases of 60 s, server clock)
   redis-cli EVAL "$(cat concurrency.lua)" 1 ratelockr:cc:{api}:user42 10 60000 "" lease-1
