@@ -92,6 +92,10 @@ pub struct AppCore {
     /// The policies file the Policies view has open: the one truth of the app's policies.
     policy_file: Mutex<Option<crate::policy_file::PolicyFile>>,
     persist: Box<dyn Persist>,
+    /// Held from reading the settings to writing them: two saves (an edit's and a background
+    /// one's, such as the embedded Redis's port) write in the order they read, so the file
+    /// never ends with the older one's view.
+    saving: Mutex<()>,
     warnings: Mutex<Vec<String>>,
     sim: Mutex<SimSlot>,
     /// The kept runs. Lock order: `sim` before `history`, never the other way.
@@ -282,6 +286,7 @@ impl AppCore {
             replay: Mutex::default(),
             watch: Mutex::new(watch),
             embedded_port: Mutex::new(embedded_port),
+            saving: Mutex::new(()),
             data_dir,
         };
         if port_moved && !migrated {
@@ -369,6 +374,7 @@ impl AppCore {
     }
 
     fn save(&self) -> Result<(), AppError> {
+        let _in_order = lock(&self.saving);
         let settings = Settings {
             redis_url: lock(&self.redis_url).clone(),
             redis_tls: lock(&self.redis_tls).clone(),
