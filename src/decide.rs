@@ -7,6 +7,7 @@
 //! A peek (cost 0) takes the same path without the deny cache, the telemetry keys, the
 //! observer and the ledger: nothing was decided.
 
+use crate::decision::Decision;
 use crate::deny_cache::DenyCache;
 use crate::error::RedisFailure;
 use crate::limiter::{DecisionObserver, Limiter};
@@ -16,23 +17,23 @@ use std::time::{Duration, Instant};
 
 /// How a decision was reached.
 #[derive(Debug)]
-pub(crate) enum Decided<A> {
+pub(crate) enum Decided {
     /// Redis decided, or the deny cache repeated its denial.
-    Made(A),
+    Made(Decision),
     /// Redis failed; the answer is the failure mode's (the failure already counted and logged).
-    Fallback(A, RedisFailure),
+    Fallback(Decision, RedisFailure),
 }
 
-impl<A> Decided<A> {
+impl Decided {
     /// The answer, whoever gave it.
-    pub(crate) fn answer(self) -> A {
+    pub(crate) fn answer(self) -> Decision {
         match self {
             Decided::Made(a) | Decided::Fallback(a, _) => a,
         }
     }
 
     /// The answer Redis (or the deny cache) gave, or the failure that prevented it.
-    pub(crate) fn made(self) -> Result<A, RedisFailure> {
+    pub(crate) fn made(self) -> Result<Decision, RedisFailure> {
         match self {
             Decided::Made(a) => Ok(a),
             Decided::Fallback(_, failure) => Err(failure),
@@ -43,8 +44,6 @@ impl<A> Decided<A> {
 /// What one decision is about, validated by its maker: a rule and its limiter key, or a
 /// policy's tier and its limits' keys.
 pub(crate) trait Subject {
-    type Answer;
-
     /// Its name in telemetry and the fail-open ledger.
     fn name(&self) -> &str;
 
@@ -54,28 +53,25 @@ pub(crate) trait Subject {
     }
 
     /// The deny cache's denial still in force, as an answer.
-    fn cached(&self, cache: &DenyCache, cost: u64, now: Instant) -> Option<Self::Answer>;
+    fn cached(&self, cache: &DenyCache, cost: u64, now: Instant) -> Option<Decision>;
 
     /// Keeps (or ends) a denial in the deny cache after Redis answered.
-    fn remember(&self, cache: &DenyCache, answer: &Self::Answer, cost: u64, sent: Instant);
+    fn remember(&self, cache: &DenyCache, answer: &Decision, cost: u64, sent: Instant);
 
     /// The EVALSHA of its script, with the telemetry counters of `second` when it is counted.
     fn evalsha(&self, limiter: &Limiter, cost: u64, at: At, second: Option<u64>) -> redis::Cmd;
 
     /// The script's reply as an answer; anything else is a failure of the reply.
-    fn parse(&self, reply: &redis::Value) -> Result<Self::Answer, RedisFailure>;
+    fn parse(&self, reply: &redis::Value) -> Result<Decision, RedisFailure>;
 
     /// The failure mode's answer when Redis could not be asked (for a peek: spending nothing).
-    fn fallback(&self, limiter: &Limiter, cost: u64, peek: bool) -> Self::Answer;
-
-    /// Whether the answer let the request through without a limit.
-    fn is_fail_open(answer: &Self::Answer) -> bool;
+    fn fallback(&self, limiter: &Limiter, cost: u64, peek: bool) -> Decision;
 
     /// Tells the observer (metrics) of a decision; `cached`: the deny cache's.
     fn observe(
         &self,
         observer: &dyn DecisionObserver,
-        answer: &Self::Answer,
+        answer: &Decision,
         cached: bool,
         elapsed: Duration,
     );
@@ -83,12 +79,7 @@ pub(crate) trait Subject {
 
 impl Limiter {
     /// The one path: see the module's note.
-    pub(crate) async fn decide<S: Subject>(
-        &self,
-        subject: &S,
-        cost: u64,
-        at: At,
-    ) -> Decided<S::Answer> {
+    pub(crate) async fn decide<S: Subject>(&self, subject: &S, cost: u64, at: At) -> Decided {
         let peek = cost == 0;
         // The deny cache keeps time on this process's clock: only decisions on the Redis
         // clock (now) may use it; an explicit time always asks Redis.
@@ -130,7 +121,7 @@ impl Limiter {
                 let failure = self.failed(failure);
                 let answer = subject.fallback(self, cost, peek);
                 if !peek {
-                    if S::is_fail_open(&answer) {
+                    if answer.fail_open() {
                         self.ledger().record_fail_open(subject.name(), second);
                     }
                     if let Some(observer) = observer {

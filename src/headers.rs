@@ -7,7 +7,7 @@
 //! (nothing is known: `remaining: -1` must never reach a client) and is never a 429.
 
 use crate::decision::{DecidedBy, Decision};
-use crate::policy::{Limit, Policy, PolicyDecision};
+use crate::policy::{Limit, Policy};
 use crate::rule::{Algorithm, Rule};
 use serde::Serialize;
 
@@ -119,10 +119,11 @@ pub fn http_answer(rule: &Rule, decision: &Decision) -> HttpAnswer {
 /// alone, so a rule answers the same headers whether it is checked as a rule or a policy.
 /// Shadow mode changes no response: a would-be denial answers as an admission does. Fail-open
 /// carries no fields and is never a 429; fail-closed is a bare 429.
-pub fn policy_answer(policy: &Policy, decision: &PolicyDecision) -> HttpAnswer {
-    let limits = tier_limits(policy, decision.tier.as_deref());
+pub fn policy_answer(policy: &Policy, decision: &Decision) -> HttpAnswer {
+    let tier = decision.verdict().and_then(|v| v.tier.as_deref());
+    let limits = tier_limits(policy, tier);
     let binding = decision.binding_limit();
-    let Some(binding) = binding.filter(|_| !decision.fail_open && !limits.is_empty()) else {
+    let Some(binding) = binding.filter(|_| !decision.fail_open() && !limits.is_empty()) else {
         return HttpAnswer {
             status: if decision.allowed { 200 } else { 429 },
             headers: Vec::new(),
@@ -286,7 +287,7 @@ mod tests {
 
     mod policies {
         use super::super::*;
-        use crate::policy::{LimitResult, Mode, NoAnswer, Override};
+        use crate::policy::{LimitResult, Mode, NoAnswer, Override, PolicyVerdict};
 
         fn api() -> Policy {
             let per_second = Limit::new(
@@ -340,26 +341,39 @@ mod tests {
             would_deny: bool,
             binding: &str,
             limits: Vec<LimitResult>,
-        ) -> PolicyDecision {
-            PolicyDecision {
+        ) -> Decision {
+            let head = Decision::by_redis(
                 allowed,
-                remaining: limits.iter().map(|l| l.remaining).min().unwrap_or(-1),
-                retry_after_ms: limits
+                limits
+                    .iter()
+                    .map(|l| l.remaining.max(0) as u64)
+                    .min()
+                    .unwrap_or(0),
+                limits
                     .iter()
                     .filter(|l| !l.allowed)
                     .map(|l| l.retry_after_ms)
                     .max()
                     .unwrap_or(0),
-                reset_after_ms: limits.iter().map(|l| l.reset_after_ms).max().unwrap_or(0),
-                fail_open: false,
-                policy: "api".into(),
-                shadow: false,
-                would_deny,
-                binding: Some(binding.into()),
-                tier: None,
-                limits,
-                cached: false,
-            }
+                limits.iter().map(|l| l.reset_after_ms).max().unwrap_or(0),
+            );
+            Decision::of_policy(
+                head,
+                PolicyVerdict {
+                    name: "api".into(),
+                    shadow: false,
+                    would_deny,
+                    binding: Some(binding.into()),
+                    tier: None,
+                    limits,
+                },
+            )
+        }
+
+        /// The decision with its policy's part changed.
+        fn with(mut d: Decision, change: impl FnOnce(&mut PolicyVerdict)) -> Decision {
+            change(d.policy.as_mut().expect("a policy's decision"));
+            d
         }
 
         #[test]
@@ -412,9 +426,8 @@ mod tests {
         #[test]
         fn shadow_answers_a_would_be_denial_as_an_admission() {
             let policy = api().with_mode(Mode::Shadow);
-            let d = PolicyDecision {
-                shadow: true,
-                ..decision(
+            let d = with(
+                decision(
                     true,
                     true,
                     "daily",
@@ -422,8 +435,9 @@ mod tests {
                         limit("per-second", true, 9, 0, 100),
                         limit("daily", false, 0, 5_000, 5_000),
                     ],
-                )
-            };
+                ),
+                |v| v.shadow = true,
+            );
             let answer = policy_answer(&policy, &d);
             assert_eq!(answer.status, 200);
             assert_eq!(answer.header("Retry-After"), None);
@@ -436,15 +450,15 @@ mod tests {
 
         #[test]
         fn a_tier_lists_its_own_limits() {
-            let d = PolicyDecision {
-                tier: Some("premium".into()),
-                ..decision(
+            let d = with(
+                decision(
                     true,
                     false,
                     "per-second",
                     vec![limit("per-second", true, 99, 0, 10)],
-                )
-            };
+                ),
+                |v| v.tier = Some("premium".into()),
+            );
             let answer = policy_answer(&api(), &d);
             assert_eq!(
                 answer.header("RateLimit-Policy"),
@@ -456,15 +470,15 @@ mod tests {
         fn a_rule_as_a_policy_answers_as_the_rule_does() {
             let rule = Rule::fixed_window("login", 5, 60_000).expect("valid");
             let policy = Policy::from_rule(&rule);
-            let d = PolicyDecision {
-                policy: "login".into(),
-                ..decision(
+            let d = with(
+                decision(
                     false,
                     true,
                     "login",
                     vec![limit("login", false, 0, 1_001, 59_000)],
-                )
-            };
+                ),
+                |v| v.name = "login".into(),
+            );
             let as_policy = policy_answer(&policy, &d);
             let as_rule = http_answer(&rule, &Decision::by_redis(false, 0, 1_001, 59_000));
             assert_eq!(as_policy, as_rule);
@@ -472,7 +486,7 @@ mod tests {
 
         #[test]
         fn fail_open_carries_nothing_and_fail_closed_is_a_bare_429() {
-            let open = PolicyDecision::without_redis(&api(), "k", NoAnswer::FailOpen);
+            let open = Decision::unanswered(&api(), "k", NoAnswer::FailOpen);
             assert_eq!(
                 policy_answer(&api(), &open),
                 HttpAnswer {
@@ -480,13 +494,10 @@ mod tests {
                     headers: vec![]
                 }
             );
-            let shadow_open = PolicyDecision::without_redis(
-                &api().with_mode(Mode::Shadow),
-                "k",
-                NoAnswer::FailOpen,
-            );
+            let shadow_open =
+                Decision::unanswered(&api().with_mode(Mode::Shadow), "k", NoAnswer::FailOpen);
             assert_eq!(policy_answer(&api(), &shadow_open).status, 200);
-            let closed = PolicyDecision::without_redis(&api(), "k", NoAnswer::FailClosed);
+            let closed = Decision::unanswered(&api(), "k", NoAnswer::FailClosed);
             assert_eq!(
                 policy_answer(&api(), &closed),
                 HttpAnswer {

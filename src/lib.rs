@@ -118,7 +118,9 @@ pub use limiter_options::OptionsError;
 pub use metrics::Metrics;
 pub use policy::check::PolicyCheckError;
 pub use policy::file::PolicyFileError;
-pub use policy::{Limit, Mode, Override, Policy, PolicyDecision, PolicyError};
+pub use policy::{
+    Limit, Mode, NoAnswer, Override, Policy, PolicyDecisionJson, PolicyError, PolicyVerdict,
+};
 pub use refund::RefundError;
 pub use reset::ResetError;
 pub use rule::{Algorithm, AlgorithmKind, Rule, RuleError};

@@ -91,7 +91,7 @@ impl Limiter {
         client_key: &str,
         cost: u64,
         at: At,
-    ) -> Result<Decided<Decision>, RuleError> {
+    ) -> Result<Decided, RuleError> {
         validate_client_key(client_key)?;
         let at = at.check()?;
         let subject = RuleSubject {
@@ -109,8 +109,6 @@ struct RuleSubject<'a> {
 }
 
 impl Subject for RuleSubject<'_> {
-    type Answer = Decision;
-
     fn name(&self) -> &str {
         self.rule.name()
     }
@@ -158,10 +156,6 @@ impl Subject for RuleSubject<'_> {
         } else {
             limiter.rule_fallback(self.rule, &self.limiter_key, cost)
         }
-    }
-
-    fn is_fail_open(decision: &Decision) -> bool {
-        decision.fail_open()
     }
 
     fn observe(

@@ -6,16 +6,17 @@ use super::error::ApiError;
 use super::reply::Headers;
 use super::{DecisionApi, POLICIES_PATH};
 use crate::headers::policy_answer;
-use crate::policy::{PolicyCheckError, PolicyDecision};
+use crate::policy::PolicyCheckError;
+use crate::Decision;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::time::UNIX_EPOCH;
 
-/// A policy's decision (every field of [`PolicyDecision`]) and the HTTP answer it implies.
+/// A policy's decision (every field of a policy's [`Decision`]) and the HTTP answer it implies.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct PolicyReply {
     #[serde(flatten)]
-    pub decision: PolicyDecision,
+    pub decision: Decision,
     /// 200 or 429: what the asking service should answer its own client (a shadow denial is
     /// a 200).
     pub status: u16,

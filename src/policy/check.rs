@@ -2,11 +2,13 @@
 //! deadline, fail-open (or closed) on any Redis failure, telemetry counted in the same call,
 //! metrics through the limiter's observer.
 
-use super::decision::{LimitResult, NoAnswer, PolicyDecision};
+use super::decision::NoAnswer;
 use super::script::{parse_reply, PolicyCall};
 use super::{Limit, Mode, Policy};
 use crate::decide::{Decided, Subject};
 use crate::decision::PolicyOutcome;
+use crate::decision::{DecidedBy, Decision};
+use crate::decision::{LimitResult, PolicyVerdict};
 use crate::deny_cache::DenyCache;
 use crate::error::RedisFailure;
 use crate::limiter::{DecisionObserver, FailureMode, Limiter};
@@ -42,7 +44,7 @@ impl Limiter {
         &self,
         policy: &Policy,
         client_key: &str,
-    ) -> Result<PolicyDecision, PolicyCheckError> {
+    ) -> Result<Decision, PolicyCheckError> {
         self.check_policy_cost(policy, client_key, 1).await
     }
 
@@ -52,7 +54,7 @@ impl Limiter {
         policy: &Policy,
         client_key: &str,
         cost: u64,
-    ) -> Result<PolicyDecision, PolicyCheckError> {
+    ) -> Result<Decision, PolicyCheckError> {
         self.check_policy_at(policy, client_key, cost, At::ServerClock)
             .await
     }
@@ -67,7 +69,7 @@ impl Limiter {
         client_key: &str,
         cost: u64,
         at: At,
-    ) -> Result<PolicyDecision, PolicyCheckError> {
+    ) -> Result<Decision, PolicyCheckError> {
         refuse_peek(policy, client_key, cost)?;
         Ok(self
             .decide_policy(policy, client_key, cost, at)
@@ -83,7 +85,7 @@ impl Limiter {
         client_key: &str,
         cost: u64,
         at: At,
-    ) -> Result<PolicyDecision, PolicyCheckError> {
+    ) -> Result<Decision, PolicyCheckError> {
         refuse_peek(policy, client_key, cost)?;
         Ok(self
             .decide_policy(policy, client_key, cost, at)
@@ -99,7 +101,7 @@ impl Limiter {
         policy: &Policy,
         client_key: &str,
         at: At,
-    ) -> Result<PolicyDecision, PolicyCheckError> {
+    ) -> Result<Decision, PolicyCheckError> {
         Ok(self
             .decide_policy(policy, client_key, 0, at)
             .await?
@@ -113,7 +115,7 @@ impl Limiter {
         client_key: &str,
         cost: u64,
         at: At,
-    ) -> Result<Decided<PolicyDecision>, PolicyCheckError> {
+    ) -> Result<Decided, PolicyCheckError> {
         validate_client_key(client_key)?;
         let at = at.check()?;
         let (tier, limits) = policy.limits_for(client_key);
@@ -145,8 +147,6 @@ struct PolicySubject<'a> {
 }
 
 impl Subject for PolicySubject<'_> {
-    type Answer = PolicyDecision;
-
     fn name(&self) -> &str {
         self.policy.name()
     }
@@ -157,7 +157,7 @@ impl Subject for PolicySubject<'_> {
         self.policy.mode() == Mode::Enforce
     }
 
-    fn cached(&self, cache: &DenyCache, cost: u64, now: Instant) -> Option<PolicyDecision> {
+    fn cached(&self, cache: &DenyCache, cost: u64, now: Instant) -> Option<Decision> {
         cached_denial(
             cache,
             self.policy,
@@ -169,7 +169,7 @@ impl Subject for PolicySubject<'_> {
         )
     }
 
-    fn remember(&self, cache: &DenyCache, decision: &PolicyDecision, cost: u64, sent: Instant) {
+    fn remember(&self, cache: &DenyCache, decision: &Decision, cost: u64, sent: Instant) {
         remember(cache, decision, self.limits, &self.state_keys, cost, sent);
     }
 
@@ -193,7 +193,7 @@ impl Subject for PolicySubject<'_> {
         .evalsha()
     }
 
-    fn parse(&self, reply: &redis::Value) -> Result<PolicyDecision, RedisFailure> {
+    fn parse(&self, reply: &redis::Value) -> Result<Decision, RedisFailure> {
         parse_reply(
             reply,
             self.policy.name(),
@@ -203,27 +203,23 @@ impl Subject for PolicySubject<'_> {
         )
     }
 
-    fn fallback(&self, limiter: &Limiter, _cost: u64, _peek: bool) -> PolicyDecision {
+    fn fallback(&self, limiter: &Limiter, _cost: u64, _peek: bool) -> Decision {
         let answer = match limiter.options().failure_mode {
             FailureMode::Closed => NoAnswer::FailClosed,
             // Degraded mode fails open for policies.
             FailureMode::Open | FailureMode::Degraded { .. } => NoAnswer::FailOpen,
         };
-        PolicyDecision::without_redis(self.policy, self.client_key, answer)
-    }
-
-    fn is_fail_open(decision: &PolicyDecision) -> bool {
-        decision.fail_open
+        Decision::unanswered(self.policy, self.client_key, answer)
     }
 
     fn observe(
         &self,
         observer: &dyn DecisionObserver,
-        decision: &PolicyDecision,
+        decision: &Decision,
         _cached: bool,
         elapsed: Duration,
     ) {
-        observer.policy_decided(self.policy.name(), decision.outcome(), elapsed);
+        observer.policy_decided(self.policy.name(), decision.policy_outcome(), elapsed);
     }
 }
 
@@ -236,40 +232,40 @@ fn cached_denial(
     state_keys: &[String],
     cost: u64,
     now: Instant,
-) -> Option<PolicyDecision> {
+) -> Option<Decision> {
     let (limit, hit) = limits
         .iter()
         .zip(state_keys)
         .find_map(|(limit, key)| Some((limit, cache.lookup(key, limit.algorithm(), cost, now)?)))?;
-    let remaining = i64::try_from(hit.remaining).unwrap_or(i64::MAX);
-    Some(PolicyDecision {
-        allowed: false,
-        remaining,
-        retry_after_ms: hit.retry_after_ms,
-        reset_after_ms: hit.reset_after_ms,
-        fail_open: false,
-        policy: policy.name().to_string(),
-        shadow: false,
-        would_deny: true,
-        binding: Some(limit.name().to_string()),
-        tier: tier.map(str::to_string),
-        limits: vec![LimitResult {
-            name: limit.name().to_string(),
-            algorithm: limit.kind(),
-            allowed: false,
-            remaining,
-            retry_after_ms: hit.retry_after_ms,
-            reset_after_ms: hit.reset_after_ms,
-        }],
-        cached: true,
-    })
+    let head = Decision {
+        by: DecidedBy::Cache,
+        ..Decision::by_redis(false, hit.remaining, hit.retry_after_ms, hit.reset_after_ms)
+    };
+    Some(Decision::of_policy(
+        head,
+        PolicyVerdict {
+            name: policy.name().to_string(),
+            shadow: false,
+            would_deny: true,
+            binding: Some(limit.name().to_string()),
+            tier: tier.map(str::to_string),
+            limits: vec![LimitResult {
+                name: limit.name().to_string(),
+                algorithm: limit.kind(),
+                allowed: false,
+                remaining: i64::try_from(hit.remaining).unwrap_or(i64::MAX),
+                retry_after_ms: hit.retry_after_ms,
+                reset_after_ms: hit.reset_after_ms,
+            }],
+        },
+    ))
 }
 
 /// Keeps Redis's denial by the binding limit (the longest wait) while it holds; an admission
 /// ends every limit's cached denial.
 fn remember(
     cache: &DenyCache,
-    decision: &PolicyDecision,
+    decision: &Decision,
     limits: &[Limit],
     state_keys: &[String],
     cost: u64,

@@ -6,7 +6,7 @@
 //! - [`file`]     policy files (TOML `[[policies]]`, JSON `{"policies": [...]}`) and today's rules
 //!   files, refused whole with the file, the line or JSON path, and the field
 //! - [`script`]   `lua/policy.lua`: the stacked decision, its call and its reply
-//! - [`decision`] [`PolicyDecision`]: the combined answer and every limit's own
+//! - [`decision`] a policy's decision when Redis could not be asked ([`NoAnswer`])
 //! - [`check`]    [`crate::Limiter::check_policy`]: deadline, fail-open, telemetry, metrics
 //! - [`stats`]    the per-second allowed, denied and shadow_denied counters of many policies,
 //!   read in one pipeline
@@ -37,8 +37,9 @@ pub mod stats;
 pub mod watch;
 pub mod write;
 
+pub use crate::decision::{LimitResult, PolicyDecisionJson, PolicyVerdict};
 pub use check::PolicyCheckError;
-pub use decision::{LimitResult, NoAnswer, PolicyDecision};
+pub use decision::NoAnswer;
 pub use file::{load_policies_file, parse_policies, parse_policy_json, Format, PolicyFileError};
 pub use stats::PolicyStatsPoint;
 pub use watch::{LoadedPolicies, PolicyWatch, Reload, POLL_EVERY};

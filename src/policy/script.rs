@@ -1,9 +1,10 @@
 //! `lua/policy.lua`: the stacked decision, hashed once; its EVALSHA built in one buffer, its
-//! reply parsed into a [`PolicyDecision`]. Sent like the five scripts' calls, through
+//! reply parsed into a policy's [`Decision`]. Sent like the five scripts' calls, through
 //! [`crate::scripts`]'s one path (EVALSHA, then EVAL on NOSCRIPT).
 
-use super::decision::{LimitResult, PolicyDecision};
 use super::{Limit, Mode};
+use crate::decision::Decision;
+use crate::decision::{LimitResult, PolicyVerdict};
 use crate::error::{FailureKind, RedisFailure};
 use crate::rule::Algorithm;
 pub use crate::scripts::POLICY_LUA;
@@ -161,7 +162,7 @@ pub(crate) fn parse_reply(
     mode: Mode,
     tier: Option<&str>,
     limits: &[Limit],
-) -> Result<PolicyDecision, RedisFailure> {
+) -> Result<Decision, RedisFailure> {
     let items = checked(reply, limits.len())?;
     let head = head(items);
     let binding = &limits[head.binding];
@@ -177,20 +178,22 @@ pub(crate) fn parse_reply(
             reset_after_ms: int(items, 9 + 4 * i) as u64,
         })
         .collect();
-    Ok(PolicyDecision {
-        allowed: head.allowed,
-        remaining: head.remaining,
-        retry_after_ms: head.retry_after_ms,
-        reset_after_ms: head.reset_after_ms,
-        fail_open: false,
-        policy: policy.to_string(),
-        shadow: mode == Mode::Shadow,
-        would_deny: head.would_deny,
-        binding: Some(binding.name().to_string()),
-        tier: tier.map(str::to_string),
-        limits: results,
-        cached: false,
-    })
+    Ok(Decision::of_policy(
+        Decision::by_redis(
+            head.allowed,
+            u64::try_from(head.remaining).unwrap_or(0),
+            head.retry_after_ms,
+            head.reset_after_ms,
+        ),
+        PolicyVerdict {
+            name: policy.to_string(),
+            shadow: mode == Mode::Shadow,
+            would_deny: head.would_deny,
+            binding: Some(binding.name().to_string()),
+            tier: tier.map(str::to_string),
+            limits: results,
+        },
+    ))
 }
 
 #[cfg(test)]
@@ -315,15 +318,15 @@ mod tests {
         let ints = |v: &[i64]| Value::Array(v.iter().map(|&n| Value::Int(n)).collect());
         let reply = ints(&[0, 1, 350, 900, 1, 2, 1, 5, 0, 800, 0, 1, 350, 900]);
         let d = parse_reply(&reply, "api", Mode::Enforce, Some("free"), &limits).expect("valid");
-        assert!(!d.allowed && d.would_deny && !d.shadow && !d.fail_open);
+        assert!(!d.allowed && d.would_deny() && !d.shadow() && !d.fail_open());
         assert_eq!(
             (d.remaining, d.retry_after_ms, d.reset_after_ms),
             (1, 350, 900)
         );
-        assert_eq!(d.binding.as_deref(), Some("daily"));
-        assert_eq!(d.tier.as_deref(), Some("free"));
-        assert_eq!(d.limits[0].name, "per-second");
-        assert!(d.limits[0].allowed && !d.limits[1].allowed);
+        assert_eq!(d.binding(), Some("daily"));
+        assert_eq!(d.tier(), Some("free"));
+        assert_eq!(d.limits()[0].name, "per-second");
+        assert!(d.limits()[0].allowed && !d.limits()[1].allowed);
         for bad in [
             ints(&[1, 1, 0, 0, 0, 1]),
             ints(&[2, 1, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 0, 0]),

@@ -263,15 +263,15 @@ mode = "shadow"
         .await
         .expect("valid");
     assert!(!first.allowed, "{first:?}");
-    assert_eq!(first.binding.as_deref(), Some("hourly"));
+    assert_eq!(first.binding(), Some("hourly"));
     let calls = evalsha_calls(&limiter).await;
     for _ in 0..20 {
         let d = limiter
             .check_policy_cost(api, "attacker", 1)
             .await
             .expect("valid");
-        assert!(!d.allowed && d.would_deny && !d.fail_open, "{d:?}");
-        assert_eq!(d.binding.as_deref(), Some("hourly"));
+        assert!(!d.allowed && d.would_deny() && !d.fail_open(), "{d:?}");
+        assert_eq!(d.binding(), Some("hourly"));
         assert!(
             d.retry_after_ms >= 1 && d.retry_after_ms <= first.retry_after_ms,
             "{d:?}"
@@ -303,6 +303,6 @@ mode = "shadow"
         .check_policy_cost(trial, "attacker", 1)
         .await
         .expect("valid");
-    assert!(d.allowed && d.would_deny, "{d:?}");
+    assert!(d.allowed && d.would_deny(), "{d:?}");
     assert_eq!(evalsha_calls(&limiter).await, before + 1);
 }

@@ -323,10 +323,10 @@ async fn a_window_left_by_the_other_mode_is_read_and_kept() {
         .check_policy_at(&policy, "b", 1, At::Millis(now))
         .await
         .expect("valid");
-    assert!(p.allowed && !p.fail_open, "{p:?}");
+    assert!(p.allowed && !p.fail_open(), "{p:?}");
     let p = limiter.check_policy(&policy, "b").await.expect("valid");
     assert_eq!(
-        (p.allowed, p.fail_open, p.remaining),
+        (p.allowed, p.fail_open(), p.remaining),
         (true, false, 3),
         "{p:?}"
     );
@@ -334,7 +334,7 @@ async fn a_window_left_by_the_other_mode_is_read_and_kept() {
         .peek_policy_at(&policy, "b", At::Millis(now + 5))
         .await
         .expect("valid");
-    assert_eq!((p.fail_open, p.remaining), (false, 3), "{p:?}");
+    assert_eq!((p.fail_open(), p.remaining), (false, 3), "{p:?}");
 
     // Anything else at the key is still a misconfiguration, named.
     let other = limiter.keys().limiter(&rule, "c");

@@ -122,7 +122,7 @@ fn policies_on_a_three_master_cluster() {
                 for _ in 0..4 {
                     for p in &policies {
                         let d = own.check_policy_cost(p, "c:1", 1).await.expect("valid");
-                        assert!(!d.fail_open, "{d:?}: {:?}", own.ledger().failures());
+                        assert!(!d.fail_open(), "{d:?}: {:?}", own.ledger().failures());
                         decided.push((p.name().to_string(), d));
                     }
                 }
@@ -140,7 +140,7 @@ fn policies_on_a_three_master_cluster() {
                 .map(|(_, d)| d)
                 .collect();
             assert_eq!(mine.len(), 32);
-            let passed = mine.iter().filter(|d| !d.would_deny).count();
+            let passed = mine.iter().filter(|d| !d.would_deny()).count();
             assert_eq!(passed, 5, "{}: exactly the fixed window's limit", p.name());
             let admitted = mine.iter().filter(|d| d.allowed).count();
             let want = if p.mode() == Mode::Shadow { 32 } else { 5 };

@@ -5,14 +5,14 @@ use crate::common;
 
 use crate::common::query;
 use ratelockr::rule::Algorithm;
-use ratelockr::{At, Limit, Limiter, Policy, PolicyDecision};
+use ratelockr::{At, Decision, Limit, Limiter, Policy};
 
 const TASKS: usize = 16;
 const PER_TASK: usize = 20;
 
 /// `TASKS` tasks, each on its own connection (like separate app servers), each sending
 /// `PER_TASK` requests for the same client at once.
-async fn hammer(limiter: &Limiter, policy: &Policy) -> Vec<PolicyDecision> {
+async fn hammer(limiter: &Limiter, policy: &Policy) -> Vec<Decision> {
     let mut tasks = Vec::new();
     for _ in 0..TASKS {
         let own = limiter.with_own_connection();
@@ -38,7 +38,8 @@ async fn hammer(limiter: &Limiter, policy: &Policy) -> Vec<PolicyDecision> {
         owners.push(own);
     }
     assert!(
-        all.iter().all(|d| !d.fail_open && d.remaining >= 0),
+        all.iter()
+            .all(|d| !d.fail_open() && d.remaining_or_unknown() >= 0),
         "some decisions failed open: {:?}",
         limiter.ledger().failures()
     );
@@ -94,18 +95,16 @@ async fn a_stack_admits_exactly_its_tightest_limit() {
     )
     .expect("valid");
     let all = hammer(&limiter, &policy).await;
-    let admitted: Vec<&PolicyDecision> = all.iter().filter(|d| d.allowed).collect();
+    let admitted: Vec<&Decision> = all.iter().filter(|d| d.allowed).collect();
     assert_eq!(admitted.len(), 30, "exactly the fixed window's limit");
-    let denied: Vec<&PolicyDecision> = all.iter().filter(|d| !d.allowed).collect();
-    assert!(denied
-        .iter()
-        .all(|d| d.binding.as_deref() == Some("window")));
+    let denied: Vec<&Decision> = all.iter().filter(|d| !d.allowed).collect();
+    assert!(denied.iter().all(|d| d.binding() == Some("window")));
     // Every limit was charged exactly the 30 admissions.
     let peek = limiter
         .peek_policy_at(&policy, "hot", At::ServerClock)
         .await
         .expect("valid");
-    let remaining: Vec<i64> = peek.limits.iter().map(|l| l.remaining).collect();
+    let remaining: Vec<i64> = peek.limits().iter().map(|l| l.remaining).collect();
     assert_eq!(remaining, [20, 10, 0, 15, 5]);
     let log = limiter.keys().policy_limit(
         ratelockr::rule::AlgorithmKind::SlidingWindowLog,

@@ -8,8 +8,8 @@ use crate::common::{query, T0};
 use ratelockr::policy::PolicyCheckError;
 use ratelockr::rule::Algorithm;
 use ratelockr::{
-    At, FailureMode, Limit, Limiter, LimiterOptions, Metrics, Mode, Override, Policy,
-    PolicyDecision, PolicyOutcome, Rule,
+    At, Decision, FailureMode, Limit, Limiter, LimiterOptions, Metrics, Mode, Override, Policy,
+    PolicyOutcome, Rule,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,12 +45,12 @@ fn stack() -> Vec<Limit> {
     ]
 }
 
-async fn at(limiter: &Limiter, policy: &Policy, key: &str, t: u64) -> PolicyDecision {
+async fn at(limiter: &Limiter, policy: &Policy, key: &str, t: u64) -> Decision {
     let d = limiter
         .check_policy_at(policy, key, 1, At::Millis(T0 + t))
         .await
         .expect("a valid request");
-    assert!(!d.fail_open, "Redis should have decided: {d:?}");
+    assert!(!d.fail_open(), "Redis should have decided: {d:?}");
     d
 }
 
@@ -95,15 +95,19 @@ async fn shadow_mode_changes_state_as_enforcement_does_admits_and_counts_apart()
         let t = i * 150;
         let e = at(&limiter, &enforced, "k", t).await;
         let s = at(&limiter, &shadowed, "k", t).await;
-        assert!(s.allowed && s.shadow && !e.shadow, "{s:?}");
-        assert_eq!(s.would_deny, !e.allowed, "{e:?} {s:?}");
-        assert_eq!(e.would_deny, !e.allowed);
-        assert_eq!(s.limits, e.limits, "at {t}: the same verdicts and numbers");
+        assert!(s.allowed && s.shadow() && !e.shadow(), "{s:?}");
+        assert_eq!(s.would_deny(), !e.allowed, "{e:?} {s:?}");
+        assert_eq!(e.would_deny(), !e.allowed);
+        assert_eq!(
+            s.limits(),
+            e.limits(),
+            "at {t}: the same verdicts and numbers"
+        );
         assert_eq!(
             (s.remaining, s.reset_after_ms),
             (e.remaining, e.reset_after_ms)
         );
-        assert_eq!(s.binding, e.binding);
+        assert_eq!(s.binding(), e.binding());
         assert_eq!(s.retry_after_ms, 0, "an admission names no wait");
         assert_eq!(
             dump(&limiter, &shadowed, "k").await,
@@ -204,12 +208,12 @@ async fn tiers_pick_the_overrides_limits_and_keep_state_by_limit_name() {
         }
     };
     let (n, d) = run("bob").await;
-    assert_eq!((n, d.tier.as_deref(), d.limits.len()), (2, None, 1));
+    assert_eq!((n, d.tier(), d.limits().len()), (2, None, 1));
     let (n, d) = run("premium_7").await;
-    assert_eq!((n, d.tier.as_deref()), (5, Some("premium")));
-    let names: Vec<&str> = d.limits.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!((n, d.tier()), (5, Some("premium")));
+    let names: Vec<&str> = d.limits().iter().map(|l| l.name.as_str()).collect();
     assert_eq!(names, ["per-window", "daily"]);
-    assert_eq!(d.binding.as_deref(), Some("per-window"));
+    assert_eq!(d.binding(), Some("per-window"));
     // Alice is no premium customer yet: the base limit holds her to 2 ...
     let plain = Policy::new("api", base).expect("valid");
     let mut admitted = 0;
@@ -219,7 +223,7 @@ async fn tiers_pick_the_overrides_limits_and_keep_state_by_limit_name() {
     assert_eq!(admitted, 2);
     // ... and once she is, the limit of the same name and algorithm keeps its count: 3 more.
     let (n, d) = run("alice").await;
-    assert_eq!((n, d.tier.as_deref()), (3, Some("premium")));
+    assert_eq!((n, d.tier()), (3, Some("premium")));
     let json = serde_json::to_value(&d).expect("json");
     assert_eq!(json["tier"], "premium");
     assert_eq!(json["policy"], "api");
@@ -240,7 +244,7 @@ async fn a_rule_and_the_policy_it_becomes_share_their_state() {
                 .check_policy_cost(&policy, "u", 1)
                 .await
                 .expect("valid");
-            assert!(!d.fail_open);
+            assert!(!d.fail_open());
             d.allowed
         });
     }
@@ -262,9 +266,9 @@ async fn a_peek_writes_nothing_and_costs_are_checked_against_every_limit() {
         .peek_policy_at(&policy, "k", At::Millis(T0))
         .await
         .expect("valid");
-    assert!(d.allowed && !d.would_deny, "{d:?}");
+    assert!(d.allowed && !d.would_deny(), "{d:?}");
     assert_eq!(d.remaining, 4, "the tightest: the bucket");
-    assert_eq!(d.binding.as_deref(), Some("burst"));
+    assert_eq!(d.binding(), Some("burst"));
     let keys: Vec<String> = query(&limiter, redis::cmd("KEYS").arg("*")).await;
     assert!(keys.is_empty(), "a peek wrote {keys:?}");
     at(&limiter, &policy, "k", 0).await;
@@ -272,7 +276,7 @@ async fn a_peek_writes_nothing_and_costs_are_checked_against_every_limit() {
         .peek_policy_at(&policy, "k", At::Millis(T0))
         .await
         .expect("valid");
-    let remaining: Vec<i64> = d.limits.iter().map(|l| l.remaining).collect();
+    let remaining: Vec<i64> = d.limits().iter().map(|l| l.remaining).collect();
     assert_eq!(remaining, [3, 6, 8]);
     match limiter.check_policy_cost(&policy, "k", 5).await {
         Err(PolicyCheckError::InvalidCost { max: 4, limit, .. }) => assert_eq!(limit, "burst"),
@@ -291,7 +295,7 @@ async fn a_peek_writes_nothing_and_costs_are_checked_against_every_limit() {
         .check_policy_cost(&policy, "now", 1)
         .await
         .expect("valid");
-    assert!(d.allowed && d.limits[2].reset_after_ms > 0, "{d:?}");
+    assert!(d.allowed && d.limits()[2].reset_after_ms > 0, "{d:?}");
 }
 
 #[tokio::test]
@@ -302,7 +306,7 @@ async fn a_flushed_script_cache_is_recovered() {
     assert!(at(&limiter, &policy, "k", 0).await.allowed);
     let _: () = query(&limiter, redis::cmd("SCRIPT").arg("FLUSH")).await;
     let d = at(&limiter, &policy, "k", 1).await;
-    assert!(d.allowed && d.limits[0].remaining == 2, "{d:?}");
+    assert!(d.allowed && d.limits()[0].remaining == 2, "{d:?}");
 }
 
 #[tokio::test]
@@ -326,12 +330,12 @@ async fn without_redis_a_policy_fails_open_or_closed() {
         .check_policy_cost(&policy, "v1", 1)
         .await
         .expect("a decision");
-    assert!(d.allowed && d.fail_open && !d.would_deny, "{d:?}");
+    assert!(d.allowed && d.fail_open() && !d.would_deny(), "{d:?}");
     assert_eq!(
-        (d.remaining, d.binding.clone(), d.tier.as_deref()),
+        (d.remaining_or_unknown(), d.binding(), d.tier()),
         (-1, None, Some("vip"))
     );
-    assert!(d.limits.is_empty());
+    assert!(d.limits().is_empty());
     assert_eq!(serde_json::to_value(&d).expect("json")["remaining"], -1);
     assert_eq!(open.ledger().fail_open_total(), 1);
     assert_eq!(metrics.policy_decisions("api", PolicyOutcome::FailOpen), 1);
@@ -344,5 +348,8 @@ async fn without_redis_a_policy_fails_open_or_closed() {
         .check_policy_cost(&policy, "k", 1)
         .await
         .expect("a decision");
-    assert!(!d.allowed && !d.fail_open && d.remaining == -1, "{d:?}");
+    assert!(
+        !d.allowed && !d.fail_open() && d.remaining_or_unknown() == -1,
+        "{d:?}"
+    );
 }

@@ -18,7 +18,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use ratelockr::policy::script::POLICY_LUA;
 use ratelockr::rule::{Algorithm, AlgorithmKind};
-use ratelockr::{scripts, At, Limit, Limiter, Policy, PolicyDecision};
+use ratelockr::{scripts, At, Decision, Limit, Limiter, Policy};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const CASES: u32 = 48;
@@ -357,12 +357,15 @@ async fn decide(
     client: &str,
     cost: u64,
     now: u64,
-) -> Result<PolicyDecision, TestCaseError> {
+) -> Result<Decision, TestCaseError> {
     let d = limiter
         .check_policy_at(policy, client, cost, At::Millis(T0 + now))
         .await
         .map_err(|e| TestCaseError::fail(format!("refused: {e}")))?;
-    prop_assert!(!d.fail_open && d.remaining >= 0, "not decided: {d:?}");
+    prop_assert!(
+        !d.fail_open() && d.remaining_or_unknown() >= 0,
+        "not decided: {d:?}"
+    );
     Ok(d)
 }
 
@@ -398,8 +401,8 @@ async fn composition(
         let ctx = format!("step {step}, at {now}, cost {cost}");
         let edges: Vec<bool> = models.iter().map(|m| m.on_edge(abs, cost)).collect();
         let d = decide(limiter, &policy, &client, cost, now).await?;
-        prop_assert_eq!(d.limits.len(), models.len());
-        for (i, (m, r)) in models.iter().zip(&d.limits).enumerate() {
+        prop_assert_eq!(d.limits().len(), models.len());
+        for (i, (m, r)) in models.iter().zip(d.limits()).enumerate() {
             if !edges[i] {
                 prop_assert_eq!(
                     r.allowed,
@@ -411,13 +414,13 @@ async fn composition(
                 );
             }
         }
-        let all = d.limits.iter().all(|r| r.allowed);
+        let all = d.limits().iter().all(|r| r.allowed);
         prop_assert_eq!(d.allowed, all, "{}: all or nothing {:?}", ctx, d);
-        prop_assert_eq!(d.would_deny, !all, "{}", ctx);
+        prop_assert_eq!(d.would_deny(), !all, "{}", ctx);
         for m in models.iter_mut() {
             m.follow(abs, cost, all);
         }
-        for (i, (m, r)) in models.iter().zip(&d.limits).enumerate() {
+        for (i, (m, r)) in models.iter().zip(d.limits()).enumerate() {
             let exact = m.left(abs) % m.unit() == 0;
             let whole = (m.left(abs) / m.unit()) as i64;
             let float = algorithms[i].kind() == AlgorithmKind::TokenBucket;
@@ -446,29 +449,29 @@ async fn composition(
             }
         }
         // The combination.
-        let least_remaining = d.limits.iter().map(|r| r.remaining).min().unwrap_or(0);
-        prop_assert_eq!(d.remaining, least_remaining, "{}", ctx);
-        let reset = d.limits.iter().map(|r| r.reset_after_ms).max().unwrap_or(0);
+        let least_remaining = d.limits().iter().map(|r| r.remaining).min().unwrap_or(0);
+        prop_assert_eq!(d.remaining_or_unknown(), least_remaining, "{}", ctx);
+        let reset = d
+            .limits()
+            .iter()
+            .map(|r| r.reset_after_ms)
+            .max()
+            .unwrap_or(0);
         prop_assert_eq!(d.reset_after_ms, reset, "{}", ctx);
         let binding = if all {
-            d.limits.iter().find(|r| r.remaining == least_remaining)
+            d.limits().iter().find(|r| r.remaining == least_remaining)
         } else {
             let wait = d
-                .limits
+                .limits()
                 .iter()
                 .filter(|r| !r.allowed)
                 .map(|r| r.retry_after_ms)
                 .max();
-            d.limits
+            d.limits()
                 .iter()
                 .find(|r| !r.allowed && Some(r.retry_after_ms) == wait)
         };
-        prop_assert_eq!(
-            d.binding.as_deref(),
-            binding.map(|r| r.name.as_str()),
-            "{}",
-            ctx
-        );
+        prop_assert_eq!(d.binding(), binding.map(|r| r.name.as_str()), "{}", ctx);
         if all {
             prop_assert_eq!(d.retry_after_ms, 0, "{}", ctx);
             continue;
@@ -494,7 +497,7 @@ async fn composition(
             retry,
             later
         );
-        for (m, r) in models.iter().zip(&later.limits) {
+        for (m, r) in models.iter().zip(later.limits()) {
             prop_assert!(m.admits(abs + retry, cost) || r.allowed, "{}", ctx);
         }
     }
@@ -573,17 +576,14 @@ fn every_limit_denying_waits_for_the_longest() {
             .check_policy_at(&policy, "k", 1, At::Millis(T0 + 2))
             .await
             .expect("valid");
-        assert!(!d.allowed && d.would_deny, "{d:?}");
-        let waits: Vec<u64> = d.limits.iter().map(|l| l.retry_after_ms).collect();
+        assert!(!d.allowed && d.would_deny(), "{d:?}");
+        let waits: Vec<u64> = d.limits().iter().map(|l| l.retry_after_ms).collect();
         // The log's oldest entry leaves at 20 000; the window (opened at 0) ends after 30 000;
         // the TAT is at 100 000 (two intervals of 50 000), and room for one more is 50 000
         // before it.
         assert_eq!(waits, [19_998, 29_999, 49_998]);
-        assert_eq!(
-            (d.retry_after_ms, d.binding.as_deref()),
-            (49_998, Some("gcra"))
-        );
-        assert!(d.limits.iter().all(|l| !l.allowed));
+        assert_eq!((d.retry_after_ms, d.binding()), (49_998, Some("gcra")));
+        assert!(d.limits().iter().all(|l| !l.allowed));
         let later = w
             .limiter
             .check_policy_at(&policy, "k", 1, At::Millis(T0 + 2 + 49_998))

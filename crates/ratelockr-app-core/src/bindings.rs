@@ -27,7 +27,7 @@ use crate::transport::Transport;
 use ratelockr::cluster::NodeRole;
 use ratelockr::commandstats::RedisCost;
 use ratelockr::headers::HttpAnswer;
-use ratelockr::policy::{Limit, LimitResult, Mode, Override, PolicyDecision, PolicyStatsPoint};
+use ratelockr::policy::{Limit, LimitResult, Mode, Override, PolicyDecisionJson, PolicyStatsPoint};
 use ratelockr::topology::{Topology, TopologyNode};
 use ratelockr::{
     Algorithm, AlgorithmKind, BackendKind, Decision, Rule, Scripting, ServerInfo, ServerKind,
@@ -141,7 +141,7 @@ pub fn render() -> Vec<(String, String)> {
     one::<Limit>(&cfg, &mut out);
     one::<Override>(&cfg, &mut out);
     one::<Mode>(&cfg, &mut out);
-    one::<PolicyDecision>(&cfg, &mut out);
+    one::<PolicyDecisionJson>(&cfg, &mut out);
     one::<LimitResult>(&cfg, &mut out);
     one::<WatchStatus>(&cfg, &mut out);
     one::<WatchedPolicy>(&cfg, &mut out);

@@ -1,6 +1,6 @@
 //! What the layer decided, as a request and response extension the service can read.
 
-use ratelockr::{Decision, PolicyDecision};
+use ratelockr::Decision;
 
 /// One rule's decision for a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +28,7 @@ pub struct RateLimitInfo {
     /// The policy's decision, for a layer held to a policy file
     /// ([`crate::RateLimitBuilder::from_file`]): every limit's verdict, the binding one, the
     /// tier, and in shadow mode whether it would have denied.
-    pub policy: Option<PolicyDecision>,
+    pub policy: Option<Decision>,
 }
 
 impl RateLimitInfo {
@@ -44,7 +44,7 @@ impl RateLimitInfo {
     /// admission by degraded mode's local limiter): the request passed unmetered by Redis.
     pub fn fail_open(&self) -> bool {
         match &self.policy {
-            Some(p) => p.fail_open,
+            Some(p) => p.fail_open(),
             None => self.decisions.iter().any(|d| d.decision.fail_open()),
         }
     }
@@ -53,7 +53,7 @@ impl RateLimitInfo {
     pub fn degraded(&self) -> bool {
         match &self.policy {
             // Redis not asked: fail-open, or fail-closed (denied without a binding limit).
-            Some(p) => p.binding.is_none(),
+            Some(p) => p.is_fallback(),
             None => self.decisions.iter().any(|d| d.decision.is_fallback()),
         }
     }

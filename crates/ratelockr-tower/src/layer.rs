@@ -453,12 +453,13 @@ impl Shared {
                     return Err(refusal(rule, &err));
                 }
             };
+            let allowed = decision.allowed;
             info.decisions.push(RuleDecision {
                 rule: rule.name().to_string(),
                 decision,
                 refunded: false,
             });
-            if !decision.allowed {
+            if !allowed {
                 self.refund(&mut info).await;
                 break;
             }

@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use ratelockr::headers::{policy_answer, HttpAnswer};
 use ratelockr::policy::{PolicyCheckError, PolicyWatch, POLL_EVERY};
-use ratelockr::{Limiter, PolicyDecision};
+use ratelockr::{Decision, Limiter};
 use std::sync::Once;
 
 /// The policy a layer decides with, and the watch that keeps its file current.
@@ -34,7 +34,7 @@ impl PolicySource {
         limiter: &Limiter,
         key: &str,
         cost: u64,
-    ) -> Result<(PolicyDecision, HttpAnswer), Response> {
+    ) -> Result<(Decision, HttpAnswer), Response> {
         self.watching
             .call_once(|| drop(self.watch.spawn(POLL_EVERY)));
         let Some(policy) = self.watch.policy(&self.name) else {

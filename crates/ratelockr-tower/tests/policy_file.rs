@@ -45,8 +45,8 @@ async fn serve(layer: RateLimitLayer) -> SocketAddr {
                 let p = info.policy.expect("a policy decision");
                 format!(
                     "binding={} would_deny={}",
-                    p.binding.unwrap_or_default(),
-                    p.would_deny
+                    p.binding().unwrap_or_default(),
+                    p.would_deny()
                 )
             }),
         )

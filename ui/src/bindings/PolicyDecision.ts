@@ -2,8 +2,8 @@
 import type { LimitResult } from "./LimitResult";
 
 /**
- * The answer to "may this request pass the policy now?". The first five fields mean what a
- * rule's [`crate::Decision`] fields mean, combined over the limits (design.md, "Policies").
+ * A policy's decision as the contract writes it (design.md, "Policies"): `--json`,
+ * `/api/check` with a policy, the app's IPC. The first five fields are a rule's.
  */
 export type PolicyDecision = { 
 /**

@@ -80,7 +80,7 @@ async fn traffic(redis: &EmbeddedRedis, file: &Path, policy: &str, key: &str, n:
             .check_policy_cost(policy, key, 1)
             .await
             .expect("decided");
-        assert!(!decision.fail_open, "Redis decided: {decision:?}");
+        assert!(!decision.fail_open(), "Redis decided: {decision:?}");
     }
 }
 

@@ -5,7 +5,7 @@ use crate::console::print_json;
 use crate::opts::Global;
 use anyhow::anyhow;
 use ratelockr::policy::{load_policies_file, NoAnswer, PolicyCheckError};
-use ratelockr::{At, Policy, PolicyDecision};
+use ratelockr::{At, Decision, Policy};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -67,7 +67,7 @@ pub async fn run(global: &Global, args: PolicyCheck<'_>) -> anyhow::Result<ExitC
                 "ratelockr: fail-open: Redis at {} could not decide ({failure}); the request is allowed without a limit",
                 limiter.target()
             );
-            PolicyDecision::without_redis(&policy, args.key, NoAnswer::FailOpen)
+            Decision::unanswered(&policy, args.key, NoAnswer::FailOpen)
         }
         Err(PolicyCheckError::InvalidCost { cost, max, limit, what }) => {
             return Err(anyhow!(
@@ -76,7 +76,7 @@ pub async fn run(global: &Global, args: PolicyCheck<'_>) -> anyhow::Result<ExitC
         }
         Err(PolicyCheckError::Key(err)) => return Err(crate::opts::flag_error(err)),
     };
-    if decision.fail_open && args.peek {
+    if decision.fail_open() && args.peek {
         eprintln!(
             "ratelockr: Redis at {} could not be asked; nothing is known",
             limiter.target()
@@ -94,34 +94,33 @@ pub async fn run(global: &Global, args: PolicyCheck<'_>) -> anyhow::Result<ExitC
 }
 
 /// The verdict, the binding limit and tier on one line, then one line per limit.
-fn print_human(d: &PolicyDecision, key: &str, peek: bool) {
-    let verdict = match (peek, d.allowed, d.would_deny) {
+fn print_human(d: &Decision, key: &str, peek: bool) {
+    let verdict = match (peek, d.allowed, d.would_deny()) {
         (true, ..) => "peek",
         (false, true, true) => "shadow-denied (admitted: the policy is in shadow mode)",
         (false, true, false) => "allowed",
         (false, false, _) => "denied",
     };
-    let tier = d
-        .tier
-        .as_deref()
-        .unwrap_or("(none: the policy's own limits)");
-    let binding = d.binding.as_deref().unwrap_or("(unknown: fail-open)");
+    let tier = d.tier().unwrap_or("(none: the policy's own limits)");
+    let binding = d.binding().unwrap_or("(unknown: fail-open)");
     println!(
         "{verdict}  policy {}  key {key}  tier {tier}  binding {binding}",
-        d.policy
+        d.policy_name().unwrap_or_default()
     );
     if d.allowed || peek {
         println!(
             "  remaining {}  full again in {} ms",
-            d.remaining, d.reset_after_ms
+            d.remaining_or_unknown(),
+            d.reset_after_ms
         );
     } else {
         println!(
             "  remaining {}  retry after {} ms",
-            d.remaining, d.retry_after_ms
+            d.remaining_or_unknown(),
+            d.retry_after_ms
         );
     }
-    for l in &d.limits {
+    for l in d.limits() {
         let result = if l.allowed { "admits" } else { "denies" };
         println!(
             "  limit {:<16} {:<24} {result}  remaining {}  retry after {} ms  reset after {} ms",

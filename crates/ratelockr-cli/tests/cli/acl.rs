@@ -181,7 +181,7 @@ async fn the_readmes_acl_user_decides_with_all_five_and_a_policy() {
         .check_policy_cost(&policy, "k", 1)
         .await
         .expect("valid");
-    assert!(!decided.fail_open, "{decided:?}");
+    assert!(!decided.fail_open(), "{decided:?}");
     limiter
         .stats("acl-policy")
         .await

@@ -107,7 +107,7 @@ pub(super) async fn dispatch(
 
 /// One decision of a replay: a rule's, or a policy's with what its record adds (as indexes
 /// into the policy, so nothing is allocated per decision).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct Verdict {
     pub(super) decision: Decision,
     /// 0: the policy's own limits, i + 1: override i.

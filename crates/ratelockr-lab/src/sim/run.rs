@@ -500,12 +500,21 @@ async fn decide(limiter: &Limiter, target: &Target, key: &str, cost: u64, at: At
     } else if let Some(policy) = &target.policy {
         // Costs were checked against every limit of every tier before the run.
         match limiter.check_policy_at(policy, key, cost, at).await {
-            Ok(d) => Decided {
-                decision: d.as_decision(),
-                binding: d.binding.map(Arc::from).unwrap_or_default(),
-                tier: d.tier.map(Arc::from).unwrap_or_default(),
-                would_deny: d.would_deny,
-            },
+            Ok(d) => {
+                let verdict = d.verdict();
+                Decided {
+                    decision: d.combined(),
+                    binding: verdict
+                        .and_then(|v| v.binding.as_deref())
+                        .map(Arc::from)
+                        .unwrap_or_default(),
+                    tier: verdict
+                        .and_then(|v| v.tier.as_deref())
+                        .map(Arc::from)
+                        .unwrap_or_default(),
+                    would_deny: d.would_deny(),
+                }
+            }
             Err(_) => Decision::FAIL_OPEN.into(),
         }
     } else {

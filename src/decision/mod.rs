@@ -1,8 +1,15 @@
 //! A decision is a value, not an error: denied requests and fail-open answers are both normal.
 //! How it was made (Redis, the deny cache, or a fallback while Redis could not be asked) is one
 //! enum, [`DecidedBy`]; the JSON keeps the contract's shape (`remaining: -1`, `fail_open`).
+//!
+//! One type for every decision: a rule is a policy of one limit, and a policy's decision is
+//! the same [`Decision`] carrying what the policy adds ([`PolicyVerdict`]: its name, mode, the
+//! binding limit, every limit's answer). Each writes its own contract's JSON.
 
 use serde::{Deserialize, Serialize};
+
+mod verdict;
+pub use verdict::{LimitResult, PolicyDecisionJson, PolicyVerdict};
 
 /// How a decision was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -29,10 +36,15 @@ pub enum DecidedBy {
     Degraded,
 }
 
-/// The answer to "may this request pass now?".
+/// The answer to "may this request pass now?", of a rule or of a policy. A policy's combines
+/// its limits (the least remaining, the longest wait) and carries each one's in
+/// [`policy`](Self::policy).
+///
+/// Serialized as the contract writes it: a rule's as [`DecisionJson`], a policy's as
+/// [`PolicyDecisionJson`] (`"policy"`, `"shadow"`, `"limits"`, ...). A field of the app's that
+/// always holds a policy's decision says so to ts-rs with `#[ts(as = "PolicyDecisionJson")]`.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(as = "DecisionJson"))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(into = "DecisionJson", from = "DecisionJson")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
     pub allowed: bool,
     /// Whole requests still admissible now. Known only when Redis (or the deny cache repeating
@@ -45,6 +57,8 @@ pub struct Decision {
     pub reset_after_ms: u64,
     /// How the decision was made.
     pub by: DecidedBy,
+    /// A policy's decision: what the policy adds. `None` for a rule's.
+    pub policy: Option<Box<PolicyVerdict>>,
 }
 
 impl Decision {
@@ -61,6 +75,7 @@ impl Decision {
             retry_after_ms: 0,
             reset_after_ms: 0,
             by,
+            policy: None,
         }
     }
 
@@ -77,6 +92,7 @@ impl Decision {
             retry_after_ms,
             reset_after_ms,
             by: DecidedBy::Redis,
+            policy: None,
         }
     }
 
@@ -144,8 +160,8 @@ pub struct DecisionJson {
     pub degraded: bool,
 }
 
-impl From<Decision> for DecisionJson {
-    fn from(d: Decision) -> Self {
+impl From<&Decision> for DecisionJson {
+    fn from(d: &Decision) -> Self {
         DecisionJson {
             allowed: d.allowed,
             remaining: d.remaining_or_unknown(),
@@ -175,6 +191,7 @@ impl From<DecisionJson> for Decision {
             retry_after_ms: j.retry_after_ms,
             reset_after_ms: j.reset_after_ms,
             by,
+            policy: None,
         }
     }
 }
@@ -290,7 +307,7 @@ mod tests {
         );
         let cached = Decision {
             by: DecidedBy::Cache,
-            ..by_redis
+            ..by_redis.clone()
         };
         assert_eq!(
             json(&cached),
