@@ -123,7 +123,8 @@ end
 
 -- A key left by the other mode (see A KEY LEFT BY THE OTHER MODE) is met only after a pcall's
 -- error; what reads and rewrites it is written out there, off the hot path (a helper function
--- here would be a closure built on every call).
+-- here would be a closure built on every call). The blocks marked "shared" are policy.lua's text
+-- too, kept identical by tests/lua_blocks.rs.
 
 if cost == 0 then
   -- A peek: what is left of this window; nothing written, nothing counted.
@@ -146,8 +147,10 @@ if cost == 0 then
     local value = redis.pcall('GET', key)
     if type(value) == 'table' and value.err then
       -- The clock mode's {start, count}? Any other error is raised as the call's own.
+      -- shared: fixed_window.count_reads_a_window
       local state = value.err:sub(1, 9) == 'WRONGTYPE' and redis.call('HMGET', key, 'start', 'count')
       if not (state and tonumber(state[1]) and tonumber(state[2])) then redis.call('GET', key) end
+      -- end shared
       left = redis.call('PTTL', key)
       if left > 0 then used = tonumber(state[2]) end
     else
@@ -164,9 +167,11 @@ if clock then
   if state.err then
     -- The TTL mode's integer count: rewritten as {start, count} with its PTTL. Any other error
     -- is raised as the call's own.
+    -- shared: fixed_window.clock_reads_a_count
     local count = state.err:sub(1, 9) == 'WRONGTYPE' and tonumber(redis.call('GET', key))
     if not count or count % 1 ~= 0 then redis.call('HMGET', key, 'start', 'count') end
     local left = redis.call('PTTL', key)
+    -- end shared
     redis.call('DEL', key)
     if left > 0 then
       redis.call('HSET', key, 'start', now - (window - left), 'count', count)
@@ -174,10 +179,12 @@ if clock then
     end
     state = redis.call('HMGET', key, 'start', 'count')
   end
-  local start, used = tonumber(state[1]), tonumber(state[2])
   -- A window the clock has left (or no window) is replaced; its key may not have expired yet.
+  -- shared: fixed_window.clock_window
+  local start, used = tonumber(state[1]), tonumber(state[2])
   local fresh = start == nil or used == nil or now - start > window
   if fresh then start, used = now, 0 end
+  -- end shared
   ttl = start + window - now
   count = used + cost
   if fresh then
@@ -202,10 +209,12 @@ else
     count = redis.call('INCRBY', key, cost_arg)
   end
   ttl = redis.call('PTTL', key)
+  -- shared: fixed_window.ttl_repair
   if ttl < 0 then
     redis.call('PEXPIRE', key, window)
     ttl = window
   end
+  -- end shared
 end
 
 local allowed, remaining, retry_after = 1, limit - count, 0

@@ -122,41 +122,42 @@ end
 -- function would be a closure built on every call): q = a / b; q = q - q % 1 is the floor of
 -- the double quotient, which may round across an integer; the remainder r = a - q * b says
 -- so, and one step puts q and r right.
+local key = KEYS[1]
+local err_prefix = 'ratelockr gcra: '
+-- The blocks marked "shared" are policy.lua's text too, kept identical by tests/lua_blocks.rs.
+-- shared: gcra.read
 local span = burst * period -- burst x T, in units of 1/limit ms
 local tat_ms, frac
-local state = redis.call('GET', KEYS[1])
+local state = redis.call('GET', key)
 if state then
   local stored_limit
   if #state == 24 then tat_ms, frac, stored_limit = struct.unpack('<ddd', state) end
   if not (tat_ms and tat_ms % 1 == 0 and frac % 1 == 0 and frac >= 0 and stored_limit >= 1
       and frac < stored_limit) then
-    return redis.error_reply('ratelockr gcra: ' .. KEYS[1] .. ' holds ' .. #state
+    return redis.error_reply(err_prefix .. key .. ' holds ' .. #state
       .. ' bytes that are not a TAT (24 bytes: tat_ms, frac, limit, little-endian doubles)')
   end
-  if stored_limit ~= limit and frac > 0 then
-    -- Another limit's units: round the TAT up to a whole ms, which mints nothing.
-    tat_ms, frac = tat_ms + 1, 0
-  end
+  -- Another limit's units: round the TAT up to a whole ms, which mints nothing.
+  if stored_limit ~= limit and frac > 0 then tat_ms, frac = tat_ms + 1, 0 end
 end
-
--- diff = max(TAT - now, 0) in units. Far ahead (a caller whose clock lags far behind) it is
--- kept in whole ms instead, where it could exceed 2^53 units; such a request is denied anyway.
-local ahead = 0
-local diff = 0
-local far = false
+-- diff = max(TAT - now, 0) in units; far ahead (a caller's clock far behind) in whole ms
+-- instead, where it could exceed 2^53 units; such a request is denied anyway.
+local ahead, diff, far = 0, 0, false
 if tat_ms and tat_ms >= now then
   ahead = tat_ms - now
-  if ahead <= span / limit + 2 then
-    diff = ahead * limit + frac
-  else
-    far = true
-  end
+  if ahead <= span / limit + 2 then diff = ahead * limit + frac else far = true end
 end
+local yes = not far and diff <= (burst - cost) * period
+-- end shared
 
+local charge = cost > 0
 local allowed, remaining, retry_after, reset_after = 0, 0, 0, 0
-if not far and diff <= (burst - cost) * period then
-  allowed = 1
-  if cost > 0 then diff = diff + cost * period end
+if yes then allowed = 1 end
+-- An admission's TTL is sent as text made here (%d: cheaper than the %.17g Redis applies to a
+-- Lua number, the same digits for an integer below 2^53, as every quantity here is).
+-- shared: gcra.decide
+if yes then
+  if charge then diff = diff + cost * period end
   -- reset_after = ceil(diff / limit), and the new TAT = now + whole + rest / limit ms.
   local whole = diff / limit
   whole = whole - whole % 1
@@ -168,10 +169,8 @@ if not far and diff <= (burst - cost) * period then
   end
   reset_after = whole
   if rest > 0 then reset_after = whole + 1 end
-  if cost > 0 then
-    -- The TTL as text made here (%d: cheaper than the %.17g Redis applies to a Lua number, the
-    -- same digits for an integer below 2^53, as every quantity here is).
-    redis.call('SET', KEYS[1], struct.pack('<ddd', now + whole, rest, limit), 'PX',
+  if charge then
+    redis.call('SET', key, struct.pack('<ddd', now + whole, rest, limit), 'PX',
       string.format('%d', reset_after))
   end
   -- remaining = floor((span - diff) / period)
@@ -213,6 +212,7 @@ else
   reset_after = ahead
   if frac > 0 then reset_after = ahead + 1 end
 end
+-- end shared
 
 if nkeys == 3 and cost > 0 then
   local counter = KEYS[3 - allowed]

@@ -13,7 +13,9 @@ headers for each algorithm's arithmetic): the same key format, the same stored s
 TTLs, the same four numbers. A stack of one limit is that script, bit for bit. The call runs in
 two passes: the first reads every limit and decides it without writing anything (so a corrupt
 key fails the call with nothing written), the second writes, limit by limit, what the
-standalone script would write when the whole stack admits.
+standalone script would write when the whole stack admits. The arithmetic it repeats from a
+script is marked in both files (`-- shared: token_bucket.refill` ... `-- end shared`) and kept
+one text, indentation aside, by tests/lua_blocks.rs: change both copies together.
 
 KEYS
   [1] .. [n]  the limits' state keys, one per limit in ARGV's order, distinct; each holds what
@@ -97,10 +99,21 @@ if stats_ttl == '120' or stats_ttl == nil or stats_ttl == '' then stats_ttl = 12
 local shadow = mode == 'shadow'
 local fw_clock = ARGV[7] == '1'
 
--- Everything known of limit i lives in one flat array, 12 slots from b = 12 * (i - 1): the
--- kind and the three parameters (b+1 .. b+4), the limit's verdict (b+5), and what the first
--- pass read (b+6 .. b+12). One table, sized for one limit at once, rather than a table per
--- field that each grow on their first store: fewer allocations on Redis's thread.
+-- Everything known of limit i lives in one flat array, 12 slots from b = 12 * (i - 1), each
+-- read and written by its name: v[b + KIND], v[b + TOKENS]. One table, sized for one limit at
+-- once, rather than a table per limit or per field: fewer allocations on Redis's thread; a
+-- local as an offset costs what a literal does. The kind, ARGV's three parameters in order
+-- (each kind names them) and the limit's verdict:
+local KIND, ARG1, ARG2, ARG3, YES = 1, 2, 3, 4, 5
+local CAPACITY, RATE = ARG1, ARG2 -- tb
+local LIMIT, PERIOD, BURST = ARG1, ARG2, ARG3 -- gc
+local WINDOW = ARG2 -- sw, sc and fw: LIMIT, WINDOW
+-- What the first pass found for the second (slots 6 .. 12), by kind; each is said where it is set.
+local TOKENS, STORED, LAST, STATE = 6, 7, 8, 9 -- tb
+local DIFF, AHEAD, FAR, FRAC = 6, 7, 8, 9 -- gc
+local USED, CURRENT, PREVIOUS, INDEX, ELAPSED, AT, SAME_WINDOW = 6, 7, 8, 9, 10, 11, 12 -- sc
+local COUNT, NEWEST, OLDEST_OUT = 6, 7, 8 -- sw, and AT
+local START, FRESH, TTL = 7, 8, 9 -- fw, and USED
 local v = {false, false, false, false, false, false, false, false, false, false, false, false}
 local valid = n and n % 1 == 0 and n >= 1 and n <= 8 and (nkeys == n or nkeys == n + 3)
   and cost and cost % 1 == 0 and cost >= 0 and cost <= 1e15
@@ -119,7 +132,7 @@ if valid then
         local c = tonumber(ARGV[at + 3])
         ok = b % 1 == 0 and b >= 1 and b <= 1e15 and c and c % 1 == 0 and c >= 1 and c <= 1e15
           and c * b <= 4503599627370496 and cost <= c
-        v[12 * i - 8] = c
+        v[12 * (i - 1) + ARG3] = c
       elseif kind == 'sc' then
         ok = b % 1 == 0 and b >= 1 and b <= 1e15 and a * b <= 4503599627370496 and cost <= a
       elseif kind == 'sw' then
@@ -135,7 +148,7 @@ if valid then
       break
     end
     local base = 12 * (i - 1)
-    v[base + 1], v[base + 2], v[base + 3] = kind, a, b
+    v[base + KIND], v[base + ARG1], v[base + ARG2] = kind, a, b
   end
 end
 
@@ -247,37 +260,43 @@ end
 -- r = a - q * b says so, and one step puts q and r right. A ceiling adds 1 when r > 0.
 
 -- The first pass: read and decide every limit, writing nothing. What the second pass needs
--- is kept in v[b+6 .. b+11]; what each kind keeps there is said where it is set.
+-- is kept in the limit's slots 6 .. 12. The blocks marked "shared" are the standalone
+-- scripts' own text, kept identical by tests/lua_blocks.rs.
+local err_prefix = 'ratelockr policy: '
 local admit = true
 for i = 1, n do
   local b = 12 * (i - 1)
-  local kind, key = v[b + 1], KEYS[i]
-  local yes
+  local kind, key = v[b + KIND], KEYS[i]
   if kind == 'tb' then
-    local capacity, rate = v[b + 2], v[b + 3]
+    local capacity, rate = v[b + CAPACITY], v[b + RATE]
+    -- shared: token_bucket.read
     local state = redis.call('GET', key)
     local tokens, last
     if state then
       if #state == 16 then tokens, last = struct.unpack('<dd', state) end
       if tokens == nil or tokens ~= tokens or last % 1 ~= 0 then
-        return redis.error_reply('ratelockr policy: ' .. key .. ' holds ' .. #state
+        return redis.error_reply(err_prefix .. key .. ' holds ' .. #state
           .. ' bytes that are not a bucket (16 bytes: tokens and last_refill_ms, little-endian doubles)')
       end
     else
       tokens, last = capacity, now
     end
+    -- end shared
+    -- shared: token_bucket.refill
     local stored = tokens
     local elapsed = now - last
     if elapsed > 0 then
       tokens = tokens + elapsed * rate / 1000
       if tokens > capacity then tokens = capacity end
     end
-    yes = tokens >= cost
-    -- refilled tokens; stored tokens and last_refill; whether a bucket was stored
-    v[b + 6], v[b + 7], v[b + 8], v[b + 9] = tokens, stored, last, state ~= false
+    local yes = tokens >= cost
+    -- end shared
+    -- refilled tokens; the stored tokens and last_refill; the key's value (false: none)
+    v[b + TOKENS], v[b + STORED], v[b + LAST], v[b + STATE], v[b + YES] = tokens, stored, last, state, yes
   elseif kind == 'gc' then
-    local limit, period, burst = v[b + 2], v[b + 3], v[b + 4]
-    local span = burst * period
+    local limit, period, burst = v[b + LIMIT], v[b + PERIOD], v[b + BURST]
+    -- shared: gcra.read
+    local span = burst * period -- burst x T, in units of 1/limit ms
     local tat_ms, frac
     local state = redis.call('GET', key)
     if state then
@@ -285,20 +304,26 @@ for i = 1, n do
       if #state == 24 then tat_ms, frac, stored_limit = struct.unpack('<ddd', state) end
       if not (tat_ms and tat_ms % 1 == 0 and frac % 1 == 0 and frac >= 0 and stored_limit >= 1
           and frac < stored_limit) then
-        return redis.error_reply('ratelockr policy: ' .. key .. ' holds ' .. #state
+        return redis.error_reply(err_prefix .. key .. ' holds ' .. #state
           .. ' bytes that are not a TAT (24 bytes: tat_ms, frac, limit, little-endian doubles)')
       end
+      -- Another limit's units: round the TAT up to a whole ms, which mints nothing.
       if stored_limit ~= limit and frac > 0 then tat_ms, frac = tat_ms + 1, 0 end
     end
+    -- diff = max(TAT - now, 0) in units; far ahead (a caller's clock far behind) in whole ms
+    -- instead, where it could exceed 2^53 units; such a request is denied anyway.
     local ahead, diff, far = 0, 0, false
     if tat_ms and tat_ms >= now then
       ahead = tat_ms - now
       if ahead <= span / limit + 2 then diff = ahead * limit + frac else far = true end
     end
-    yes = not far and diff <= (burst - cost) * period
-    v[b + 6], v[b + 7], v[b + 8], v[b + 9] = diff, ahead, far, frac -- units; whole ms; far ahead; frac
+    local yes = not far and diff <= (burst - cost) * period
+    -- end shared
+    -- units; whole ms; far ahead; the TAT's fraction of a ms
+    v[b + DIFF], v[b + AHEAD], v[b + FAR], v[b + FRAC], v[b + YES] = diff, ahead, far, frac, yes
   elseif kind == 'sc' then
-    local window = v[b + 3]
+    local limit, window = v[b + LIMIT], v[b + WINDOW]
+    -- shared: sliding_window_counter.read
     local state = redis.call('HMGET', key, 'w', 'c', 'p', 't')
     local at = now
     local stored_index, current, previous = nil, 0, 0
@@ -306,7 +331,7 @@ for i = 1, n do
       local w, c, p, t = tonumber(state[1]), tonumber(state[2]), tonumber(state[3]), tonumber(state[4])
       if not (w and c and p and t and w % 1 == 0 and c % 1 == 0 and p % 1 == 0 and t % 1 == 0
           and c >= 0 and p >= 0) then
-        return redis.error_reply('ratelockr policy: ' .. key
+        return redis.error_reply(err_prefix .. key
           .. ' is not a counter hash (fields w, c, p, t: integers)')
       end
       if t > at then at = t end
@@ -315,18 +340,28 @@ for i = 1, n do
     local index = at / window
     index = index - index % 1
     local elapsed = at - index * window
-    if elapsed < 0 then index, elapsed = index - 1, elapsed + window elseif elapsed >= window then index, elapsed = index + 1, elapsed - window end
+    if elapsed < 0 then
+      index, elapsed = index - 1, elapsed + window
+    elseif elapsed >= window then
+      index, elapsed = index + 1, elapsed - window
+    end
+    local same_window = stored_index == index -- w and p stay as they are
     if stored_index ~= nil and stored_index < index then
+      -- The stored window is over: it becomes the previous one, or is too old to count at all.
       if stored_index == index - 1 then previous = current else previous = 0 end
       current = 0
     end
+    -- The estimate in units of 1/window request: previous x (window - elapsed) + current x window.
     local used = previous * (window - elapsed) + current * window
-    yes = used <= (v[b + 2] - cost) * window
-    -- the estimate in 1/window units; this window's count; the previous one's; the window's
-    -- index; elapsed ms in it; the clock it is read on (never behind the latest seen)
-    v[b + 6], v[b + 7], v[b + 8], v[b + 9], v[b + 10], v[b + 11] = used, current, previous, index, elapsed, at
-    v[b + 12] = stored_index == index -- the stored window is this one: w and p stay as they are
+    local yes = used <= (limit - cost) * window
+    -- end shared
+    -- the estimate; this window's count; the previous one's; the window's index; elapsed ms in
+    -- it; the clock it is read on (never behind the latest seen); the stored window is this one
+    v[b + USED], v[b + CURRENT], v[b + PREVIOUS], v[b + INDEX] = used, current, previous, index
+    v[b + ELAPSED], v[b + AT], v[b + SAME_WINDOW], v[b + YES] = elapsed, at, same_window, yes
   elseif kind == 'sw' then
+    local limit, window = v[b + LIMIT], v[b + WINDOW]
+    -- shared: sliding_window_log.read
     local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
     local at = now
     local newest_score = nil
@@ -334,35 +369,51 @@ for i = 1, n do
       newest_score = tonumber(newest[2])
       if newest_score > now then at = newest_score end
     end
-    local oldest_out = string.format('%.17g', at - v[b + 3])
+    -- Exclusive lower bound of the window, printed exactly: %d writes the digits %.17g would
+    -- for an integer below 2^53, for less work; beyond, %.17g.
+    local oldest_out = at - window
+    if oldest_out < 9007199254740992 and oldest_out > -9007199254740992 then
+      oldest_out = string.format('%d', oldest_out)
+    else
+      oldest_out = string.format('%.17g', oldest_out)
+    end
     local count = redis.call('ZCOUNT', key, '(' .. oldest_out, '+inf')
-    yes = count + cost <= v[b + 2]
-    -- entries in the window; the log's clock; the newest entry's time; the window's bound
-    v[b + 6], v[b + 7], v[b + 8], v[b + 9] = count, at, newest_score, oldest_out
+    local yes = count + cost <= limit
+    -- end shared
+    -- entries in the window; the newest entry's time; the window's bound; the log's clock
+    v[b + COUNT], v[b + NEWEST], v[b + OLDEST_OUT] = count, newest_score, oldest_out
+    v[b + AT], v[b + YES] = at, yes
   elseif fw_clock then
+    local limit, window = v[b + LIMIT], v[b + WINDOW]
     local state = redis.pcall('HMGET', key, 'start', 'count')
     if state.err then
       -- The server clock's count (fixed_window.lua, A KEY LEFT BY THE OTHER MODE)
+      -- shared: fixed_window.clock_reads_a_count
       local count = state.err:sub(1, 9) == 'WRONGTYPE' and tonumber(redis.call('GET', key))
       if not count or count % 1 ~= 0 then redis.call('HMGET', key, 'start', 'count') end
       local left = redis.call('PTTL', key)
-      state = left > 0 and {now - (v[b + 3] - left), count} or {false, false}
+      -- end shared
+      state = left > 0 and {now - (window - left), count} or {false, false}
       if cost > 0 then redis.call('DEL', key) end
       if cost > 0 and left > 0 then redis.call('HSET', key, 'start', state[1], 'count', count) end
       if cost > 0 and left > 0 then redis.call('PEXPIRE', key, left) end
     end
+    -- shared: fixed_window.clock_window
     local start, used = tonumber(state[1]), tonumber(state[2])
-    local fresh = start == nil or used == nil or now - start > v[b + 3]
+    local fresh = start == nil or used == nil or now - start > window
     if fresh then start, used = now, 0 end
-    -- fixed_window.lua admits every peek, whatever the count
-    yes = cost == 0 or used + cost <= v[b + 2]
-    v[b + 6], v[b + 7], v[b + 8] = used, start, fresh -- count so far; window start; a window to open
+    -- end shared
+    -- count so far; window start; a window to open; fixed_window.lua admits every peek
+    v[b + USED], v[b + START], v[b + FRESH] = used, start, fresh
+    v[b + YES] = cost == 0 or used + cost <= limit
   else
     local value = redis.pcall('GET', key)
     if type(value) == 'table' and value.err then
       -- The caller's clock's {start, count} (fixed_window.lua, A KEY LEFT BY THE OTHER MODE)
+      -- shared: fixed_window.count_reads_a_window
       local state = value.err:sub(1, 9) == 'WRONGTYPE' and redis.call('HMGET', key, 'start', 'count')
       if not (state and tonumber(state[1]) and tonumber(state[2])) then redis.call('GET', key) end
+      -- end shared
       local left = redis.call('PTTL', key)
       value = left > 0 and state[2]
       if cost > 0 then redis.call('DEL', key) end
@@ -372,15 +423,15 @@ for i = 1, n do
     if value then
       used = tonumber(value)
       if used == nil or used % 1 ~= 0 then
-        return redis.error_reply('ratelockr policy: ' .. key .. ' holds ' .. tostring(value)
+        return redis.error_reply(err_prefix .. key .. ' holds ' .. tostring(value)
           .. ', not a fixed window\'s integer count')
       end
     end
-    yes = cost == 0 or used + cost <= v[b + 2]
-    v[b + 6], v[b + 7] = used, redis.call('PTTL', key) -- count so far; what is left of the window
+    -- count so far; what is left of the window; every peek admitted
+    v[b + USED], v[b + TTL] = used, redis.call('PTTL', key)
+    v[b + YES] = cost == 0 or used + cost <= v[b + LIMIT]
   end
-  v[b + 5] = yes
-  if not yes then admit = false end
+  if not v[b + YES] then admit = false end
 end
 
 -- The second pass: charge every limit when all admit (and the cost is not a peek), and find
@@ -389,13 +440,14 @@ local charge = admit and cost > 0
 local reply = {0, 0, 0, 0, 0, 1, 0, 0, 0, 0}
 for i = 1, n do
   local b = 12 * (i - 1)
-  local kind, key, yes = v[b + 1], KEYS[i], v[b + 5]
+  local kind, key, yes = v[b + KIND], KEYS[i], v[b + YES]
   local allowed, remaining, retry_after, reset_after = 0, 0, 0, 0
   if yes then allowed = 1 end
   if kind == 'tb' then
-    local capacity, rate = v[b + 2], v[b + 3]
-    local tokens, stored, last = v[b + 6], v[b + 7], v[b + 8]
+    local capacity, rate = v[b + CAPACITY], v[b + RATE]
+    local tokens, stored, last, state = v[b + TOKENS], v[b + STORED], v[b + LAST], v[b + STATE]
     if charge then
+      -- shared: token_bucket.charge
       tokens = tokens - cost
       local previous = last
       if now > last then last = now end
@@ -403,22 +455,17 @@ for i = 1, n do
       local ttl = capacity / rate * 2
       local fraction = ttl % 1
       if fraction > 0 then ttl = ttl - fraction + 1 end
-      -- token_bucket.lua's TTL: on the server's clock set by the first admission of each
-      -- half-TTL period and kept by the others; on a caller's clock set by every admission.
       local half = ttl * 500
-      if server_clock and v[b + 9] and now - now % half == previous - previous % half then
+      if server_clock and state and now - now % half == previous - previous % half then
         redis.call('SET', key, struct.pack('<dd', tokens, last), 'KEEPTTL')
       else
         if ttl < 9007199254740992 then ttl = string.format('%d', ttl) end
         redis.call('SET', key, struct.pack('<dd', tokens, last), 'EX', ttl)
       end
+      -- end shared
     end
-    -- token_bucket.lua's waits: the least whole ms after `last` at which the next call's
-    -- refill of the stored tokens reaches the target (the cost when denied, the capacity),
-    -- from the caller's clock.
-    local first = 1
-    if not yes then first = 0 end
-    for target_is_capacity = first, 1 do
+    -- shared: token_bucket.waits
+    for target_is_capacity = allowed, 1 do
       local target, needed = cost, true
       if target_is_capacity == 1 then target, needed = capacity, tokens < capacity end
       if needed and stored < target then
@@ -432,22 +479,31 @@ for i = 1, n do
         if target_is_capacity == 1 then reset_after = wait else retry_after = wait end
       end
     end
+    -- end shared
     remaining = tokens - tokens % 1
   elseif kind == 'gc' then
-    local limit, period, burst = v[b + 2], v[b + 3], v[b + 4]
+    local limit, period, burst = v[b + LIMIT], v[b + PERIOD], v[b + BURST]
     local span = burst * period
-    local diff, ahead, far, frac = v[b + 6], v[b + 7], v[b + 8], v[b + 9]
+    local diff, ahead, far, frac = v[b + DIFF], v[b + AHEAD], v[b + FAR], v[b + FRAC]
+    -- shared: gcra.decide
     if yes then
       if charge then diff = diff + cost * period end
+      -- reset_after = ceil(diff / limit), and the new TAT = now + whole + rest / limit ms.
       local whole = diff / limit
       whole = whole - whole % 1
       local rest = diff - whole * limit
-      if rest < 0 then whole, rest = whole - 1, rest + limit elseif rest >= limit then whole, rest = whole + 1, rest - limit end
+      if rest < 0 then
+        whole, rest = whole - 1, rest + limit
+      elseif rest >= limit then
+        whole, rest = whole + 1, rest - limit
+      end
       reset_after = whole
       if rest > 0 then reset_after = whole + 1 end
       if charge then
-        redis.call('SET', key, struct.pack('<ddd', now + whole, rest, limit), 'PX', reset_after)
+        redis.call('SET', key, struct.pack('<ddd', now + whole, rest, limit), 'PX',
+          string.format('%d', reset_after))
       end
+      -- remaining = floor((span - diff) / period)
       local left = span - diff
       remaining = left / period
       remaining = remaining - remaining % 1
@@ -461,6 +517,7 @@ for i = 1, n do
         local r = left - remaining * period
         if r < 0 then remaining = remaining - 1 elseif r >= period then remaining = remaining + 1 end
       end
+      -- The least whole ms w with diff - w x limit <= span - cost x T: ceil(need / limit).
       local need = diff + cost * period - span
       local q = need / limit
       q = q - q % 1
@@ -485,20 +542,23 @@ for i = 1, n do
       reset_after = ahead
       if frac > 0 then reset_after = ahead + 1 end
     end
+    -- end shared
   elseif kind == 'sc' then
-    local limit, window = v[b + 2], v[b + 3]
-    local used, current, previous, index, elapsed, at = v[b + 6], v[b + 7], v[b + 8], v[b + 9], v[b + 10], v[b + 11]
-    local behind = at - now
+    local limit, window = v[b + LIMIT], v[b + WINDOW]
+    local used, current, previous, index = v[b + USED], v[b + CURRENT], v[b + PREVIOUS], v[b + INDEX]
+    local elapsed, at, same_window = v[b + ELAPSED], v[b + AT], v[b + SAME_WINDOW]
+    -- shared: sliding_window_counter.decide
+    local behind = at - now -- how far the caller's clock lags the stored one
     if yes then
       if charge then
         current = current + cost
         used = used + cost * window
-        -- Written exactly, as sliding_window_counter.lua writes them: %d for integers below
-        -- 2^53 (Lua's tostring has 14 digits, too few for every ms); in the same window only
+        -- Written exactly: %d gives the digits %.17g would for an integer below 2^53, for less
+        -- work (Lua's own tostring has 14 digits, too few for every ms). In the same window only
         -- the count and the latest clock change.
         local form = '%d'
         if at >= 9007199254740992 or at <= -9007199254740992 then form = '%.17g' end
-        if v[b + 12] then
+        if same_window then
           redis.call('HSET', key, 'c', current, 't', string.format(form, at))
         else
           redis.call('HSET', key, 'w', string.format(form, index), 'c', current, 'p', previous,
@@ -507,9 +567,11 @@ for i = 1, n do
         redis.call('PEXPIRE', key, 2 * window)
       end
     else
+      -- In this window the previous count's weight falls by `previous` units per ms.
       local need = used - (limit - cost) * window
       local wait
       if previous > 0 then
+        -- ceil(need / previous)
         local q = need / previous
         q = q - q % 1
         local r = need - q * previous
@@ -518,9 +580,11 @@ for i = 1, n do
         if elapsed + q < window then wait = q end
       end
       if wait == nil then
+        -- Next window: this window's count becomes the previous one, weighted down from 1.
         local excess = (current + cost - limit) * window
         local into = 0
         if excess > 0 then
+          -- ceil(excess / current)
           into = excess / current
           into = into - into % 1
           local r = excess - into * current
@@ -532,6 +596,7 @@ for i = 1, n do
       retry_after = behind + wait
     end
     if used < limit * window then
+      -- floor((limit x window - used) / window)
       local left = limit * window - used
       remaining = left / window
       remaining = remaining - remaining % 1
@@ -543,9 +608,11 @@ for i = 1, n do
     elseif previous > 0 then
       reset_after = behind + window - elapsed
     end
+    -- end shared
   elseif kind == 'sw' then
-    local limit, window = v[b + 2], v[b + 3]
-    local count, at, newest_score, oldest_out = v[b + 6], v[b + 7], v[b + 8], v[b + 9]
+    local limit, window = v[b + LIMIT], v[b + WINDOW]
+    local count, newest_score, oldest_out, at = v[b + COUNT], v[b + NEWEST], v[b + OLDEST_OUT], v[b + AT]
+    -- shared: sliding_window_log.decide
     if yes and charge then
       remaining = limit - count - cost
       redis.call('ZREMRANGEBYSCORE', key, '-inf', oldest_out)
@@ -562,7 +629,7 @@ for i = 1, n do
       redis.call('PEXPIRE', key, window)
       reset_after = at + window - now
     elseif yes then
-      -- A peek, or an admission the stack did not charge: what is left, and when the log empties.
+      -- A peek (or an admission left uncharged): what is left, and when the log empties.
       remaining = limit - count
       if count > 0 then reset_after = newest_score + window - now end
     else
@@ -573,9 +640,10 @@ for i = 1, n do
       retry_after = tonumber(entry[2]) + window - now
       reset_after = newest_score + window - now
     end
+    -- end shared
   elseif fw_clock then
-    local limit, window = v[b + 2], v[b + 3]
-    local used, start, fresh = v[b + 6], v[b + 7], v[b + 8]
+    local limit, window = v[b + LIMIT], v[b + WINDOW]
+    local used, start, fresh = v[b + USED], v[b + START], v[b + FRESH]
     if yes and charge then
       local count = used + cost
       if fresh then
@@ -598,14 +666,16 @@ for i = 1, n do
       retry_after = reset_after + 1
     end
   else
-    local limit, window = v[b + 2], v[b + 3]
-    local used, ttl = v[b + 6], v[b + 7]
+    local limit, window = v[b + LIMIT], v[b + WINDOW]
+    local used, ttl = v[b + USED], v[b + TTL]
     if yes and charge then
       local count = redis.call('INCRBY', key, cost_arg)
+      -- shared: fixed_window.ttl_repair
       if ttl < 0 then
         redis.call('PEXPIRE', key, window)
         ttl = window
       end
+      -- end shared
       remaining, reset_after = limit - count, ttl
     elseif yes then
       remaining, reset_after = math.max(limit - used, 0), math.max(ttl, 0)

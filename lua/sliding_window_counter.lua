@@ -123,6 +123,9 @@ end
 -- the double quotient, which may round across an integer; the remainder r = a - q * b says
 -- so, and one step puts q and r right.
 local key = KEYS[1]
+local err_prefix = 'ratelockr sliding_window_counter: '
+-- The blocks marked "shared" are policy.lua's text too, kept identical by tests/lua_blocks.rs.
+-- shared: sliding_window_counter.read
 local state = redis.call('HMGET', key, 'w', 'c', 'p', 't')
 local at = now
 local stored_index, current, previous = nil, 0, 0
@@ -130,13 +133,12 @@ if state[1] then
   local w, c, p, t = tonumber(state[1]), tonumber(state[2]), tonumber(state[3]), tonumber(state[4])
   if not (w and c and p and t and w % 1 == 0 and c % 1 == 0 and p % 1 == 0 and t % 1 == 0
       and c >= 0 and p >= 0) then
-    return redis.error_reply('ratelockr sliding_window_counter: ' .. key
+    return redis.error_reply(err_prefix .. key
       .. ' is not a counter hash (fields w, c, p, t: integers)')
   end
   if t > at then at = t end
   stored_index, current, previous = w, c, p
 end
-
 local index = at / window
 index = index - index % 1
 local elapsed = at - index * window
@@ -145,20 +147,24 @@ if elapsed < 0 then
 elseif elapsed >= window then
   index, elapsed = index + 1, elapsed - window
 end
-local same_window = stored_index == index
+local same_window = stored_index == index -- w and p stay as they are
 if stored_index ~= nil and stored_index < index then
   -- The stored window is over: it becomes the previous one, or is too old to count at all.
   if stored_index == index - 1 then previous = current else previous = 0 end
   current = 0
 end
-
 -- The estimate in units of 1/window request: previous x (window - elapsed) + current x window.
 local used = previous * (window - elapsed) + current * window
+local yes = used <= (limit - cost) * window
+-- end shared
+
+local charge = cost > 0
+local allowed, remaining, retry_after, reset_after = 0, 0, 0, 0
+if yes then allowed = 1 end
+-- shared: sliding_window_counter.decide
 local behind = at - now -- how far the caller's clock lags the stored one
-local allowed, retry_after = 0, 0
-if used <= (limit - cost) * window then
-  allowed = 1
-  if cost > 0 then
+if yes then
+  if charge then
     current = current + cost
     used = used + cost * window
     -- Written exactly: %d gives the digits %.17g would for an integer below 2^53, for less
@@ -203,8 +209,6 @@ else
   end
   retry_after = behind + wait
 end
-
-local remaining = 0
 if used < limit * window then
   -- floor((limit x window - used) / window)
   local left = limit * window - used
@@ -213,12 +217,12 @@ if used < limit * window then
   local r = left - remaining * window
   if r < 0 then remaining = remaining - 1 elseif r >= window then remaining = remaining + 1 end
 end
-local reset_after = 0
 if current > 0 then
   reset_after = behind + 2 * window - elapsed
 elseif previous > 0 then
   reset_after = behind + window - elapsed
 end
+-- end shared
 
 if nkeys == 3 and cost > 0 then
   local counter = KEYS[3 - allowed]

@@ -112,60 +112,61 @@ else
 end
 
 local key = KEYS[1]
--- Waits are measured from the caller's clock, even when it is behind the log's newest entry.
-local caller = now
+-- The log's clock `at` is never behind its newest entry; waits are measured from the caller's
+-- clock `now`, even when it is behind. The blocks marked "shared" are policy.lua's text too,
+-- kept identical by tests/lua_blocks.rs.
+-- shared: sliding_window_log.read
 local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+local at = now
+local newest_score = nil
 if newest[2] ~= nil then
-  local newest_score = tonumber(newest[2])
-  if newest_score > now then now = newest_score end
+  newest_score = tonumber(newest[2])
+  if newest_score > now then at = newest_score end
 end
-
 -- Exclusive lower bound of the window, printed exactly: %d writes the digits %.17g would
 -- for an integer below 2^53, for less work; beyond, %.17g.
-local oldest_out = now - window
+local oldest_out = at - window
 if oldest_out < 9007199254740992 and oldest_out > -9007199254740992 then
   oldest_out = string.format('%d', oldest_out)
 else
   oldest_out = string.format('%.17g', oldest_out)
 end
 local count = redis.call('ZCOUNT', key, '(' .. oldest_out, '+inf')
+local yes = count + cost <= limit
+-- end shared
 
-local allowed, remaining, retry_after, reset_after
-if cost == 0 and count <= limit then
-  -- A peek: what is left, and when the log empties; nothing written.
-  allowed, remaining, retry_after, reset_after = 1, limit - count, 0, 0
-  if count > 0 then
-    local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    reset_after = tonumber(last[2]) + window - caller
-  end
-elseif count + cost <= limit then
-  allowed = 1
+local charge = cost > 0
+local allowed, remaining, retry_after, reset_after = 0, 0, 0, 0
+if yes then allowed = 1 end
+-- shared: sliding_window_log.decide
+if yes and charge then
   remaining = limit - count - cost
-  retry_after = 0
   redis.call('ZREMRANGEBYSCORE', key, '-inf', oldest_out)
   if cost == 1 then
-    redis.call('ZADD', key, now, member)
+    redis.call('ZADD', key, at, member)
   else
-    local args = {now, member}
-    for i = 2, cost do
-      args[#args + 1] = now
-      args[#args + 1] = member .. '#' .. i
+    local args = {at, member}
+    for j = 2, cost do
+      args[#args + 1] = at
+      args[#args + 1] = member .. '#' .. j
     end
     redis.call('ZADD', key, (table.unpack or unpack)(args)) -- 5.4 (Dragonfly) has only table.unpack, 5.1 only unpack
   end
   redis.call('PEXPIRE', key, window)
-  reset_after = now + window - caller
-else
-  allowed = 0
+  reset_after = at + window - now
+elseif yes then
+  -- A peek (or an admission left uncharged): what is left, and when the log empties.
   remaining = limit - count
-  if remaining < 0 then remaining = 0 end
+  if count > 0 then reset_after = newest_score + window - now end
+else
+  remaining = math.max(limit - count, 0)
   -- Room for `cost` more appears once the (count + cost - limit)-th oldest entry leaves.
-  local nth = count + cost - limit - 1
-  local entry = redis.call('ZRANGEBYSCORE', key, '(' .. oldest_out, '+inf', 'WITHSCORES', 'LIMIT', nth, 1)
-  retry_after = tonumber(entry[2]) + window - caller
-  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  reset_after = tonumber(last[2]) + window - caller
+  local entry = redis.call('ZRANGEBYSCORE', key, '(' .. oldest_out, '+inf', 'WITHSCORES',
+    'LIMIT', count + cost - limit - 1, 1)
+  retry_after = tonumber(entry[2]) + window - now
+  reset_after = newest_score + window - now
 end
+-- end shared
 
 if nkeys == 3 and cost > 0 then
   local counter = KEYS[3 - allowed]

@@ -115,55 +115,65 @@ else
   end
 end
 
-local state = redis.call('GET', KEYS[1])
+local key = KEYS[1]
+local err_prefix = 'ratelockr token_bucket: '
+-- Binary, not text: struct packs and unpacks the two doubles exactly, without the number
+-- formatting and parsing that cost Redis about a fifth of this script (docs/benchmarks.md).
+-- The blocks marked "shared" are policy.lua's text too, kept identical by tests/lua_blocks.rs.
+-- shared: token_bucket.read
+local state = redis.call('GET', key)
 local tokens, last
 if state then
-  -- Binary, not text: struct packs and unpacks the two doubles exactly, without the number
-  -- formatting and parsing that cost Redis about a fifth of this script (docs/benchmarks.md).
   if #state == 16 then tokens, last = struct.unpack('<dd', state) end
   if tokens == nil or tokens ~= tokens or last % 1 ~= 0 then
-    return redis.error_reply('ratelockr token_bucket: ' .. KEYS[1] .. ' holds ' .. #state
+    return redis.error_reply(err_prefix .. key .. ' holds ' .. #state
       .. ' bytes that are not a bucket (16 bytes: tokens and last_refill_ms, little-endian doubles)')
   end
 else
   tokens, last = capacity, now
 end
+-- end shared
 
 -- `stored` and `last` are the state the next call will start from; this call refills from it
 -- with the very expression that the waits below search: stored + elapsed * rate / 1000.
+-- shared: token_bucket.refill
 local stored = tokens
 local elapsed = now - last
 if elapsed > 0 then
   tokens = tokens + elapsed * rate / 1000
   if tokens > capacity then tokens = capacity end
 end
+local yes = tokens >= cost
+-- end shared
 
 local allowed, retry_after, reset_after = 0, 0, 0
-if tokens >= cost then
+if yes then
   allowed = 1
   if cost > 0 then
+    -- One SET writes the state (the next call starts from these very doubles) and, when the
+    -- TTL is due, the TTL: ceil(capacity / rate * 2) seconds. On the server's clock (the one
+    -- Redis expires keys by) the TTL is renewed by the first admission of each half-TTL
+    -- period: one in that period set it, so at least half of it is left, and half is at least
+    -- the time an empty bucket takes to fill. KEEPTTL costs Redis less than a new TTL
+    -- (docs/benchmarks.md). On a caller's clock, every admission. The TTL goes as text made
+    -- here: %d is cheaper than the %.17g Redis applies to a Lua number, and the same digits
+    -- for an integer below 2^53.
+    -- shared: token_bucket.charge
     tokens = tokens - cost
     local previous = last
     if now > last then last = now end
     stored = tokens
-    -- One SET writes the state (the next call starts from these very doubles) and, when the
-    -- TTL is due, the TTL: ceil(capacity / rate * 2) seconds.
     local ttl = capacity / rate * 2
     local fraction = ttl % 1
     if fraction > 0 then ttl = ttl - fraction + 1 end
-    -- On the server's clock (the one Redis expires keys by) the TTL is renewed by the first
-    -- admission of each half-TTL period: one in that period set it, so at least half of it
-    -- is left, and half is at least the time an empty bucket takes to fill. KEEPTTL costs
-    -- Redis less than a new TTL (docs/benchmarks.md). On a caller's clock, every admission.
     local half = ttl * 500
     if server_clock and state and now - now % half == previous - previous % half then
-      redis.call('SET', KEYS[1], struct.pack('<dd', tokens, last), 'KEEPTTL')
+      redis.call('SET', key, struct.pack('<dd', tokens, last), 'KEEPTTL')
     else
-      -- As text made here: %d is cheaper than the %.17g Redis applies to a Lua number, and
-      -- the same digits for an integer below 2^53.
       if ttl < 9007199254740992 then ttl = string.format('%d', ttl) end
-      redis.call('SET', KEYS[1], struct.pack('<dd', tokens, last), 'EX', ttl)
+      redis.call('SET', key, struct.pack('<dd', tokens, last), 'EX', ttl)
     end
+    -- end shared
   end
 end
 
@@ -173,6 +183,7 @@ end
 -- The retry target is the cost (denials only), the reset target the capacity. A denial
 -- writes nothing: the refill is linear below capacity, so the stored state yields the same
 -- tokens later as this call's would.
+-- shared: token_bucket.waits
 for target_is_capacity = allowed, 1 do
   local target, needed = cost, true
   if target_is_capacity == 1 then target, needed = capacity, tokens < capacity end
@@ -187,6 +198,7 @@ for target_is_capacity = allowed, 1 do
     if target_is_capacity == 1 then reset_after = wait else retry_after = wait end
   end
 end
+-- end shared
 
 if nkeys == 3 and cost > 0 then
   local counter = KEYS[3 - allowed]
