@@ -124,7 +124,7 @@ end
 -- A key left by the other mode (see A KEY LEFT BY THE OTHER MODE) is met only after a pcall's
 -- error; what reads and rewrites it is written out there, off the hot path (a helper function
 -- here would be a closure built on every call). The blocks marked "shared" are policy.lua's text
--- too, kept identical by tests/lua_blocks.rs.
+-- too, kept identical by tests/engine/lua_blocks.rs.
 
 if cost == 0 then
   -- A peek: what is left of this window; nothing written, nothing counted.

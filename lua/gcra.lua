@@ -124,7 +124,7 @@ end
 -- so, and one step puts q and r right.
 local key = KEYS[1]
 local err_prefix = 'ratelockr gcra: '
--- The blocks marked "shared" are policy.lua's text too, kept identical by tests/lua_blocks.rs.
+-- The blocks marked "shared" are policy.lua's text too, kept identical by tests/engine/lua_blocks.rs.
 -- shared: gcra.read
 local span = burst * period -- burst x T, in units of 1/limit ms
 local tat_ms, frac

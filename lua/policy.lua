@@ -15,7 +15,7 @@ two passes: the first reads every limit and decides it without writing anything 
 key fails the call with nothing written), the second writes, limit by limit, what the
 standalone script would write when the whole stack admits. The arithmetic it repeats from a
 script is marked in both files (`-- shared: token_bucket.refill` ... `-- end shared`) and kept
-one text, indentation aside, by tests/lua_blocks.rs: change both copies together.
+one text, indentation aside, by tests/engine/lua_blocks.rs: change both copies together.
 
 KEYS
   [1] .. [n]  the limits' state keys, one per limit in ARGV's order, distinct; each holds what
@@ -261,7 +261,7 @@ end
 
 -- The first pass: read and decide every limit, writing nothing. What the second pass needs
 -- is kept in the limit's slots 6 .. 12. The blocks marked "shared" are the standalone
--- scripts' own text, kept identical by tests/lua_blocks.rs.
+-- scripts' own text, kept identical by tests/engine/lua_blocks.rs.
 local err_prefix = 'ratelockr policy: '
 local admit = true
 for i = 1, n do

@@ -124,7 +124,7 @@ end
 -- so, and one step puts q and r right.
 local key = KEYS[1]
 local err_prefix = 'ratelockr sliding_window_counter: '
--- The blocks marked "shared" are policy.lua's text too, kept identical by tests/lua_blocks.rs.
+-- The blocks marked "shared" are policy.lua's text too, kept identical by tests/engine/lua_blocks.rs.
 -- shared: sliding_window_counter.read
 local state = redis.call('HMGET', key, 'w', 'c', 'p', 't')
 local at = now

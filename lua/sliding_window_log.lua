@@ -114,7 +114,7 @@ end
 local key = KEYS[1]
 -- The log's clock `at` is never behind its newest entry; waits are measured from the caller's
 -- clock `now`, even when it is behind. The blocks marked "shared" are policy.lua's text too,
--- kept identical by tests/lua_blocks.rs.
+-- kept identical by tests/engine/lua_blocks.rs.
 -- shared: sliding_window_log.read
 local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
 local at = now

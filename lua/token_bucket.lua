@@ -119,7 +119,7 @@ local key = KEYS[1]
 local err_prefix = 'ratelockr token_bucket: '
 -- Binary, not text: struct packs and unpacks the two doubles exactly, without the number
 -- formatting and parsing that cost Redis about a fifth of this script (docs/benchmarks.md).
--- The blocks marked "shared" are policy.lua's text too, kept identical by tests/lua_blocks.rs.
+-- The blocks marked "shared" are policy.lua's text too, kept identical by tests/engine/lua_blocks.rs.
 -- shared: token_bucket.read
 local state = redis.call('GET', key)
 local tokens, last

@@ -21,6 +21,7 @@ mod fixed_window_clock;
 mod gcra;
 mod invariants;
 mod layering;
+mod lua_blocks;
 mod lua_compat;
 mod lua_scripts;
 mod metrics;
