@@ -112,12 +112,13 @@ end
 
 local key = KEYS[1]
 -- `now` printed exactly, for the exclusive bound `(now`: %d writes the digits %.17g would for an
--- integer below 2^53 (now <= 1e15), for less work.
+-- integer below 2^53 (now <= 1e15), for less work. The leases this request needs: one, none for
+-- a peek, none for an id that already holds a live one (looked up only when it decides: a
+-- request that fits is admitted either way). lua/policy.lua repeats the blocks marked "shared",
+-- kept one text with these by tests/engine/lua_blocks.rs.
+-- shared: concurrency.read
 local now_text = string.format('%d', now)
 local live = redis.call('ZCOUNT', key, '(' .. now_text, '+inf')
-
--- Leases this request needs: one, none for a peek, none for an id that already holds a live one
--- (looked up only when it decides: a request that fits is admitted either way).
 local need = 1
 if cost == 0 then
   need = 0
@@ -125,37 +126,31 @@ elseif live + 1 > limit then
   local own = redis.call('ZSCORE', key, id)
   if own and tonumber(own) > now then need = 0 end
 end
+local yes = live + need <= limit
+-- end shared
 
-local allowed, remaining, retry_after, reset_after
-if live + need <= limit and cost > 0 then
-  allowed = 1
+-- An admission that costs (charge) prunes the expired leases and takes its own: after the prune
+-- every member is live, and ZADD adds 1 for a new lease, 0 for one it renews. Every reply says
+-- the free slots and when the last live lease expires; a denial also when room appears: once
+-- the (live + need - limit)-th earliest live lease expires, the earliest unless the limit was
+-- lowered under leases still held. A peek writes nothing.
+local charge = cost > 0
+local allowed, remaining, retry_after, reset_after = 0, 0, 0, 0
+if yes then allowed = 1 end
+-- shared: concurrency.decide
+if yes and charge then
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now_text)
-  -- After the prune every member is live: ZADD adds 1 for a new lease, 0 for one it renews.
   live = live + redis.call('ZADD', key, now + lease, id)
   if redis.call('PTTL', key) < lease then redis.call('PEXPIRE', key, lease) end
-  remaining = limit - live
-  retry_after = 0
-  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  reset_after = tonumber(last[2]) - now
-elseif live + need <= limit then
-  -- A peek: what is left, and when the last lease expires; nothing written.
-  allowed, remaining, retry_after, reset_after = 1, limit - live, 0, 0
-  if live > 0 then
-    local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    reset_after = tonumber(last[2]) - now
-  end
-else
-  allowed = 0
-  remaining = limit - live
-  if remaining < 0 then remaining = 0 end
-  -- Room appears once the (live + need - limit)-th earliest live lease expires: the earliest,
-  -- unless the limit was lowered under leases still held.
-  local nth = live + need - limit - 1
-  local entry = redis.call('ZRANGEBYSCORE', key, '(' .. now_text, '+inf', 'WITHSCORES', 'LIMIT', nth, 1)
-  retry_after = tonumber(entry[2]) - now
-  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  reset_after = tonumber(last[2]) - now
 end
+remaining = limit - live
+if remaining < 0 then remaining = 0 end
+if live > 0 then reset_after = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) - now end
+if not yes then
+  local nth = live + need - limit - 1
+  retry_after = tonumber(redis.call('ZRANGEBYSCORE', key, '(' .. now_text, '+inf', 'WITHSCORES', 'LIMIT', nth, 1)[2]) - now
+end
+-- end shared
 
 if nkeys == 3 and cost > 0 then
   local counter = KEYS[3 - allowed]

@@ -8,14 +8,20 @@ cost; if any limit denies, no limit is charged anything. Redis runs a script on 
 this is the critical section of all the limits together.
 
 Each limit is decided exactly as its algorithm's standalone script decides it (token_bucket.lua,
-gcra.lua, sliding_window_log.lua, sliding_window_counter.lua, fixed_window.lua; read their
-headers for each algorithm's arithmetic): the same key format, the same stored state, the same
-TTLs, the same four numbers. A stack of one limit is that script, bit for bit. The call runs in
-two passes: the first reads every limit and decides it without writing anything (so a corrupt
-key fails the call with nothing written), the second writes, limit by limit, what the
+gcra.lua, sliding_window_log.lua, sliding_window_counter.lua, fixed_window.lua, concurrency.lua;
+read their headers for each algorithm's arithmetic): the same key format, the same stored state,
+the same TTLs, the same four numbers. A stack of one limit is that script, bit for bit. The
+call runs in two passes: the first reads every limit and decides it without writing anything (so
+a corrupt key fails the call with nothing written), the second writes, limit by limit, what the
 standalone script would write when the whole stack admits. The arithmetic it repeats from a
 script is marked in both files (`-- shared: token_bucket.refill` ... `-- end shared`) and kept
 one text, indentation aside, by tests/engine/lua_blocks.rs: change both copies together.
+
+An in-flight limit (kind cc) is concurrency.lua's sorted set of leases: a stack that admits takes
+one lease, under the request's member (ARGV[6]) as its lease id, in every cc limit of the stack,
+whatever the cost; a stack that denies takes no lease anywhere, nor does a peek. The caller gives
+the lease back when the request ends, or renews it, in all the stack's cc keys with ONE call of
+lease.lua; a lease never released frees itself lease_ms after it was taken.
 
 KEYS
   [1] .. [n]  the limits' state keys, one per limit in ARGV's order, distinct; each holds what
@@ -29,16 +35,19 @@ ARGV
   [1] n          integer 1..8      how many limits
   [2] now_ms     integer ms or ""  milliseconds since the epoch; "" = the Redis server's clock
   [3] cost       integer >= 0      units this request takes from every limit (optional, default
-                                   1; at most every limit's capacity, burst or limit); 0 is a
-                                   peek: nothing is consumed, written or counted
+                                   1; at most every limit's capacity, burst or limit, except a
+                                   cc limit's: any cost >= 1 takes one lease); 0 is a peek:
+                                   nothing is consumed, written or counted
   [4] mode       "enforce" or "shadow"   (optional, default enforce) shadow: a request the limits
                                    deny is admitted all the same (allowed 1, would_deny 1) and
-                                   still charges nothing; what the limits admit is charged
+                                   still charges nothing, taking no lease; what the limits admit
+                                   is charged, its leases taken, exactly as if enforced
   [5] stats TTL  integer seconds   TTL of the telemetry counters (optional, default 120)
   [6] member     string            a unique id of this request (the engine sends 16 random
                                    URL-safe characters; older engines sent a UUID v4: any
                                    string works, old members still count and expire);
-                                   required when a limit is a sliding window log, else ""
+                                   required when a limit is a sliding window log (the member of
+                                   its entries) or cc (the lease id), else ""
   [7] fw clock   "1" or ""         "1": fixed windows decide on now_ms (fixed_window.lua's CLOCK
                                    MODE, for replays on a virtual clock); "": on their key's TTL
   then four per limit i (ARGV[4i+4] .. ARGV[4i+7]): kind, then three parameters
@@ -48,6 +57,7 @@ ARGV
       sw  limit (integer >= 1), window_ms (integer >= 1), ""
       sc  limit (integer >= 1), window_ms (integer >= 1; limit x window_ms <= 2^52), ""
       fw  limit (integer >= 1), window_ms (integer >= 1), ""
+      cc  limit (integer >= 1: leases live at once), lease_ms (integer >= 1), ""
 
 REPLY  6 + 4n integers
   [1] allowed         1 or 0: 1 when every limit admits, and in shadow mode always
@@ -65,14 +75,17 @@ REPLY  6 + 4n integers
       uncharged: its remaining and reset are what a peek (cost 0) would say.
 
 The combined wait holds: every algorithm's admission only grows with time while nothing is
-admitted (refills, TATs and windows only move towards "more room"), so at now + retry_after_ms
+admitted (refills, TATs, windows and leases' expiries only move towards "more room"), so at
+now + retry_after_ms
 every limit admits the same request, the denying ones because each one's wait is at most the
 greatest, the admitting ones because they still do; and one ms earlier the binding limit still
-denies, its wait being the least after which it passes. Waits are measured from the caller's
-now_ms, as in the standalone scripts.
+denies, its wait being the least after which it passes (a cc limit's wait is an upper bound: a
+release frees a slot sooner). Waits are measured from the caller's now_ms, as in the standalone
+scripts.
 
-Redis work: TIME (server clock), one or two reads per limit (the log: three), and on admission
-each standalone script's writes; a denial writes nothing (the telemetry counter aside).
+Redis work: TIME (server clock), one or two reads per limit (the log: three; cc: one, two when
+full), and on admission each standalone script's writes; a denial writes nothing (the telemetry
+counter aside).
 
 EXAMPLE  (10 per second as a token bucket AND 2,000 per day as a fixed window, server clock)
   redis-cli EVAL "$(cat policy.lua)" 2 ratelockr:tb:{api}.per-second:user42 \
@@ -81,39 +94,46 @@ EXAMPLE  (10 per second as a token bucket AND 2,000 per day as a fixed window, s
   5) (integer) 0    6) (integer) 1
   7) (integer) 1    8) (integer) 9    9) (integer) 0   10) (integer) 100
  11) (integer) 1   12) (integer) 1999 13) (integer) 0  14) (integer) 86400000
+
+EXAMPLE  (10 requests in flight, leases of 60 s, AND 100 per second; then the lease given back)
+  redis-cli EVAL "$(cat policy.lua)" 2 ratelockr:cc:{api}.in-flight:user42 \
+      ratelockr:tb:{api}.per-second:user42 2 "" 1 enforce 120 req-1 "" cc 10 60000 "" tb 100 100 ""
+  1) (integer) 1    2) (integer) 9    3) (integer) 0    4) (integer) 60000
+  5) (integer) 0    6) (integer) 1
+  7) (integer) 1    8) (integer) 9    9) (integer) 0   10) (integer) 60000
+ 11) (integer) 1   12) (integer) 99  13) (integer) 0   14) (integer) 10
+  redis-cli EVAL "$(cat lease.lua)" 1 ratelockr:cc:{api}.in-flight:user42 release req-1 ""
+  (integer) 1
 ]]
 
--- The hot path is written for Redis's CPU, as the standalone scripts are: the arguments are
--- checked with plain comparisons (x % 1 == 0 also rules out NaN and infinities) and only a
--- call with a bad one builds the messages that name it; per-limit values live in a few flat
--- arrays rather than a table per limit.
+-- The hot path is written for Redis's CPU, as the standalone scripts are: arguments checked with
+-- plain comparisons (x % 1 == 0 also rules out NaN and infinities), messages built only for a bad
+-- one; the cost and stats TTL the engine sends ('1', '120') recognised by a string comparison,
+-- cheaper than tonumber, and the cost sent to INCRBY as the very string (not a Lua number that
+-- Redis would format on every call).
 local nkeys = #KEYS
 local n = tonumber(ARGV[1])
 local cost, mode, stats_ttl, member = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
--- The cost and stats TTL the engine sends ('1', '120') are recognised by a string comparison,
--- cheaper than tonumber, and the cost goes to INCRBY as the very string: a Lua number would be
--- formatted by Redis on every call.
 local cost_arg = '1'
 if cost == '1' or cost == nil or cost == '' then cost = 1 else cost = tonumber(cost); cost_arg = cost end
 if stats_ttl == '120' or stats_ttl == nil or stats_ttl == '' then stats_ttl = 120 else stats_ttl = tonumber(stats_ttl) end
 local shadow = mode == 'shadow'
 local fw_clock = ARGV[7] == '1'
 
--- Everything known of limit i lives in one flat array, 12 slots from b = 12 * (i - 1), each
--- read and written by its name: v[b + KIND], v[b + TOKENS]. One table, sized for one limit at
--- once, rather than a table per limit or per field: fewer allocations on Redis's thread; a
--- local as an offset costs what a literal does. The kind, ARGV's three parameters in order
--- (each kind names them) and the limit's verdict:
+-- All known of limit i lives in one flat table, 12 slots from b = 12 * (i - 1), each named:
+-- v[b + KIND], v[b + TOKENS] (one table, not one per limit or field: fewer allocations on Redis's
+-- thread; a local offset costs what a literal does). The kind, ARGV's parameters, the verdict:
 local KIND, ARG1, ARG2, ARG3, YES = 1, 2, 3, 4, 5
 local CAPACITY, RATE = ARG1, ARG2 -- tb
 local LIMIT, PERIOD, BURST = ARG1, ARG2, ARG3 -- gc
-local WINDOW = ARG2 -- sw, sc and fw: LIMIT, WINDOW
+local WINDOW, LEASE = ARG2, ARG2 -- sw, sc and fw: LIMIT, WINDOW; cc: LIMIT, LEASE
 -- What the first pass found for the second (slots 6 .. 12), by kind; each is said where it is set.
 local TOKENS, STORED, LAST, STATE = 6, 7, 8, 9 -- tb
 local DIFF, AHEAD, FAR, FRAC = 6, 7, 8, 9 -- gc
 local USED, CURRENT, PREVIOUS, INDEX, ELAPSED, AT, SAME_WINDOW = 6, 7, 8, 9, 10, 11, 12 -- sc
 local COUNT, NEWEST, OLDEST_OUT = 6, 7, 8 -- sw, and AT
 local START, FRESH, TTL = 7, 8, 9 -- fw, and USED
+local LIVE, NEED, NOW_TEXT = 6, 7, 8 -- cc
 local v = {false, false, false, false, false, false, false, false, false, false, false, false}
 local valid = n and n % 1 == 0 and n >= 1 and n <= 8 and (nkeys == n or nkeys == n + 3)
   and cost and cost % 1 == 0 and cost >= 0 and cost <= 1e15
@@ -139,6 +159,8 @@ if valid then
         ok = b % 1 == 0 and b >= 1 and b <= 1e15 and cost <= a and member ~= nil and member ~= ''
       elseif kind == 'fw' then
         ok = b % 1 == 0 and b >= 1 and b <= 1e15 and cost <= a
+      elseif kind == 'cc' then -- any cost takes one lease
+        ok = b % 1 == 0 and b >= 1 and b <= 1e15 and member ~= nil and member ~= ''
       else
         ok = false
       end
@@ -154,16 +176,11 @@ end
 
 if not valid then
   -- The slow path: find the first bad argument and name it.
-  local function fail(msg)
-    return redis.error_reply('ratelockr policy: ' .. msg)
-  end
-  local function show(v)
-    return '\'' .. tostring(v) .. '\''
-  end
-  local function int(value, min, max)
+  local function fail(msg) return redis.error_reply('ratelockr policy: ' .. msg) end
+  local function show(v) return '\'' .. tostring(v) .. '\'' end
+  local function int(value, min, max) -- nil unless an integer in min .. max (NaN: x % 1 is NaN)
     local x = tonumber(value)
-    if x == nil or x ~= x or x % 1 ~= 0 or x < min or x > (max or 1e15) then return nil end
-    return x
+    if x and x % 1 == 0 and x >= min and x <= (max or 1e15) then return x end
   end
   local count = int(ARGV[1], 1, 8)
   if not count then
@@ -173,11 +190,8 @@ if not valid then
     return fail('expected ' .. count .. ' keys (one per limit) or ' .. (count + 3)
       .. ' (and the allowed, denied and shadow_denied counters), got ' .. nkeys)
   end
-  local c = 1
-  if ARGV[3] ~= nil and ARGV[3] ~= '' then
-    c = int(ARGV[3], 0)
-    if not c then return fail('ARGV[3] cost must be an integer >= 0, got ' .. show(ARGV[3])) end
-  end
+  local c = (ARGV[3] == nil or ARGV[3] == '') and 1 or int(ARGV[3], 0)
+  if not c then return fail('ARGV[3] cost must be an integer >= 0, got ' .. show(ARGV[3])) end
   if not (mode == nil or mode == '' or mode == 'enforce' or mode == 'shadow') then
     return fail('ARGV[4] mode must be "enforce", "shadow" or "", got ' .. show(mode))
   end
@@ -193,20 +207,19 @@ if not valid then
     sw = {'sliding window log', 'limit', 'window_ms'},
     sc = {'sliding window counter', 'limit', 'window_ms'},
     fw = {'fixed window', 'limit', 'window_ms'},
+    cc = {'concurrency', 'limit', 'lease_ms'},
   }
   for i = 1, count do
     local at = 4 * i + 4
     local kind = ARGV[at]
     local name = names[kind]
     if not name then
-      return fail('limit ' .. i .. ': ARGV[' .. at .. '] kind must be tb, gc, sw, sc or fw, got ' .. show(kind))
+      return fail('limit ' .. i .. ': ARGV[' .. at .. '] kind must be tb, gc, sw, sc, fw or cc, got ' .. show(kind))
     end
-    local function param(j)
-      return 'limit ' .. i .. ' (' .. name[1] .. '): ARGV[' .. (at + j) .. '] ' .. name[j + 1]
-    end
+    local function param(j) return 'limit ' .. i .. ' (' .. name[1] .. '): ARGV[' .. (at + j) .. '] ' .. name[j + 1] end
     local a = int(ARGV[at + 1], 1)
     if not a then return fail(param(1) .. ' must be an integer >= 1, got ' .. show(ARGV[at + 1])) end
-    local most, most_name = a, name[2]
+    local most, most_name = kind == 'cc' and c or a, name[2] -- cc: any cost takes one lease
     if kind == 'tb' then
       local rate = tonumber(ARGV[at + 2])
       if rate == nil or rate ~= rate or rate <= 0 or rate == math.huge then
@@ -226,8 +239,8 @@ if not valid then
       elseif kind == 'sc' and a * b > 4503599627370496 then
         return fail(param(1) .. ': limit x window_ms must be at most 2^52 (4503599627370496), got '
           .. string.format('%.17g', a * b))
-      elseif kind == 'sw' and (member == nil or member == '') then
-        return fail('ARGV[6] member (a unique request id) is required: limit ' .. i .. ' is a sliding window log')
+      elseif (kind == 'sw' or kind == 'cc') and (member == nil or member == '') then
+        return fail('ARGV[6] member (a unique request id) is required by limit ' .. i .. ' (' .. name[1] .. ')')
       end
     end
     if c > most then
@@ -242,8 +255,7 @@ local now = ARGV[2]
 local server_clock = now == nil or now == ''
 if server_clock then
   local t = redis.call('TIME')
-  -- TIME gives seconds and microseconds as strings; Lua's arithmetic reads them as numbers,
-  -- once each.
+  -- TIME gives seconds and microseconds as strings, read as numbers once each.
   local us = t[2] + 0
   now = t[1] * 1000 + (us - us % 1000) / 1000
 else
@@ -254,14 +266,12 @@ else
   end
 end
 
--- Floor division of integers below 2^53, exact, written out where it is needed (a helper
--- function would be a closure built on every call), as in gcra.lua: q = a / b; q = q - q % 1
--- is the floor of the double quotient, which may round across an integer; the remainder
--- r = a - q * b says so, and one step puts q and r right. A ceiling adds 1 when r > 0.
-
--- The first pass: read and decide every limit, writing nothing. What the second pass needs
--- is kept in the limit's slots 6 .. 12. The blocks marked "shared" are the standalone
--- scripts' own text, kept identical by tests/engine/lua_blocks.rs.
+-- Floor division of integers below 2^53, exact, written out where needed (a helper function
+-- would be a closure built on every call), as in gcra.lua: q = a / b; q = q - q % 1 is the floor
+-- of the double quotient, which may round across an integer; r = a - q * b says so, and one step
+-- puts q and r right. A ceiling adds 1 when r > 0.
+-- The first pass: read and decide every limit, writing nothing; what the second pass needs goes
+-- to slots 6 .. 12. Blocks marked "shared" are the scripts' text (tests/engine/lua_blocks.rs).
 local err_prefix = 'ratelockr policy: '
 local admit = true
 for i = 1, n do
@@ -355,8 +365,8 @@ for i = 1, n do
     local used = previous * (window - elapsed) + current * window
     local yes = used <= (limit - cost) * window
     -- end shared
-    -- the estimate; this window's count; the previous one's; the window's index; elapsed ms in
-    -- it; the clock it is read on (never behind the latest seen); the stored window is this one
+    -- the estimate; this and the previous window's counts; its index; ms into it; the clock
+    -- read on (never behind the latest seen); the stored window is this one
     v[b + USED], v[b + CURRENT], v[b + PREVIOUS], v[b + INDEX] = used, current, previous, index
     v[b + ELAPSED], v[b + AT], v[b + SAME_WINDOW], v[b + YES] = elapsed, at, same_window, yes
   elseif kind == 'sw' then
@@ -383,6 +393,22 @@ for i = 1, n do
     -- entries in the window; the newest entry's time; the window's bound; the log's clock
     v[b + COUNT], v[b + NEWEST], v[b + OLDEST_OUT] = count, newest_score, oldest_out
     v[b + AT], v[b + YES] = at, yes
+  elseif kind == 'cc' then
+    local limit, id = v[b + LIMIT], member
+    -- shared: concurrency.read
+    local now_text = string.format('%d', now)
+    local live = redis.call('ZCOUNT', key, '(' .. now_text, '+inf')
+    local need = 1
+    if cost == 0 then
+      need = 0
+    elseif live + 1 > limit then
+      local own = redis.call('ZSCORE', key, id)
+      if own and tonumber(own) > now then need = 0 end
+    end
+    local yes = live + need <= limit
+    -- end shared
+    -- live leases; leases this request needs (0: a peek, or its id's lease is live); `(now`
+    v[b + LIVE], v[b + NEED], v[b + NOW_TEXT], v[b + YES] = live, need, now_text, yes
   elseif fw_clock then
     local limit, window = v[b + LIMIT], v[b + WINDOW]
     local state = redis.pcall('HMGET', key, 'start', 'count')
@@ -434,8 +460,8 @@ for i = 1, n do
   if not v[b + YES] then admit = false end
 end
 
--- The second pass: charge every limit when all admit (and the cost is not a peek), and find
--- each limit's four numbers exactly as its standalone script does.
+-- The second pass: charge every limit when all admit (a cost, not a peek); each limit's four
+-- numbers exactly as its standalone script finds them.
 local charge = admit and cost > 0
 local reply = {0, 0, 0, 0, 0, 1, 0, 0, 0, 0}
 for i = 1, n do
@@ -641,6 +667,22 @@ for i = 1, n do
       reset_after = newest_score + window - now
     end
     -- end shared
+  elseif kind == 'cc' then
+    local limit, lease, id, live, need, now_text = v[b + LIMIT], v[b + LEASE], member, v[b + LIVE], v[b + NEED], v[b + NOW_TEXT]
+    -- shared: concurrency.decide
+    if yes and charge then
+      redis.call('ZREMRANGEBYSCORE', key, '-inf', now_text)
+      live = live + redis.call('ZADD', key, now + lease, id)
+      if redis.call('PTTL', key) < lease then redis.call('PEXPIRE', key, lease) end
+    end
+    remaining = limit - live
+    if remaining < 0 then remaining = 0 end
+    if live > 0 then reset_after = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) - now end
+    if not yes then
+      local nth = live + need - limit - 1
+      retry_after = tonumber(redis.call('ZRANGEBYSCORE', key, '(' .. now_text, '+inf', 'WITHSCORES', 'LIMIT', nth, 1)[2]) - now
+    end
+    -- end shared
   elseif fw_clock then
     local limit, window = v[b + LIMIT], v[b + WINDOW]
     local used, start, fresh = v[b + USED], v[b + START], v[b + FRESH]
@@ -655,11 +697,8 @@ for i = 1, n do
       remaining, reset_after = limit - count, start + window - now
     elseif yes then
       -- A peek, or an admission the stack did not charge: what is left of the open window.
-      if not fresh then
-        remaining, reset_after = math.max(limit - used, 0), start + window - math.max(now, start)
-      else
-        remaining = limit
-      end
+      remaining = limit
+      if not fresh then remaining, reset_after = math.max(limit - used, 0), start + window - math.max(now, start) end
     else
       remaining = math.max(limit - used, 0)
       reset_after = start + window - now
@@ -700,11 +739,8 @@ for i = 1, n do
   end
 end
 
-if admit then
-  reply[1] = 1
-elseif shadow then
-  reply[1], reply[3] = 1, 0
-end
+-- Shadow mode admits what the limits deny, with no wait (an admitted stack has none).
+if admit or shadow then reply[1], reply[3] = 1, 0 end
 
 if nkeys > n and cost > 0 then
   local counter = KEYS[n + 1]

@@ -18,12 +18,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The standalone scripts policy.lua repeats; each shares at least one block with it.
-const ALGORITHMS: [&str; 5] = [
+const ALGORITHMS: [&str; 6] = [
     "token_bucket",
     "gcra",
     "sliding_window_log",
     "sliding_window_counter",
     "fixed_window",
+    "concurrency",
 ];
 
 const OPEN: &str = "-- shared:";
