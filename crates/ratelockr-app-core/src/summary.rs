@@ -11,7 +11,9 @@ use ts_rs::TS;
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct SummaryRow {
     pub rule: String,
-    pub algorithm: String,
+    // Written as its label (`token_bucket`, ..., `naive_get_set`, `policy`): a string to the UI.
+    #[ts(type = "string")]
+    pub algorithm: sim::Subject,
     pub naive: bool,
     #[ts(type = "number")]
     pub requests: u64,
@@ -120,7 +122,7 @@ impl RunSummary {
                 .iter()
                 .map(|t| SummaryRow {
                     rule: t.rule.clone(),
-                    algorithm: t.algorithm.clone(),
+                    algorithm: t.algorithm,
                     naive: t.naive,
                     requests: t.requests,
                     allowed: t.allowed,

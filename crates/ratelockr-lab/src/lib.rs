@@ -13,6 +13,8 @@
 //!
 //! - `record`      one decision as a row ([`sim::Record`]), its sink, and the export error
 //!   ([`export::ExportError`]): below `sim`, `replay` and `export`, which all use them
+//! - `subject`     what a run's figures are of ([`sim::Subject`]: a script, the naive demo, a
+//!   policy), read and written as the labels CSVs and JSON carry
 //! - `budget`      whether a run's connections fit the Redis it opens them on
 //! - `bins`        the bin width that fits a run, for the run chart and the workload preview
 
@@ -25,4 +27,5 @@ pub mod export;
 pub(crate) mod record;
 pub mod replay;
 pub mod sim;
+pub(crate) mod subject;
 pub mod sweep;

@@ -3,13 +3,15 @@
 //! export) fails with. They live below `sim`, `replay` and `export`, so that the runs that
 //! make rows and the exports that read them both import them and neither imports the other.
 
+use crate::subject::Subject;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// One decision of one request by one target: a CSV row. Its strings are shared (`Arc<str>`):
-/// a run makes one record per request and target, and the rule, algorithm and key are the same
-/// few strings over and over, so a record costs no allocation for them (issue 22).
+/// a run makes one record per request and target, and the rule and key are the same few
+/// strings over and over, so a record costs no allocation for them (issue 22); the algorithm
+/// is a [`Subject`], written as its label.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     /// The request's number in the schedule (shared by the targets it was offered to).
@@ -17,7 +19,7 @@ pub struct Record {
     pub sent_at_ms: u64,
     pub server: u32,
     pub rule: Arc<str>,
-    pub algorithm: Arc<str>,
+    pub algorithm: Subject,
     pub key: Arc<str>,
     pub allowed: bool,
     pub remaining: i64,

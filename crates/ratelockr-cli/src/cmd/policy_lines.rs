@@ -53,7 +53,7 @@ pub fn print_sim(report: &ratelockr_lab::sim::Report) {
     let policies = report
         .targets
         .iter()
-        .filter(|t| t.algorithm == ratelockr_lab::sim::POLICY_LABEL);
+        .filter(|t| t.algorithm == ratelockr_lab::sim::Subject::Policy);
     for t in policies {
         println!();
         PolicyLines {

@@ -60,7 +60,7 @@ fn record(seq: u64) -> Record {
         sent_at_ms: seq,
         server: 0,
         rule: "a-rule-with-a-long-name".into(),
-        algorithm: "token_bucket".into(),
+        algorithm: ratelockr::rule::AlgorithmKind::TokenBucket.into(),
         key: format!("client-{seq}").into(),
         allowed: seq % 3 != 0,
         remaining: 7,

@@ -9,10 +9,11 @@
 pub use super::canvas::ChartFormat;
 use super::canvas::{self, DrawResult, Picture};
 use super::ExportError;
-use crate::sim::{Report, Series};
+use crate::sim::{Report, Series, Subject};
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
+use ratelockr::rule::AlgorithmKind;
 use std::path::Path;
 
 /// The chart's size in pixels.
@@ -184,42 +185,39 @@ fn panel<DB: DrawingBackend>(
 
 /// Each algorithm keeps its colour from chart to chart.
 fn colour(series: &Series) -> RGBColor {
-    PALETTE[match series.algorithm.as_str() {
-        "token_bucket" => 0,
-        "gcra" => 1,
-        "sliding_window_log" => 2,
-        "sliding_window_counter" => 3,
-        "fixed_window" => 4,
-        crate::sim::naive::NAIVE_LABEL => 5,
-        _ => 6,
+    PALETTE[match series.algorithm {
+        Subject::Algorithm(AlgorithmKind::TokenBucket) => 0,
+        Subject::Algorithm(AlgorithmKind::Gcra) => 1,
+        Subject::Algorithm(AlgorithmKind::SlidingWindowLog) => 2,
+        Subject::Algorithm(AlgorithmKind::SlidingWindowCounter) => 3,
+        Subject::Algorithm(AlgorithmKind::FixedWindow) => 4,
+        Subject::NaiveGetSet => 5,
+        Subject::Policy => 6,
     }]
 }
 
 /// GCRA's long dashes over the token bucket, the counter's short ones over the log.
 fn stroke(series: &Series) -> Stroke {
-    match series.algorithm.as_str() {
-        "gcra" => Stroke::Dashed(14, 10),
-        "sliding_window_counter" => Stroke::Dashed(5, 7),
+    match series.algorithm {
+        Subject::Algorithm(AlgorithmKind::Gcra) => Stroke::Dashed(14, 10),
+        Subject::Algorithm(AlgorithmKind::SlidingWindowCounter) => Stroke::Dashed(5, 7),
         _ => Stroke::Solid,
     }
 }
 
 fn is_naive(series: &Series) -> bool {
-    series.algorithm == crate::sim::naive::NAIVE_LABEL
+    series.algorithm == Subject::NaiveGetSet
 }
 
 fn legend_label(series: &Series) -> String {
-    let algorithm = if is_naive(series) {
-        "naive GET then SET: broken, races"
-    } else {
-        match series.algorithm.as_str() {
-            "token_bucket" => "token bucket",
-            "gcra" => "GCRA",
-            "sliding_window_log" => "sliding window log",
-            "sliding_window_counter" => "sliding window counter",
-            "fixed_window" => "fixed window",
-            other => other,
-        }
+    let algorithm = match series.algorithm {
+        Subject::NaiveGetSet => "naive GET then SET: broken, races",
+        Subject::Algorithm(AlgorithmKind::TokenBucket) => "token bucket",
+        Subject::Algorithm(AlgorithmKind::Gcra) => "GCRA",
+        Subject::Algorithm(AlgorithmKind::SlidingWindowLog) => "sliding window log",
+        Subject::Algorithm(AlgorithmKind::SlidingWindowCounter) => "sliding window counter",
+        Subject::Algorithm(AlgorithmKind::FixedWindow) => "fixed window",
+        Subject::Policy => "policy",
     };
     if series
         .rule

@@ -2,6 +2,7 @@
 
 use super::ExportError;
 use crate::record::{Record, RecordSink};
+use crate::subject::Subject;
 use ratelockr::atomic_file::{AtomicFile, Replace};
 use std::fs::File;
 use std::io::BufWriter;
@@ -179,7 +180,7 @@ pub struct RecordRef<'a> {
     pub sent_at_ms: u64,
     pub server: u32,
     pub rule: &'a str,
-    pub algorithm: &'a str,
+    pub algorithm: Subject,
     pub key: &'a str,
     pub allowed: bool,
     pub remaining: i64,
@@ -207,7 +208,7 @@ impl<'a> From<&'a Record> for RecordRef<'a> {
             sent_at_ms: r.sent_at_ms,
             server: r.server,
             rule: &r.rule,
-            algorithm: &r.algorithm,
+            algorithm: r.algorithm,
             key: &r.key,
             allowed: r.allowed,
             remaining: r.remaining,
@@ -291,7 +292,7 @@ pub fn for_each_record_ref(
             sent_at_ms: num(idx[1], "sent_at_ms")?,
             server: num(idx[2], "server")? as u32,
             rule: text(idx[3]),
-            algorithm: text(idx[4]),
+            algorithm: text(idx[4]).parse().map_err(|_| bad("algorithm"))?,
             key: text(idx[5]),
             allowed: flag(idx[6], "allowed")?,
             remaining: text(idx[7]).parse().map_err(|_| bad("remaining"))?,
@@ -340,7 +341,7 @@ mod tests {
             sent_at_ms: 1_000 + seq,
             server: 2,
             rule: "r".into(),
-            algorithm: "fixed_window".into(),
+            algorithm: ratelockr::rule::AlgorithmKind::FixedWindow.into(),
             key: key.into(),
             allowed,
             remaining: if allowed { 3 } else { 0 },
@@ -382,7 +383,7 @@ mod tests {
                 sent_at_ms: r.sent_at_ms,
                 server: r.server,
                 rule: r.rule.into(),
-                algorithm: r.algorithm.into(),
+                algorithm: r.algorithm,
                 key: r.key.into(),
                 allowed: r.allowed,
                 remaining: r.remaining,

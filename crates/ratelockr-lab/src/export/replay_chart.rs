@@ -43,7 +43,7 @@ pub fn render(report: &ReplayReport, path: &Path) -> Result<(), ExportError> {
             }
             Series {
                 rule: r.rule.clone(),
-                algorithm: r.algorithm.clone(),
+                algorithm: r.algorithm,
                 points,
             }
         })

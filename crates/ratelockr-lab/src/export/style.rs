@@ -5,7 +5,8 @@
 //! from [`chart_style`], so the screen and the file cannot drift apart.
 
 pub use crate::bins::{bin_ms, BinStep, BIN_STEPS};
-use ratelockr::rule::Algorithm;
+use crate::subject::Subject;
+use ratelockr::rule::{Algorithm, AlgorithmKind};
 use serde::Serialize;
 
 /// How one line is drawn.
@@ -20,18 +21,26 @@ pub struct LineStyle {
     pub width: u32,
 }
 
-/// Per algorithm (by its label in records), the line's look.
+/// Per subject (a script, the naive limiter; by its label in records, which the app's
+/// generated constant is keyed by), the line's look.
 pub const ALGORITHMS: [(&str, LineStyle); 7] = [
-    ("token_bucket", line("#1f77b4", &[], 3)),
-    ("sliding_window_log", line("#2ca02c", &[10, 5], 3)),
-    ("fixed_window", line("#ff7f0e", &[3, 4], 3)),
-    ("naive_get_set", line("#d62728", &[16, 6], 2)),
-    // The two scripts design.md adds (GCRA, the sliding window counter), ready for them.
-    ("gcra", line("#17becf", &[8, 3], 3)),
-    ("sliding_window_counter", line("#8c564b", &[5, 5], 3)),
-    // Algorithms this table does not know yet (new scripts) until they get their own.
-    ("other", line("#9467bd", &[12, 3], 3)),
+    ("token_bucket", TOKEN_BUCKET),
+    ("sliding_window_log", SLIDING_WINDOW_LOG),
+    ("fixed_window", FIXED_WINDOW),
+    ("naive_get_set", NAIVE_GET_SET),
+    ("gcra", GCRA),
+    ("sliding_window_counter", SLIDING_WINDOW_COUNTER),
+    ("other", OTHER),
 ];
+
+const TOKEN_BUCKET: LineStyle = line("#1f77b4", &[], 3);
+const SLIDING_WINDOW_LOG: LineStyle = line("#2ca02c", &[10, 5], 3);
+const FIXED_WINDOW: LineStyle = line("#ff7f0e", &[3, 4], 3);
+const NAIVE_GET_SET: LineStyle = line("#d62728", &[16, 6], 2);
+const GCRA: LineStyle = line("#17becf", &[8, 3], 3);
+const SLIDING_WINDOW_COUNTER: LineStyle = line("#8c564b", &[5, 5], 3);
+/// A line that is none of the above (a policy's).
+const OTHER: LineStyle = line("#9467bd", &[12, 3], 3);
 
 /// Per outcome, the line's look in a single-rule chart.
 pub const OUTCOMES: [(&str, LineStyle); 5] = [
@@ -65,12 +74,17 @@ const fn line(colour: &'static str, dash: &'static [u32], width: u32) -> LineSty
     }
 }
 
-/// The look of an algorithm's line (by its record label).
-pub fn algorithm_style(label: &str) -> LineStyle {
-    ALGORITHMS
-        .iter()
-        .find(|(name, _)| *name == label)
-        .map_or(ALGORITHMS[ALGORITHMS.len() - 1].1, |(_, s)| *s)
+/// The look of a subject's line.
+pub fn algorithm_style(subject: Subject) -> LineStyle {
+    match subject {
+        Subject::Algorithm(AlgorithmKind::TokenBucket) => TOKEN_BUCKET,
+        Subject::Algorithm(AlgorithmKind::SlidingWindowLog) => SLIDING_WINDOW_LOG,
+        Subject::Algorithm(AlgorithmKind::FixedWindow) => FIXED_WINDOW,
+        Subject::NaiveGetSet => NAIVE_GET_SET,
+        Subject::Algorithm(AlgorithmKind::Gcra) => GCRA,
+        Subject::Algorithm(AlgorithmKind::SlidingWindowCounter) => SLIDING_WINDOW_COUNTER,
+        Subject::Policy => OTHER,
+    }
 }
 
 /// The look of a key-state line (`state` or `ceiling`).
@@ -157,5 +171,13 @@ mod tests {
         let json = serde_json::to_value(chart_style()).expect("serializes");
         assert_eq!(json["bins"][9]["up_to_ms"], serde_json::Value::Null);
         assert_eq!(json["algorithms"]["fixed_window"]["colour"], "#ff7f0e");
+        // The lookup and the table the app gets agree, subject by subject.
+        for subject in Subject::ALL {
+            let keyed = ALGORITHMS
+                .iter()
+                .find(|(name, _)| *name == subject.as_str())
+                .map_or(ALGORITHMS[ALGORITHMS.len() - 1].1, |(_, s)| *s);
+            assert_eq!(algorithm_style(subject), keyed, "{subject}");
+        }
     }
 }

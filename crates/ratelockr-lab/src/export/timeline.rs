@@ -8,6 +8,7 @@
 use super::style::{bin_ms, BIN_STEPS};
 use crate::record::Record;
 use crate::sim::{SimObserver, SimSpec};
+use crate::subject::Subject;
 use ratelockr::rule::Algorithm;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -16,8 +17,8 @@ use std::sync::Mutex;
 #[derive(Debug, Clone, PartialEq)]
 pub struct TargetLine {
     pub rule: String,
-    /// The record label: `token_bucket`, ..., `naive_get_set`.
-    pub label: String,
+    /// What its records are of: a script, or the naive limiter.
+    pub subject: Subject,
     pub naive: bool,
     pub algorithm: Algorithm,
     pub offered: Vec<u64>,
@@ -78,7 +79,7 @@ impl TimelineBuilder {
             .iter()
             .map(|t| TargetLine {
                 rule: t.rule.name().to_string(),
-                label: t.label().to_string(),
+                subject: t.subject(),
                 naive: t.naive,
                 algorithm: *t.rule.algorithm(),
                 offered: Vec::new(),
@@ -232,7 +233,7 @@ impl SimObserver for TimelineObserver {
 mod tests {
     use super::*;
     use crate::sim::Workload;
-    use ratelockr::rule::Rule;
+    use ratelockr::rule::{AlgorithmKind, Rule};
 
     fn record(rule: &str, at: u64, key: &str, allowed: bool) -> Record {
         Record {
@@ -240,7 +241,7 @@ mod tests {
             sent_at_ms: at,
             server: 0,
             rule: rule.into(),
-            algorithm: "fixed_window".into(),
+            algorithm: AlgorithmKind::FixedWindow.into(),
             key: key.into(),
             allowed,
             remaining: 0,

@@ -262,7 +262,7 @@ impl ChartView {
             for t in &timeline.targets {
                 rates.push(line(
                     format!("{} allowed", t.rule),
-                    algorithm_style(&t.label),
+                    algorithm_style(t.subject),
                     per_bin(&t.allowed),
                     true,
                 ));
@@ -282,7 +282,7 @@ impl ChartView {
             let style = if timeline.targets.len() == 1 {
                 outcome_style("allowed")
             } else {
-                algorithm_style(&t.label)
+                algorithm_style(t.subject)
             };
             so_far.push(line(format!("{} admitted", t.rule), style, values, false));
             if t.naive {
@@ -301,7 +301,7 @@ impl ChartView {
             }
             let mut style = outcome_style("envelope");
             if timeline.targets.len() > 1 {
-                style.colour = algorithm_style(&t.label).colour;
+                style.colour = algorithm_style(t.subject).colour;
             }
             let keys = if t.keys == 1 {
                 "1 key".to_string()

@@ -4,6 +4,7 @@
 pub use super::changes::{KeyChange, RuleChange};
 use super::format::LogFormat;
 pub use super::keytable::{pct, TopKey};
+use crate::subject::Subject;
 use ratelockr::policy::Policy;
 use ratelockr::rule::Rule;
 use serde::{Deserialize, Serialize};
@@ -103,7 +104,9 @@ impl Suggestion {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RuleReport {
     pub rule: String,
-    pub algorithm: String,
+    // Written as its label (`token_bucket`, ..., `policy`): a string to the UI.
+    #[cfg_attr(feature = "ts", ts(type = "string"))]
+    pub algorithm: Subject,
     pub params: Rule,
     pub requests: u64,
     pub allowed: u64,

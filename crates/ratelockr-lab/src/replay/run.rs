@@ -429,7 +429,7 @@ impl Tally<'_> {
                             sent_at_ms: req.ms,
                             server: 0,
                             rule: run.stats.rule.name().into(),
-                            algorithm: run.stats.label().into(),
+                            algorithm: run.stats.subject(),
                             key: req.key.as_str().into(),
                             allowed: d.allowed,
                             remaining: d.remaining_or_unknown(),

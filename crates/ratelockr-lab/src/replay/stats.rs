@@ -7,6 +7,7 @@ use super::keytable::KeyTable;
 use super::report::pct;
 use super::report::{PeakRates, PolicyFigures, RuleReport, Suggestion};
 use super::series::SeriesBuilder;
+use crate::subject::Subject;
 use ratelockr::policy::{Limit, Policy};
 use ratelockr::rule::{Algorithm, Rule};
 use ratelockr::Decision;
@@ -115,11 +116,11 @@ impl RuleTally {
         self.policy.as_ref().map(|p| &p.policy)
     }
 
-    /// The algorithm label of records: the rule's script, or `policy`.
-    pub fn label(&self) -> &'static str {
+    /// What its records are of: the rule's script, or a policy.
+    pub fn subject(&self) -> Subject {
         match self.policy {
-            Some(_) => crate::sim::POLICY_LABEL,
-            None => self.rule.kind().as_str(),
+            Some(_) => Subject::Policy,
+            None => self.rule.kind().into(),
         }
     }
 
@@ -219,13 +220,13 @@ impl RuleTally {
             None => self.suggestion(max_keys_denied_pct),
             Some(_) => None,
         };
-        let label = self.label();
+        let subject = self.subject();
         let top_keys = self.top_keys(top);
         let policy = self.policy.map(PolicyTally::finish);
         RuleReport {
             policy,
             rule: self.rule.name().to_string(),
-            algorithm: label.to_string(),
+            algorithm: subject,
             params: self.rule.clone(),
             requests: self.requests,
             allowed: self.allowed,

@@ -30,11 +30,13 @@ pub mod workload_spec;
 
 /// Defined beside [`crate::export::ExportError`], below the simulator, replay and export.
 pub use crate::record::{Record, RecordSink};
+/// Defined below the simulator, replay and export, which all carry it.
+pub use crate::subject::{Subject, UnknownSubject};
 pub use error::SimError;
 pub use peak::PeakWindow;
 pub use preview::Preview;
 pub use report::{Report, Series, SeriesPoint, TargetSummary};
 pub use run::{run, NoObserver, Progress, SimObserver};
-pub use spec::{SimClock, SimSpec, Target, POLICY_LABEL};
+pub use spec::{SimClock, SimSpec, Target};
 pub use workload::{KeyDistribution, Length, Pattern, Retry, Workload};
 pub use workload_spec::{PatternKind, WorkloadSpec};

@@ -9,9 +9,6 @@ use ratelockr::Decision;
 use ratelockr::Outcome;
 use std::time::Duration;
 
-/// The label the naive limiter carries in CSVs, charts and summaries.
-pub const NAIVE_LABEL: &str = "naive_get_set";
-
 /// The fixed window the naive limiter enforces for a rule: its limit and window, or for a
 /// token bucket its capacity per time-to-refill.
 pub fn naive_window(algorithm: &Algorithm) -> (u64, u64) {

@@ -4,6 +4,7 @@ use super::exact::ExactLogJudge;
 use super::peak::{rule_window, PeakTracker, PeakWindow};
 use super::spec::Target;
 use crate::record::Record;
+use crate::subject::Subject;
 use crate::sweep::SweepPoint;
 use hdrhistogram::Histogram;
 use ratelockr::policy::Policy;
@@ -15,7 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetSummary {
     pub rule: String,
-    pub algorithm: String,
+    pub algorithm: Subject,
     pub naive: bool,
     pub requests: u64,
     pub allowed: u64,
@@ -92,7 +93,7 @@ fn is_zero(n: &u64) -> bool {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Series {
     pub rule: String,
-    pub algorithm: String,
+    pub algorithm: Subject,
     pub points: Vec<SeriesPoint>,
 }
 
@@ -162,7 +163,7 @@ struct KeySpan {
 /// Accumulates one target's records. Memory: one entry per client key and per second.
 pub(crate) struct TargetAccumulator {
     rule: String,
-    algorithm_label: String,
+    subject: Subject,
     algorithm: Algorithm,
     naive: bool,
     requests: u64,
@@ -193,12 +194,7 @@ impl TargetAccumulator {
         self
     }
 
-    pub(crate) fn new(
-        rule: String,
-        algorithm_label: String,
-        algorithm: Algorithm,
-        naive: bool,
-    ) -> Self {
+    pub(crate) fn new(rule: String, subject: Subject, algorithm: Algorithm, naive: bool) -> Self {
         let (window_ms, limit) = if naive {
             let (limit, window_ms) = super::naive::naive_window(&algorithm);
             (window_ms, limit)
@@ -213,7 +209,7 @@ impl TargetAccumulator {
             shadow_denied: 0,
             denied_by: BTreeMap::new(),
             rule,
-            algorithm_label,
+            subject,
             algorithm,
             naive,
             requests: 0,
@@ -355,7 +351,7 @@ impl TargetAccumulator {
         };
         let summary = TargetSummary {
             rule: self.rule.clone(),
-            algorithm: self.algorithm_label.clone(),
+            algorithm: self.subject,
             naive: self.naive,
             requests: self.requests,
             allowed: self.allowed,
@@ -379,7 +375,7 @@ impl TargetAccumulator {
         };
         let series = Series {
             rule: self.rule,
-            algorithm: self.algorithm_label,
+            algorithm: self.subject,
             points: self.points,
         };
         (summary, series)

@@ -9,6 +9,7 @@ use super::report::{Report, Series, TargetAccumulator, TargetSummary};
 use super::spec::{SimClock, SimSpec, Target};
 use super::workload::{self, Length, Workload};
 use crate::record::{Record, RecordSink};
+use crate::subject::Subject;
 use ratelockr::limiter::Limiter;
 use ratelockr::scripts::At;
 use ratelockr::telemetry::now_ms;
@@ -110,10 +111,10 @@ pub async fn run(
     let pool: Vec<Limiter> = (0..connections)
         .map(|_| limiter.with_own_connection())
         .collect();
-    let names: Arc<Vec<(Arc<str>, Arc<str>)>> = Arc::new(
+    let names: Arc<Vec<(Arc<str>, Subject)>> = Arc::new(
         targets
             .iter()
-            .map(|t| (Arc::from(t.name()), Arc::from(t.label())))
+            .map(|t| (Arc::from(t.name()), t.subject()))
             .collect(),
     );
     let servers: Vec<Server> = (0..workload.servers)
@@ -154,7 +155,7 @@ pub async fn run(
         .map(|t| {
             TargetAccumulator::new(
                 t.name().to_string(),
-                t.label().to_string(),
+                t.subject(),
                 *t.rule.algorithm(),
                 t.naive,
             )
@@ -277,8 +278,8 @@ struct Server {
     /// Its own connection (a separate `Conn`: on a cluster, its own cluster connection), like a separate process would have.
     limiter: Limiter,
     targets: Arc<Vec<Target>>,
-    /// Each target's name and algorithm label as its records carry them, made once.
-    names: Arc<Vec<(Arc<str>, Arc<str>)>>,
+    /// Each target's name and subject as its records carry them, made once.
+    names: Arc<Vec<(Arc<str>, Subject)>>,
     workload: Arc<Workload>,
     records: mpsc::UnboundedSender<Vec<Vec<Record>>>,
     in_flight: Arc<Semaphore>,
@@ -407,7 +408,7 @@ impl Server {
             // Every target sees the first try at the same time, so compare runs stay fair.
             let first_sent_ms = now_ms();
             let batch = futures::future::join_all(targets.iter().zip(names.iter()).map(
-                |(target, (name, label))| {
+                |(target, &(ref name, subject))| {
                     let decided_as = scoped.as_deref().unwrap_or(&key);
                     let (limiter, key, stop) = (&limiter, &key, &stop);
                     async move {
@@ -430,7 +431,7 @@ impl Server {
                                 sent_at_ms,
                                 server,
                                 rule: name.clone(),
-                                algorithm: label.clone(),
+                                algorithm: subject,
                                 key: key.clone(),
                                 allowed: decision.allowed,
                                 remaining: decision.remaining_or_unknown(),

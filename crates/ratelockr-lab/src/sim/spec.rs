@@ -4,8 +4,8 @@
 //! the same traffic), and checked before a run.
 
 use super::error::SimError;
-use super::naive;
 use super::workload::Workload;
+use crate::subject::Subject;
 use crate::sweep::{self, SweepAxis};
 use ratelockr::policy::Policy;
 use ratelockr::rule::{Algorithm, AlgorithmKind, Rule, RuleError};
@@ -28,9 +28,6 @@ pub struct Target {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<Policy>,
 }
-
-/// The algorithm label of a policy's records.
-pub const POLICY_LABEL: &str = "policy";
 
 impl Target {
     /// A rule's script.
@@ -61,14 +58,14 @@ impl Target {
         self.rule.name()
     }
 
-    /// The algorithm label in records: the script's name, `naive_get_set`, or `policy`.
-    pub fn label(&self) -> &'static str {
+    /// What its records are of: the rule's script, the naive limiter, or a policy.
+    pub fn subject(&self) -> Subject {
         if self.naive {
-            naive::NAIVE_LABEL
+            Subject::NaiveGetSet
         } else if self.policy.is_some() {
-            POLICY_LABEL
+            Subject::Policy
         } else {
-            self.rule.kind().as_str()
+            self.rule.kind().into()
         }
     }
 
@@ -311,7 +308,7 @@ impl SimSpec {
             let params: Vec<&str> = self.sweep.iter().map(|a| a.param.as_str()).collect();
             return format!(
                 "{} swept over {} ({} configurations): {}",
-                self.targets.first().map_or("", Target::label),
+                self.targets.first().map_or("", |t| t.subject().as_str()),
                 params.join(" × "),
                 self.targets.len(),
                 self.workload.describe()
@@ -327,7 +324,7 @@ impl SimSpec {
             1 => format!(
                 "{} ({})",
                 self.targets[0].rule.name(),
-                self.targets[0].label()
+                self.targets[0].subject()
             ),
             n => format!("{n} algorithms compared"),
         };

@@ -93,7 +93,7 @@ async fn a_stack_of_one_decides_as_its_rule_for_every_algorithm() {
                 r.reset_after_ms,
             );
             assert_eq!(same, rule_side, "{kind:?}");
-            assert_eq!(&*p.algorithm, "policy");
+            assert_eq!(p.algorithm, "policy");
             assert_eq!(&*p.binding, "one");
             assert_eq!(p.would_deny, !p.allowed);
         }

@@ -68,7 +68,7 @@ async fn a_stack_admits_the_tightest_limit_and_names_it_per_tier() {
     let records = recorder.0.into_inner().expect("not poisoned");
     let t = &report.targets[0];
     assert_eq!((t.requests, t.fail_open, t.over_admitted), (40, 0, 0));
-    assert_eq!(t.algorithm, sim::POLICY_LABEL);
+    assert_eq!(t.algorithm, sim::Subject::Policy);
     // client-0 holds the policy's own limits: the tighter (4) binds; client-1 is premium: 9.
     let admitted = |key: &str| {
         records
