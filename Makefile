@@ -34,7 +34,7 @@ test-engine:
 VALKEY_ENGINE := token_bucket gcra sliding_window_log sliding_window_counter fixed_window \
 	fixed_window_clock lua_scripts peek refund waits cluster_routing policy_cluster \
 	policy_concurrency policy_modes policy_script policy_stack policy_watch invariants \
-	deny_cache telemetry failure degraded eviction metrics concurrency_script
+	deny_cache telemetry failure degraded eviction metrics concurrency_script policy_inflight
 VALKEY_LAB := replay peak_window runs
 VALKEY_CLI := concurrency server_info cluster policy_cli simulator simulator_sweep api \
 	api_policies replay_cli acl budget cli diagnose bench

@@ -29,6 +29,7 @@ mod misconfig_deadline;
 mod peek;
 mod policy_cluster;
 mod policy_concurrency;
+mod policy_inflight;
 mod policy_modes;
 mod policy_script;
 mod policy_stack;
