@@ -30,6 +30,25 @@ pub enum KeyTerm {
     Header(String),
 }
 
+/// A term that is none of the table's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid --key term {term:?}: use ip, method, path, path[N] (N from 1), field:NAME or header:NAME, joined by +")]
+pub struct KeyExprError {
+    /// The term as written.
+    pub term: String,
+}
+
+/// Why a request has no key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoKey {
+    /// A term's value is missing, empty or `-` (the term in words: [`KeyTerm::name`]).
+    #[error("no key: {0} is missing")]
+    Missing(String),
+    /// The joined key is longer than a script takes.
+    #[error("key longer than {0} bytes")]
+    TooLong(usize),
+}
+
 /// A parsed key expression.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyExpr {
@@ -53,9 +72,9 @@ impl fmt::Display for KeyExpr {
 }
 
 impl std::str::FromStr for KeyExpr {
-    type Err = String;
+    type Err = KeyExprError;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, KeyExprError> {
         let terms = s
             .split('+')
             .map(|t| parse_term(t.trim()))
@@ -67,7 +86,7 @@ impl std::str::FromStr for KeyExpr {
     }
 }
 
-fn parse_term(t: &str) -> Result<KeyTerm, String> {
+fn parse_term(t: &str) -> Result<KeyTerm, KeyExprError> {
     let named = |prefix: &str| {
         t.strip_prefix(prefix)
             .filter(|n| !n.is_empty())
@@ -92,9 +111,9 @@ fn parse_term(t: &str) -> Result<KeyTerm, String> {
             }
         }
     }
-    Err(format!(
-        "invalid --key term {t:?}: use ip, method, path, path[N] (N from 1), field:NAME or header:NAME, joined by +"
-    ))
+    Err(KeyExprError {
+        term: t.to_string(),
+    })
 }
 
 impl KeyExpr {
@@ -108,22 +127,19 @@ impl KeyExpr {
     pub fn join<'a>(
         &self,
         mut value_of: impl FnMut(&KeyTerm) -> Option<Cow<'a, str>>,
-    ) -> Result<String, String> {
+    ) -> Result<String, NoKey> {
         let mut key = String::new();
         for (i, term) in self.terms.iter().enumerate() {
             let value = value_of(term)
                 .filter(|v| !v.is_empty() && v != "-")
-                .ok_or_else(|| format!("no key: {} is missing", term.name()))?;
+                .ok_or_else(|| NoKey::Missing(term.name()))?;
             if i > 0 {
                 key.push('|');
             }
             key.push_str(&value);
         }
         if key.len() > crate::rule::MAX_CLIENT_KEY_LEN {
-            return Err(format!(
-                "key longer than {} bytes",
-                crate::rule::MAX_CLIENT_KEY_LEN
-            ));
+            return Err(NoKey::TooLong(crate::rule::MAX_CLIENT_KEY_LEN));
         }
         Ok(key)
     }

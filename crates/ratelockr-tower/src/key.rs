@@ -12,10 +12,45 @@ use axum::extract::{ConnectInfo, Request};
 use axum::http::header::FORWARDED;
 use axum::http::{HeaderMap, HeaderName};
 use ipnet::IpNet;
-use ratelockr::key_expr::{segment, KeyExpr, KeyTerm};
+use ratelockr::key_expr::{segment, KeyExpr, KeyExprError, KeyTerm};
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+
+/// Why a key expression cannot key live requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExpressionError {
+    /// Not a key expression at all.
+    Invalid(KeyExprError),
+    /// `field:NAME`: a log line's field, which a live request has not.
+    LogField {
+        /// The expression as written.
+        expr: String,
+        /// The field it names.
+        name: String,
+    },
+}
+
+impl fmt::Display for ExpressionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExpressionError::Invalid(err) => err.fmt(f),
+            ExpressionError::LogField { expr, name } => write!(
+                f,
+                "key {expr:?}: field:{name} names a field of a log line, which a live request has not; use header:NAME"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ExpressionError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ExpressionError::Invalid(err) => Some(err),
+            ExpressionError::LogField { .. } => None,
+        }
+    }
+}
 
 /// The conventional header a proxy appends the address it received a request from to.
 pub const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
@@ -80,16 +115,17 @@ impl KeyExtractor {
     /// [`ratelockr::key_expr`]), read from each request as replay reads it from a log line, so
     /// the policy file's `key` means the same in every front. `ip` is the peer address (serve
     /// with [`ConnectInfo<SocketAddr>`]); `field:NAME`, a log line's field, is refused.
-    pub fn expression(expr: &str) -> Result<Self, String> {
-        let parsed: KeyExpr = expr.parse()?;
+    pub fn expression(expr: &str) -> Result<Self, ExpressionError> {
+        let parsed: KeyExpr = expr.parse().map_err(ExpressionError::Invalid)?;
         if let Some(KeyTerm::Field(name)) = parsed
             .terms()
             .iter()
             .find(|t| matches!(t, KeyTerm::Field(_)))
         {
-            return Err(format!(
-                "key {expr:?}: field:{name} names a field of a log line, which a live request has not; use header:NAME"
-            ));
+            return Err(ExpressionError::LogField {
+                expr: expr.to_string(),
+                name: name.clone(),
+            });
         }
         let what = match parsed.terms() {
             [KeyTerm::Ip] => "the peer address (serve with ConnectInfo<SocketAddr>)".to_string(),
@@ -328,7 +364,7 @@ mod tests {
         assert_eq!(key("header:x-api-key", &request("/", None)), None);
         assert_eq!(key("path[4]", &req), None);
         let err = KeyExtractor::expression("field:user").expect_err("a log's field");
-        assert!(err.contains("header:NAME"), "{err}");
+        assert!(err.to_string().contains("header:NAME"), "{err}");
         assert!(KeyExtractor::expression("cookie").is_err());
         assert_eq!(
             KeyExtractor::expression("header:x-api-key")

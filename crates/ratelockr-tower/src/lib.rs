@@ -87,5 +87,5 @@ mod policy;
 pub use info::{RateLimitInfo, RuleDecision};
 /// CIDR networks, for [`KeyExtractor::forwarded_ip`]'s trusted proxies.
 pub use ipnet::IpNet;
-pub use key::{KeyExtractor, X_FORWARDED_FOR};
+pub use key::{ExpressionError, KeyExtractor, X_FORWARDED_FOR};
 pub use layer::{BuildError, RateLimit, RateLimitBuilder, RateLimitLayer, FAIL_OPEN_HEADER};

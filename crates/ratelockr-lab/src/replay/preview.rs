@@ -134,7 +134,7 @@ pub fn preview(source: &LogSource, spec: &ParseSpec, n: usize) -> Result<Preview
                     time_ms: Some(request.time.ms),
                     key: key.as_ref().ok().cloned(),
                     cost: Some(request.cost),
-                    issue: key.err(),
+                    issue: key.err().map(|e| e.to_string()),
                 });
             }
         }

@@ -179,7 +179,7 @@ pub fn read(
             Ok(k) => k,
             Err(reason) => {
                 stats.no_key += 1;
-                stats.issue(number, reason);
+                stats.issue(number, reason.to_string());
                 continue;
             }
         };

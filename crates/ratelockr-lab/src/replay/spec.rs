@@ -61,7 +61,7 @@ impl ParseSpec {
         let key = self
             .key
             .parse::<key::KeyExpr>()
-            .map_err(|reason| invalid("key", reason))?;
+            .map_err(|reason| invalid("key", reason.to_string()))?;
         let path = self
             .path
             .as_deref()
