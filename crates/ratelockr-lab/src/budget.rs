@@ -8,10 +8,22 @@ use ratelockr::Limiter;
 /// Connections left free for everyone else on the server.
 pub(crate) const HEADROOM: u64 = 16;
 
+/// A front's connections would crowd the Redis out of connections for everyone else.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("would open {planned} Redis connections, and Redis at {target} has {connected} of its maxclients {max} in use: at most {room} more leave {HEADROOM} for everyone else")]
+pub(crate) struct NoRoom {
+    planned: u64,
+    /// The Redis, as its target displays.
+    target: String,
+    connected: u64,
+    max: u64,
+    room: u64,
+}
+
 /// Room on the limiter's Redis for `planned` more connections, or why not (for the flag's
 /// message). A Redis that does not say (an ACL without CONFIG or INFO, a cluster, no answer
 /// within the deadline) is let be: the check is a guard, not a gate.
-pub(crate) async fn connections_fit(limiter: &Limiter, planned: u64) -> Result<(), String> {
+pub(crate) async fn connections_fit(limiter: &Limiter, planned: u64) -> Result<(), NoRoom> {
     if limiter.target().is_cluster() {
         return Ok(());
     }
@@ -45,8 +57,11 @@ pub(crate) async fn connections_fit(limiter: &Limiter, planned: u64) -> Result<(
     if planned <= room {
         return Ok(());
     }
-    Err(format!(
-        "would open {planned} Redis connections, and Redis at {} has {connected} of its maxclients {max} in use: at most {room} more leave {HEADROOM} for everyone else",
-        limiter.target()
-    ))
+    Err(NoRoom {
+        planned,
+        target: limiter.target().to_string(),
+        connected,
+        max,
+        room,
+    })
 }

@@ -7,7 +7,7 @@
 //! Parameters are set through the rule's serde form, so any algorithm's parameters can be
 //! swept, including ones added later, and each configuration is validated as a rule is.
 
-use ratelockr::rule::{Algorithm, Rule};
+use ratelockr::rule::{Algorithm, Rule, RuleError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -161,14 +161,48 @@ pub struct SweepAxis {
     pub values: Vec<f64>,
 }
 
+/// Why an axis or a grid was refused; the message names the `--sweep` and what is wrong.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SweepError {
+    #[error("invalid --sweep {axis:?}: write PARAM=V1,V2,...")]
+    NoValues { axis: String },
+    #[error("invalid --sweep {axis:?}: {value:?} is not a number")]
+    NotANumber { axis: String, value: String },
+    #[error("invalid --sweep: a grid has one or two parameters")]
+    TooManyAxes,
+    #[error("invalid --sweep {param}: give at least one value")]
+    EmptyAxis { param: String },
+    #[error("invalid --sweep: {count} configurations; at most {MAX_POINTS}")]
+    TooManyPoints { count: usize },
+    /// A parameter the rule's algorithm does not have (`known`: those it has).
+    #[error("invalid --sweep {param}: the {algorithm} has {known}")]
+    UnknownParam {
+        param: String,
+        algorithm: &'static str,
+        known: String,
+    },
+    /// A value the parameter cannot take.
+    #[error("invalid --sweep {param}={value}: {reason}")]
+    InvalidValue {
+        param: String,
+        value: f64,
+        reason: String,
+    },
+    #[error("invalid --sweep configuration {params:?}: {source}")]
+    Configuration {
+        params: BTreeMap<String, f64>,
+        source: RuleError,
+    },
+}
+
 impl std::str::FromStr for SweepAxis {
-    type Err = String;
+    type Err = SweepError;
 
     /// `PARAM=V1,V2,...`
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (param, values) = s
-            .split_once('=')
-            .ok_or_else(|| format!("invalid --sweep {s:?}: write PARAM=V1,V2,..."))?;
+    fn from_str(s: &str) -> Result<Self, SweepError> {
+        let (param, values) = s.split_once('=').ok_or_else(|| SweepError::NoValues {
+            axis: s.to_string(),
+        })?;
         let values = values
             .split(',')
             .map(|v| {
@@ -176,9 +210,12 @@ impl std::str::FromStr for SweepAxis {
                     .parse::<f64>()
                     .ok()
                     .filter(|v| v.is_finite())
-                    .ok_or_else(|| format!("invalid --sweep {s:?}: {v:?} is not a number"))
+                    .ok_or_else(|| SweepError::NotANumber {
+                        axis: s.to_string(),
+                        value: v.to_string(),
+                    })
             })
-            .collect::<Result<Vec<f64>, String>>()?;
+            .collect::<Result<Vec<f64>, SweepError>>()?;
         Ok(SweepAxis {
             param: param.trim().replace('-', "_"),
             values,
@@ -197,17 +234,16 @@ pub struct GridPoint {
 }
 
 /// The grid of `axes` around `base`.
-pub fn grid(base: &Rule, axes: &[SweepAxis]) -> Result<Vec<GridPoint>, String> {
+pub fn grid(base: &Rule, axes: &[SweepAxis]) -> Result<Vec<GridPoint>, SweepError> {
     if axes.len() > 2 {
-        return Err("invalid --sweep: a grid has one or two parameters".into());
+        return Err(SweepError::TooManyAxes);
     }
     let mut points = vec![(BTreeMap::new(), *base.algorithm())];
     for axis in axes {
         if axis.values.is_empty() {
-            return Err(format!(
-                "invalid --sweep {}: give at least one value",
-                axis.param
-            ));
+            return Err(SweepError::EmptyAxis {
+                param: axis.param.clone(),
+            });
         }
         let mut next = Vec::new();
         for (params, algorithm) in &points {
@@ -220,10 +256,9 @@ pub fn grid(base: &Rule, axes: &[SweepAxis]) -> Result<Vec<GridPoint>, String> {
         points = next;
     }
     if points.len() > MAX_POINTS {
-        return Err(format!(
-            "invalid --sweep: {} configurations; at most {MAX_POINTS}",
-            points.len()
-        ));
+        return Err(SweepError::TooManyPoints {
+            count: points.len(),
+        });
     }
     points
         .into_iter()
@@ -235,29 +270,37 @@ pub fn grid(base: &Rule, axes: &[SweepAxis]) -> Result<Vec<GridPoint>, String> {
             }
             let rule = Rule::new(name, algorithm)
                 .or_else(|_| Rule::new(format!("sweep-{i}"), algorithm))
-                .map_err(|e| format!("invalid --sweep configuration {params:?}: {e}"))?;
+                .map_err(|source| SweepError::Configuration {
+                    params: params.clone(),
+                    source,
+                })?;
             Ok(GridPoint { params, rule })
         })
         .collect()
 }
 
 /// `algorithm` with `param` set to `value`, validated.
-fn with_param(algorithm: &Algorithm, param: &str, value: f64) -> Result<Algorithm, String> {
-    let mut json = serde_json::to_value(algorithm).map_err(|e| e.to_string())?;
+fn with_param(algorithm: &Algorithm, param: &str, value: f64) -> Result<Algorithm, SweepError> {
+    let invalid = |reason: String| SweepError::InvalidValue {
+        param: param.to_string(),
+        value,
+        reason,
+    };
+    let mut json = serde_json::to_value(algorithm).map_err(|e| invalid(e.to_string()))?;
     let fields = json
         .as_object_mut()
-        .ok_or("a rule serializes to an object")?;
+        .ok_or_else(|| invalid("a rule serializes to an object".into()))?;
     if param == "algorithm" || !fields.contains_key(param) {
         let known: Vec<&str> = fields
             .keys()
             .map(String::as_str)
             .filter(|k| *k != "algorithm")
             .collect();
-        return Err(format!(
-            "invalid --sweep {param}: the {} has {}",
-            algorithm.kind().cli_name(),
-            known.join(", ")
-        ));
+        return Err(SweepError::UnknownParam {
+            param: param.to_string(),
+            algorithm: algorithm.kind().cli_name(),
+            known: known.join(", "),
+        });
     }
     let number = if value.fract() == 0.0 && (0.0..1e15).contains(&value) {
         serde_json::Value::from(value as u64)
@@ -265,9 +308,8 @@ fn with_param(algorithm: &Algorithm, param: &str, value: f64) -> Result<Algorith
         serde_json::Value::from(value)
     };
     fields.insert(param.to_string(), number);
-    let changed: Algorithm = serde_json::from_value(json)
-        .map_err(|e| format!("invalid --sweep {param}={value}: {e}"))?;
-    Rule::new("sweep", changed).map_err(|e| format!("invalid --sweep {param}={value}: {e}"))?;
+    let changed: Algorithm = serde_json::from_value(json).map_err(|e| invalid(e.to_string()))?;
+    Rule::new("sweep", changed).map_err(|e| invalid(e.to_string()))?;
     Ok(changed)
 }
 
@@ -293,11 +335,14 @@ mod tests {
             }
         );
         let err = grid(&base, &["limit=1".parse().expect("axis")]).expect_err("no limit");
-        assert!(err.contains("capacity, refill_per_sec"), "{err}");
+        assert!(
+            err.to_string().contains("capacity, refill_per_sec"),
+            "{err}"
+        );
         let err = grid(&base, &["capacity=0".parse().expect("axis")]).expect_err("zero");
-        assert!(err.contains("capacity"), "{err}");
+        assert!(err.to_string().contains("capacity"), "{err}");
         let err = grid(&base, &["capacity=2.5".parse().expect("axis")]).expect_err("fraction");
-        assert!(err.contains("capacity=2.5"), "{err}");
+        assert!(err.to_string().contains("capacity=2.5"), "{err}");
         assert!("capacity".parse::<SweepAxis>().is_err());
         assert!("capacity=a".parse::<SweepAxis>().is_err());
     }

@@ -52,9 +52,14 @@ impl LogFormat {
     }
 }
 
+/// A log format's name that is none of the four.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown log format {0:?}: use combined, common, jsonl or csv")]
+pub struct UnknownLogFormat(pub String);
+
 impl std::str::FromStr for LogFormat {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownLogFormat;
+    fn from_str(s: &str) -> Result<Self, UnknownLogFormat> {
         [
             LogFormat::Combined,
             LogFormat::Common,
@@ -63,7 +68,7 @@ impl std::str::FromStr for LogFormat {
         ]
         .into_iter()
         .find(|f| f.as_str() == s)
-        .ok_or_else(|| format!("unknown log format {s:?}: use combined, common, jsonl or csv"))
+        .ok_or_else(|| UnknownLogFormat(s.to_string()))
     }
 }
 

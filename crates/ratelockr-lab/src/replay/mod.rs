@@ -50,7 +50,7 @@ pub mod time;
 
 pub use crate::sweep::SweepAxis;
 pub use error::ReplayError;
-pub use format::{FieldNames, LogFormat};
+pub use format::{FieldNames, LogFormat, UnknownLogFormat};
 pub use input::LogSource;
 pub use key::KeyExpr;
 pub use preview::{preview, Preview, PreviewLine, MAX_PREVIEW_LINES};

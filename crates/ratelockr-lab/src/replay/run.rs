@@ -118,12 +118,11 @@ fn rule_runs(spec: &ReplaySpec) -> Result<Vec<RuleRun>, ReplayError> {
         })
         .collect();
     if !spec.sweep.is_empty() {
-        let grid = sweep::grid(&spec.rules[0], &spec.sweep).map_err(|reason| {
-            ReplayError::InvalidSpec {
+        let grid =
+            sweep::grid(&spec.rules[0], &spec.sweep).map_err(|err| ReplayError::InvalidSpec {
                 parameter: "sweep",
-                reason,
-            }
-        })?;
+                reason: err.to_string(),
+            })?;
         for point in grid {
             runs.push(RuleRun {
                 stats: RuleTally::new(point.rule, 0),
@@ -164,9 +163,9 @@ pub async fn run(
     })?;
     crate::budget::connections_fit(limiter, spec.lanes as u64)
         .await
-        .map_err(|reason| ReplayError::InvalidSpec {
+        .map_err(|err| ReplayError::InvalidSpec {
             parameter: "lanes",
-            reason,
+            reason: err.to_string(),
         })?;
     let lanes = decide::Lanes::start(limiter, spec.lanes).await?;
     let run_id = uuid::Uuid::new_v4().simple().to_string();

@@ -78,9 +78,9 @@ pub async fn run(
     let connections = spec.connections.unwrap_or(spec.workload.servers);
     crate::budget::connections_fit(limiter, u64::from(connections))
         .await
-        .map_err(|reason| SimError::InvalidWorkload {
+        .map_err(|err| SimError::InvalidWorkload {
             parameter: "servers",
-            reason,
+            reason: err.to_string(),
         })?;
     let workload = Arc::new(spec.workload.clone());
     // A policy's tiers match client keys; in the run's own key namespace they match the

@@ -206,9 +206,9 @@ impl SimSpec {
     /// [`sweep::MAX_POINTS`]) on the same traffic: one target each, named
     /// `<rule>.<param>-<value>…`.
     pub fn sweep(base: &Rule, axes: Vec<SweepAxis>, workload: Workload) -> Result<Self, SimError> {
-        let grid = sweep::grid(base, &axes).map_err(|reason| SimError::InvalidWorkload {
+        let grid = sweep::grid(base, &axes).map_err(|err| SimError::InvalidWorkload {
             parameter: "sweep",
-            reason,
+            reason: err.to_string(),
         })?;
         Ok(SimSpec {
             workload,
