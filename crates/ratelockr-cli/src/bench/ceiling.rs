@@ -53,24 +53,55 @@ pub struct CeilingReport {
     pub command: String,
 }
 
+/// Why no ceiling is measured: the reason the report's note and the console give.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoCeiling {
+    /// `--no-ceiling` was given.
+    Disabled,
+    NotOnPath,
+    /// redis-benchmark would need the password on its command line, visible to every local user.
+    Password,
+    Tls,
+    ClusterSeed,
+    /// A connection redis-benchmark cannot be aimed at (its Debug form).
+    Unsupported(String),
+}
+
+impl std::fmt::Display for NoCeiling {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoCeiling::Disabled => f.write_str("--no-ceiling"),
+            NoCeiling::NotOnPath => f.write_str(
+                "redis-benchmark is not on PATH (Debian/Ubuntu: apt-get install redis-tools)",
+            ),
+            NoCeiling::Password => f.write_str("the Redis URL carries a password; redis-benchmark would have to show it on its command line"),
+            NoCeiling::Tls => f.write_str("the ceiling is measured over plain TCP only (redis-benchmark is not given the TLS settings)"),
+            NoCeiling::ClusterSeed => f.write_str("an unusable cluster seed"),
+            NoCeiling::Unsupported(addr) => {
+                write!(f, "unsupported connection for redis-benchmark: {addr}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for NoCeiling {}
+
 impl RedisBenchmark {
     /// redis-benchmark from PATH aimed at `target` (with `--cluster` for a Redis Cluster, at
     /// its first seed), or why it cannot be used.
-    pub fn locate(target: &RedisTarget) -> Result<Self, String> {
-        let program = ratelockr::embedded::find_on_path("redis-benchmark").ok_or_else(|| {
-            "redis-benchmark is not on PATH (Debian/Ubuntu: apt-get install redis-tools)"
-                .to_string()
-        })?;
+    pub fn locate(target: &RedisTarget) -> Result<Self, NoCeiling> {
+        let program =
+            ratelockr::embedded::find_on_path("redis-benchmark").ok_or(NoCeiling::NotOnPath)?;
         if target.has_password() {
             // redis-benchmark would need it on its command line, visible to every local user.
-            return Err("the Redis URL carries a password; redis-benchmark would have to show it on its command line".into());
+            return Err(NoCeiling::Password);
         }
         if target.is_cluster() {
             if target.is_tls() {
-                return Err("the ceiling is measured over plain TCP only (redis-benchmark is not given the TLS settings)".into());
+                return Err(NoCeiling::Tls);
             }
-            let seed = url::Url::parse(&target.cluster_seeds()[0])
-                .map_err(|_| "an unusable cluster seed".to_string())?;
+            let seed =
+                url::Url::parse(&target.cluster_seeds()[0]).map_err(|_| NoCeiling::ClusterSeed)?;
             let host = seed
                 .host_str()
                 .unwrap_or("127.0.0.1")
@@ -98,14 +129,8 @@ impl RedisBenchmark {
             }
             redis::ConnectionAddr::Unix(path) => vec!["-s".into(), path.display().to_string()],
             // Its Debug form would hold the TLS parameters.
-            redis::ConnectionAddr::TcpTls { .. } => {
-                return Err("the ceiling is measured over plain TCP only (redis-benchmark is not given the TLS settings)".into())
-            }
-            other => {
-                return Err(format!(
-                    "unsupported connection for redis-benchmark: {other:?}"
-                ))
-            }
+            redis::ConnectionAddr::TcpTls { .. } => return Err(NoCeiling::Tls),
+            other => return Err(NoCeiling::Unsupported(format!("{other:?}"))),
         };
         endpoint.extend(["--dbnum".into(), settings.db().to_string()]);
         Ok(RedisBenchmark {

@@ -253,10 +253,10 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
     );
     let conditions = Conditions::probe(&mut limiter.connection()).await;
     let redis_benchmark = match args.no_ceiling {
-        true => Err("--no-ceiling".to_string()),
+        true => Err(ceiling::NoCeiling::Disabled),
         false => ceiling::RedisBenchmark::locate(limiter.target()),
     };
-    let note = redis_benchmark.as_ref().err().cloned();
+    let note = redis_benchmark.as_ref().err().map(ToString::to_string);
     if let Some(why) = &note {
         eprintln!("ratelockr bench: no ceiling measured: {why}");
     }

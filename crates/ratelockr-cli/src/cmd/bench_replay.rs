@@ -112,7 +112,7 @@ async fn measure(
         }
         Err(why) => {
             say(format!("no ceiling measured: {why}"));
-            (None, Some(why))
+            (None, Some(why.to_string()))
         }
     };
     let replay_to_ceiling = ceiling
