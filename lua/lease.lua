@@ -1,17 +1,19 @@
 --[[
 ratelockr lease — releases or renews one lease in one or more concurrency limits, atomically.
 
-A request admitted by concurrency.lua holds a lease, under its lease id, in the leases set of
-every concurrency limit of its policy (a policy may stack several; their keys share the policy's
-hash tag, so one call reaches them all, in Redis Cluster too). When the request ends, "release"
-frees its slot in every set at once; a long request "renew"s its lease before it expires.
+A request admitted by concurrency.lua, or by a policy.lua stack with in-flight (cc) limits, holds
+a lease, under its lease id, in the leases set of every concurrency limit of its policy (a policy
+may stack several; their keys share the policy's hash tag, so one call reaches them all, in Redis
+Cluster too). When the request ends, "release" frees its slot in every set at once; a long
+request "renew"s its lease before it expires.
 
 KEYS
   [1..n] the leases sets (sorted sets, member = lease id, score = expiry in ms), n >= 1
 
 ARGV
   [1] op           "release" or "renew"
-  [2] lease id     string            the id the lease was taken under (concurrency.lua's ARGV[4])
+  [2] lease id     string            the id the lease was taken under (concurrency.lua's ARGV[4],
+                                     policy.lua's member, ARGV[6])
   [3] now_ms       integer ms or ""  milliseconds since the epoch; "" = the Redis server's clock
   [4..3+n] lease_ms  integer >= 1    renew only: the lease's new life from now, one per key in
                                      KEYS order; release takes no more ARGV
