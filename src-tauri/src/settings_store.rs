@@ -5,7 +5,7 @@
 //! is taken out of its collection as soon as it is made: the plugin keeps the entries in
 //! memory, the app core writes them.
 
-use ratelockr_app_core::settings::Persist;
+use ratelockr_app_core::settings::{Persist, SaveError};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -52,14 +52,18 @@ pub fn open<R: Runtime>(
 }
 
 impl<R: Runtime> Persist for PluginSettings<R> {
-    fn save(&self, updates: Vec<(&'static str, Value)>) -> Result<(), String> {
+    fn save(&self, updates: Vec<(&'static str, Value)>) -> Result<(), SaveError> {
         let _order = self.order.lock().unwrap_or_else(|e| e.into_inner());
         let mut next: Map<String, Value> = self.store.entries().into_iter().collect();
         for (key, value) in &updates {
             next.insert(key.to_string(), value.clone());
         }
-        ratelockr_app_core::store::write_entries(&self.path, &next)
-            .map_err(|e| format!("cannot write {}: {e}", self.path.display()))?;
+        ratelockr_app_core::store::write_entries(&self.path, &next).map_err(|source| {
+            SaveError {
+                path: self.path.clone(),
+                source,
+            }
+        })?;
         // Only what reached the disk is what the store holds.
         for (key, value) in updates {
             self.store.set(key, value);
@@ -113,7 +117,7 @@ mod tests {
         let err = persist
             .save(vec![("redis_url", Value::String("redis://b:2".into()))])
             .expect_err("cannot write");
-        assert!(err.contains("settings.json"), "{err}");
+        assert!(err.to_string().contains("settings.json"), "{err}");
         std::fs::remove_dir(&path).expect("rmdir");
         persist.save(vec![]).expect("saves again");
         let saved: Map<String, Value> =

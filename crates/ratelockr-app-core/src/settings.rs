@@ -98,7 +98,15 @@ pub const KEY_EMBEDDED_PORT: &str = "embedded_port";
 /// Where settings are written. The app implements it with [`crate::store::JsonStore`]; tests
 /// may use anything.
 pub trait Persist: Send + Sync {
-    fn save(&self, entries: Vec<(&'static str, Value)>) -> Result<(), String>;
+    fn save(&self, entries: Vec<(&'static str, Value)>) -> Result<(), SaveError>;
+}
+
+/// Settings that did not reach the disk (what the store holds is unchanged).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {}: {source}", path.display())]
+pub struct SaveError {
+    pub path: PathBuf,
+    pub source: std::io::Error,
 }
 
 impl Settings {

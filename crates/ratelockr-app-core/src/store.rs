@@ -9,7 +9,9 @@
 //! started without its rules (seen in the IPC tests). Every save, the app's included, goes
 //! through [`write_entries`] here.
 
-use crate::settings::{back_up, quarantine_if_corrupt, restrict_to_owner, Persist, Settings};
+use crate::settings::{
+    back_up, quarantine_if_corrupt, restrict_to_owner, Persist, SaveError, Settings,
+};
 use serde_json::{Map, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -41,14 +43,16 @@ pub fn write_entries(path: &Path, entries: &Map<String, Value>) -> std::io::Resu
 }
 
 impl Persist for JsonStore {
-    fn save(&self, updates: Vec<(&'static str, Value)>) -> Result<(), String> {
+    fn save(&self, updates: Vec<(&'static str, Value)>) -> Result<(), SaveError> {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let mut next = entries.clone();
         for (key, value) in updates {
             next.insert(key.to_string(), value);
         }
-        write_entries(&self.path, &next)
-            .map_err(|e| format!("cannot write {}: {e}", self.path.display()))?;
+        write_entries(&self.path, &next).map_err(|source| SaveError {
+            path: self.path.clone(),
+            source,
+        })?;
         // Only what reached the disk is what the store holds.
         *entries = next;
         Ok(())
@@ -151,7 +155,7 @@ mod tests {
         let err = store
             .save(vec![("redis_url", Value::String("redis://b:2".into()))])
             .expect_err("cannot write");
-        assert!(err.contains(SETTINGS_FILE), "{err}");
+        assert!(err.to_string().contains(SETTINGS_FILE), "{err}");
         std::fs::remove_dir(&path).expect("rmdir");
         store.save(vec![]).expect("saves again");
         let saved: Map<String, Value> =
