@@ -262,15 +262,24 @@ pub fn embedded_port(conn: &Connection) -> Option<u16> {
 /// Redis far away, or a machine too loaded to answer in time (a CI runner), needs more.
 pub const DEADLINE_ENV: &str = "RATELOCKR_DEADLINE_MS";
 
-/// The decision deadline [`DEADLINE_ENV`] asks for: `Ok(None)` when unset, `Err` (a message for
-/// the start-up banner; the default is used) when it is not a whole number of ms, 1 or more.
-pub fn decision_deadline_setting() -> Result<Option<std::time::Duration>, String> {
+/// [`DEADLINE_ENV`] is not a whole number of milliseconds in range: a warning for the start-up
+/// banner (the default deadline is used).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{DEADLINE_ENV}={value:?} is not a whole number of milliseconds from 1 to {max}; decisions use the default deadline of {default} ms", max = MAX_DEADLINE.as_millis(), default = ratelockr::limiter::DEFAULT_DEADLINE.as_millis())]
+pub struct BadDeadline {
+    /// The variable's value, as set.
+    pub value: String,
+}
+
+/// The decision deadline [`DEADLINE_ENV`] asks for: `Ok(None)` when unset, `Err` (the default
+/// is used) when it is not a whole number of ms, 1 or more.
+pub fn decision_deadline_setting() -> Result<Option<std::time::Duration>, BadDeadline> {
     parse_deadline(std::env::var(DEADLINE_ENV).ok().as_deref())
 }
 
 use ratelockr::limiter_options::MAX_DEADLINE;
 
-fn parse_deadline(value: Option<&str>) -> Result<Option<std::time::Duration>, String> {
+fn parse_deadline(value: Option<&str>) -> Result<Option<std::time::Duration>, BadDeadline> {
     let Some(text) = value else {
         return Ok(None);
     };
@@ -278,11 +287,9 @@ fn parse_deadline(value: Option<&str>) -> Result<Option<std::time::Duration>, St
         Ok(ms) if (1..=MAX_DEADLINE.as_millis() as u64).contains(&ms) => {
             Ok(Some(std::time::Duration::from_millis(ms)))
         }
-        _ => Err(format!(
-            "{DEADLINE_ENV}={text:?} is not a whole number of milliseconds from 1 to {}; decisions use the default deadline of {} ms",
-            MAX_DEADLINE.as_millis(),
-            ratelockr::limiter::DEFAULT_DEADLINE.as_millis()
-        )),
+        _ => Err(BadDeadline {
+            value: text.to_string(),
+        }),
     }
 }
 
@@ -419,7 +426,7 @@ mod tests {
             Ok(Some(Duration::from_millis(2000)))
         );
         for bad in ["0", "-5", "1.5", "abc", "", "60001"] {
-            let err = parse_deadline(Some(bad)).expect_err(bad);
+            let err = parse_deadline(Some(bad)).expect_err(bad).to_string();
             assert!(
                 err.contains(DEADLINE_ENV) && err.contains("250 ms"),
                 "{err}"

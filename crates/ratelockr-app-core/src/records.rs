@@ -81,7 +81,7 @@ impl RunRecords {
         let mut columns = Columns::new(&run.id, &run.spec, started_at_ms);
         ratelockr_lab::export::for_each_record_ref(csv, |r| columns.push(r))
             .map_err(|e| AppError::new(ErrorCode::History, e.to_string()))?;
-        columns.finish(duration_ms).map_err(|rule| {
+        columns.finish(duration_ms).map_err(|UnknownRule(rule)| {
             AppError::new(
                 ErrorCode::History,
                 format!(
@@ -93,6 +93,11 @@ impl RunRecords {
         })
     }
 }
+
+/// The records name a rule the run did not use (its name).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the records name a rule ({0:?}) the run did not use")]
+pub struct UnknownRule(pub String);
 
 /// Builds [`RunRecords`] a record at a time: from a kept CSV, or during the run itself, so the
 /// run that just ended is at hand without reading its file back.
@@ -189,11 +194,11 @@ impl Columns {
         }
     }
 
-    /// The columns of a run that lasted `duration_ms` (0: up to the last record), or the name
-    /// of a rule the records used that the run did not.
-    pub fn finish(self, duration_ms: u64) -> Result<RunRecords, String> {
+    /// The columns of a run that lasted `duration_ms` (0: up to the last record), or the rule
+    /// the records used that the run did not.
+    pub fn finish(self, duration_ms: u64) -> Result<RunRecords, UnknownRule> {
         if let Some(rule) = self.unknown_rule {
-            return Err(rule);
+            return Err(UnknownRule(rule));
         }
         let mut out = self.out;
         let mut names = vec![String::new(); self.keys.len()];

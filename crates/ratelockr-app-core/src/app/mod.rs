@@ -201,7 +201,7 @@ impl AppCore {
     ) -> Result<Self, AppError> {
         let metrics = Metrics::new();
         if let Err(warning) = decision_deadline_setting() {
-            warnings.push(warning);
+            warnings.push(warning.to_string());
         }
         let conn = match Connection::open_on(
             settings.redis_url.as_deref(),

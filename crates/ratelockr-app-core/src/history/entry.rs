@@ -7,7 +7,7 @@ use crate::kept_replay::StoredReplay;
 use crate::kept_run::StoredRun;
 use crate::summary::RunStatus;
 use serde::Serialize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const META_FILE: &str = "run.json";
 const REPLAY_FILE: &str = "replay.json";
@@ -90,16 +90,44 @@ pub(super) fn size_of(path: &Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// Why a run's folder holds no entry the history can keep (the folder is set aside).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Unreadable {
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", path.display())]
+    Json {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    /// The entry's id is not its folder's name.
+    #[error("{} names run {id:?} but lies in {folder:?}", path.display())]
+    Misplaced {
+        path: PathBuf,
+        id: String,
+        folder: String,
+    },
+}
+
 /// A run's entry: `replay.json` makes it a replay, otherwise `run.json` a simulation.
-pub(super) fn read_entry(dir: &Path) -> Result<Entry, String> {
+pub(super) fn read_entry(dir: &Path) -> Result<Entry, Unreadable> {
     let (file, is_replay) = if dir.join(REPLAY_FILE).is_file() {
         (REPLAY_FILE, true)
     } else {
         (META_FILE, false)
     };
     let path = dir.join(file);
-    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let unreadable = |e: serde_json::Error| format!("{}: {e}", path.display());
+    let bytes = std::fs::read(&path).map_err(|source| Unreadable::Read {
+        path: path.clone(),
+        source,
+    })?;
+    let unreadable = |source| Unreadable::Json {
+        path: path.clone(),
+        source,
+    };
     let kept = if is_replay {
         Kept::Replay(Box::new(
             serde_json::from_slice(&bytes).map_err(unreadable)?,
@@ -112,11 +140,11 @@ pub(super) fn read_entry(dir: &Path) -> Result<Entry, String> {
     let entry = Entry { kept, bytes: 0 };
     let name = dir.file_name().unwrap_or_default().to_string_lossy();
     if entry.id() != name {
-        return Err(format!(
-            "{} names run {:?} but lies in {name:?}",
-            path.display(),
-            entry.id()
-        ));
+        return Err(Unreadable::Misplaced {
+            id: entry.id().to_string(),
+            folder: name.into_owned(),
+            path,
+        });
     }
     Ok(entry)
 }

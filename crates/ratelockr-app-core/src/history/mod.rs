@@ -154,7 +154,7 @@ impl History {
                     entry.bytes = size_of(&dir);
                     history.entries.push(entry);
                 }
-                Err(reason) => history.set_aside(&dir, &reason),
+                Err(reason) => history.set_aside(&dir, &reason.to_string()),
             }
         }
         history
