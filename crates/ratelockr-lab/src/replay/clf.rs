@@ -11,6 +11,7 @@
 //! taken as logged (escapes are kept: a key needs to be stable, not pretty). The client address
 //! may be IPv6. Hand-written over bytes: at 300,000 lines a second there are 3 µs for each.
 
+use super::line_error::LineError;
 use super::time::{self, Timestamp};
 
 /// One parsed line, borrowing from it.
@@ -70,46 +71,55 @@ impl<'a> ClfLine<'a> {
 }
 
 /// Parses one line. `combined` requires the referer and user agent.
-pub fn parse(line: &str, combined: bool) -> Result<ClfLine<'_>, String> {
+pub fn parse(line: &str, combined: bool) -> Result<ClfLine<'_>, LineError> {
     let mut s = Scanner { line, pos: 0 };
-    let host = s.token().ok_or("no client address")?;
-    let ident = s.token().ok_or("no ident field")?;
+    let host = s.token().ok_or(LineError::Malformed("no client address"))?;
+    let ident = s.token().ok_or(LineError::Malformed("no ident field"))?;
     s.skip_spaces();
     let user = if s.peek() == Some(b'"') {
-        s.quoted().ok_or("an unterminated quoted user")?
+        s.quoted()
+            .ok_or(LineError::Malformed("an unterminated quoted user"))?
     } else {
-        s.token().ok_or("no user field")?
+        s.token().ok_or(LineError::Malformed("no user field"))?
     };
     s.skip_spaces();
     if s.peek() != Some(b'[') {
-        return Err("no [time] after the user field".into());
+        return Err(LineError::Malformed("no [time] after the user field"));
     }
-    let time_text = s.bracketed().ok_or("an unterminated [time]")?;
+    let time_text = s
+        .bracketed()
+        .ok_or(LineError::Malformed("an unterminated [time]"))?;
     let time = time::parse_clf(time_text)?;
     s.skip_spaces();
     if s.peek() != Some(b'"') {
-        return Err("no quoted request line after the time".into());
+        return Err(LineError::Malformed(
+            "no quoted request line after the time",
+        ));
     }
-    let request = s.quoted().ok_or("an unterminated request line")?;
-    let status = s.token().ok_or("no status")?;
+    let request = s
+        .quoted()
+        .ok_or(LineError::Malformed("an unterminated request line"))?;
+    let status = s.token().ok_or(LineError::Malformed("no status"))?;
     if !(status.len() == 3 && status.bytes().all(|b| b.is_ascii_digit())) && status != "-" {
-        return Err(format!("status {status:?} is not a 3-digit code"));
+        return Err(LineError::Status(status.to_string()));
     }
-    let bytes = s.token().ok_or("no byte count")?;
+    let bytes = s.token().ok_or(LineError::Malformed("no byte count"))?;
     let mut trailing = Vec::new();
     loop {
         s.skip_spaces();
         match s.peek() {
             None => break,
-            Some(b'"') => trailing.push(s.quoted().ok_or("an unterminated quoted field")?),
+            Some(b'"') => trailing.push(
+                s.quoted()
+                    .ok_or(LineError::Malformed("an unterminated quoted field"))?,
+            ),
             Some(_) => trailing.extend(s.token()),
         }
     }
     if combined && trailing.len() < 2 {
-        return Err(
-            "no quoted referer and user agent (the combined format); for the common format pass --format common"
-                .into(),
-        );
+        return Err(LineError::Malformed(
+            "no quoted referer and user agent (the combined format); for the common format pass --format common",
+        ));
     }
     let mut parts = request.splitn(3, ' ');
     let (method, target) = if request == "-" {
@@ -226,6 +236,7 @@ mod tests {
         assert_eq!(p.method, Some("POST"));
         assert!(parse(line, true)
             .expect_err("not combined")
+            .to_string()
             .contains("common"));
     }
 
@@ -252,7 +263,7 @@ mod tests {
             ("1.2.3.4 - - [yesterday] \"GET / HTTP/1.1\" 200 1", "time"),
         ] {
             let err = parse(line, false).expect_err(line);
-            assert!(err.contains(why), "{line:?}: {err}");
+            assert!(err.to_string().contains(why), "{line:?}: {err}");
         }
     }
 }

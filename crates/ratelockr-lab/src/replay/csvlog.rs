@@ -3,6 +3,7 @@
 //! quoted field may hold line breaks: the reader (`read.rs`) joins a record's lines until its
 //! quotes balance, bounded like one line, and hands the whole record here.
 
+use super::line_error::LineError;
 use std::borrow::Cow;
 
 /// The header: field names, and the same lower-cased for lookups.
@@ -12,15 +13,13 @@ pub struct Header {
 }
 
 impl Header {
-    pub fn parse(line: &str) -> Result<Self, String> {
+    pub fn parse(line: &str) -> Result<Self, LineError> {
         let names: Vec<String> = split(line)?
             .into_iter()
             .map(|n| n.trim().to_ascii_lowercase())
             .collect();
         if names.len() < 2 || names.iter().any(String::is_empty) {
-            return Err(format!(
-                "the CSV header {line:?} should name every column (at least two)"
-            ));
+            return Err(LineError::CsvHeader(line.to_string()));
         }
         Ok(Header { names })
     }
@@ -39,14 +38,13 @@ impl Header {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CsvLine<'a>(pub Vec<Cow<'a, str>>);
 
-pub fn parse<'a>(header: &Header, line: &'a str) -> Result<CsvLine<'a>, String> {
+pub fn parse<'a>(header: &Header, line: &'a str) -> Result<CsvLine<'a>, LineError> {
     let fields = split(line)?;
     if fields.len() != header.names.len() {
-        return Err(format!(
-            "{} fields where the header has {}",
-            fields.len(),
-            header.names.len()
-        ));
+        return Err(LineError::FieldCount {
+            found: fields.len(),
+            expected: header.names.len(),
+        });
     }
     Ok(CsvLine(fields))
 }
@@ -58,7 +56,7 @@ impl CsvLine<'_> {
 }
 
 /// Splits one CSV line into fields.
-fn split(line: &str) -> Result<Vec<Cow<'_, str>>, String> {
+fn split(line: &str) -> Result<Vec<Cow<'_, str>>, LineError> {
     let mut fields = Vec::new();
     let bytes = line.as_bytes();
     let mut i = 0;
@@ -68,7 +66,7 @@ fn split(line: &str) -> Result<Vec<Cow<'_, str>>, String> {
             let mut j = i + 1;
             loop {
                 let Some(q) = memchr::memchr(b'"', &bytes[j..]) else {
-                    return Err("an unterminated quoted field".into());
+                    return Err(LineError::Malformed("an unterminated quoted field"));
                 };
                 value.push_str(&line[j..j + q]);
                 j += q + 1;
@@ -83,7 +81,7 @@ fn split(line: &str) -> Result<Vec<Cow<'_, str>>, String> {
             match bytes.get(j) {
                 None => return Ok(fields),
                 Some(b',') => i = j + 1,
-                Some(_) => return Err("text after a closing quote".into()),
+                Some(_) => return Err(LineError::Malformed("text after a closing quote")),
             }
         } else {
             match memchr::memchr(b',', &bytes[i..]) {
@@ -120,6 +118,7 @@ mod tests {
         assert_eq!(empty.get(&header, "ip"), Some(""));
         assert!(parse(&header, "1,2,3")
             .expect_err("short")
+            .to_string()
             .contains("3 fields"));
         assert!(parse(&header, r#"1,"2,3,4"#).is_err());
         assert!(Header::parse("only").is_err());

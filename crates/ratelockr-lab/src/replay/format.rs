@@ -5,6 +5,7 @@
 use super::clf::{self, ClfLine};
 use super::csvlog::{self, CsvLine, Header};
 use super::jsonl::{self, JsonLine};
+use super::line_error::LineError;
 use super::time::{self, Timestamp};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -88,7 +89,7 @@ pub struct FieldNames {
     pub extra: Vec<String>,
 }
 
-const TIME_FIELDS: [&str; 7] = [
+pub(super) const TIME_FIELDS: [&str; 7] = [
     "time",
     "timestamp",
     "ts",
@@ -151,7 +152,7 @@ impl LogParser {
 
     /// One line: a request, `Ok(None)` for a line that holds none (the CSV header), or why the
     /// line cannot be used.
-    pub fn parse<'a>(&mut self, line: &'a str) -> Result<Option<Request<'a>>, String> {
+    pub fn parse<'a>(&mut self, line: &'a str) -> Result<Option<Request<'a>>, LineError> {
         let parsed = match self.format {
             LogFormat::Combined | LogFormat::Common => {
                 Parsed::Clf(clf::parse(line, self.format == LogFormat::Combined)?)
@@ -171,10 +172,10 @@ impl LogParser {
             Some(name) => {
                 let raw = self
                     .field(&parsed, name)
-                    .ok_or_else(|| format!("no cost field {name:?}"))?;
+                    .ok_or_else(|| LineError::NoCostField(name.clone()))?;
                 match raw.trim().parse::<u64>() {
                     Ok(c) if c >= 1 => c,
-                    _ => return Err(format!("cost {raw:?} is not a whole number >= 1")),
+                    _ => return Err(LineError::Cost(raw.to_string())),
                 }
             }
         };
@@ -185,7 +186,7 @@ impl LogParser {
         }))
     }
 
-    fn time(&self, parsed: &Parsed<'_>) -> Result<Timestamp, String> {
+    fn time(&self, parsed: &Parsed<'_>) -> Result<Timestamp, LineError> {
         match parsed {
             Parsed::Clf(line) => Ok(line.time),
             Parsed::Json(line) => {
@@ -206,7 +207,10 @@ impl LogParser {
                 }
             }
             Parsed::Csv(line) => {
-                let header = self.header.as_ref().ok_or("no CSV header")?;
+                let header = self
+                    .header
+                    .as_ref()
+                    .ok_or(LineError::Malformed("no CSV header"))?;
                 let name = match &self.fields.time {
                     Some(name) => name.as_str(),
                     None => TIME_FIELDS
@@ -221,13 +225,10 @@ impl LogParser {
         }
     }
 
-    fn no_time(&self, name: &str) -> String {
+    fn no_time(&self, name: &str) -> LineError {
         match &self.fields.time {
-            Some(_) => format!("no time field {name:?}"),
-            None => format!(
-                "no time field (looked for {}); name it with --time-field",
-                TIME_FIELDS.join(", ")
-            ),
+            Some(_) => LineError::NoTimeField(name.to_string()),
+            None => LineError::NoUsualTimeField,
         }
     }
 
@@ -390,10 +391,11 @@ mod tests {
         let err = jsonl
             .parse(r#"{"@timestamp":1700000000,"units":0}"#)
             .expect_err("cost 0");
-        assert!(err.contains("cost"), "{err}");
+        assert!(err.to_string().contains("cost"), "{err}");
         assert!(jsonl
             .parse(r#"{"x":1}"#)
             .expect_err("no time")
+            .to_string()
             .contains("--time-field"));
 
         let mut csv = LogParser::new(LogFormat::Csv, FieldNames::default());

@@ -2,6 +2,7 @@
 //! (nginx's `escape=json` log formats, Caddy, load-balancer exports). A dotted name (`req.ip`)
 //! reaches into nested objects.
 
+use super::line_error::LineError;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
@@ -9,11 +10,11 @@ use std::borrow::Cow;
 #[derive(Debug, Clone, PartialEq)]
 pub struct JsonLine(pub Map<String, Value>);
 
-pub fn parse(line: &str) -> Result<JsonLine, String> {
+pub fn parse(line: &str) -> Result<JsonLine, LineError> {
     match serde_json::from_str::<Value>(line) {
         Ok(Value::Object(map)) => Ok(JsonLine(map)),
-        Ok(_) => Err("not a JSON object".into()),
-        Err(e) => Err(format!("not JSON: {e}")),
+        Ok(_) => Err(LineError::Malformed("not a JSON object")),
+        Err(e) => Err(LineError::NotJson(e.to_string())),
     }
 }
 
@@ -70,7 +71,13 @@ mod tests {
             line.first(&["nope", "req.ip"]).map(|(n, _)| n),
             Some("req.ip")
         );
-        assert!(parse("[1,2]").expect_err("array").contains("object"));
-        assert!(parse("{\"a\":").expect_err("cut").contains("not JSON"));
+        assert!(parse("[1,2]")
+            .expect_err("array")
+            .to_string()
+            .contains("object"));
+        assert!(parse("{\"a\":")
+            .expect_err("cut")
+            .to_string()
+            .contains("not JSON"));
     }
 }

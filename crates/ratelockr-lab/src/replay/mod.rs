@@ -9,7 +9,7 @@
 //!
 //! - [`input`]    files, stdin, gzip; lines of bounded length
 //! - [`format`]   combined, common, JSON lines, CSV; detection; one view of a parsed line
-//! - [`clf`], [`jsonl`], [`csvlog`], [`time`]  the parsers
+//! - [`clf`], [`jsonl`], [`csvlog`], [`time`]  the parsers, failing with a [`LineError`]
 //! - [`key`]      client key expressions (`ip`, `header:x-api-key`, `ip+path[1]`, …)
 //! - [`order`]    sorting within a lookahead; whole seconds spread over the second
 //! - [`pace`]     a warning when the replay ran slower than the log for longer than a key's TTL
@@ -37,6 +37,7 @@ pub mod input;
 pub mod jsonl;
 pub mod key;
 pub mod keytable;
+pub mod line_error;
 pub mod order;
 pub mod pace;
 mod preview;
@@ -50,6 +51,7 @@ pub mod time;
 
 pub use crate::sweep::SweepAxis;
 pub use error::ReplayError;
+pub use line_error::LineError;
 pub use format::{FieldNames, LogFormat, UnknownLogFormat};
 pub use input::LogSource;
 pub use key::KeyExpr;

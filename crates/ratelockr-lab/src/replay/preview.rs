@@ -121,7 +121,7 @@ pub fn preview(source: &LogSource, spec: &ParseSpec, n: usize) -> Result<Preview
         };
         match parser.parse(text) {
             Ok(None) => continue,
-            Err(reason) => out.push(issue(reason)),
+            Err(reason) => out.push(issue(reason.to_string())),
             Ok(Some(request)) => {
                 for name in parser.field_names(&request.line) {
                     if !fields.contains(&name) {

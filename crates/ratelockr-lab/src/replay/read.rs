@@ -139,7 +139,7 @@ pub fn read(
             Ok(None) => continue,
             Err(reason) => {
                 stats.malformed += 1;
-                stats.issue(number, reason);
+                stats.issue(number, reason.to_string());
                 continue;
             }
         };

@@ -2,6 +2,8 @@
 //! RFC 3339, and epoch seconds or milliseconds. Each says whether it has whole-second
 //! resolution, which the replay then spreads over the second (see [`super::order`]).
 
+use super::line_error::LineError;
+
 /// A request's time: milliseconds since the epoch, and whether the log gave only the second.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timestamp {
@@ -16,9 +18,9 @@ const EPOCH_MS_THRESHOLD: f64 = 1e11;
 /// `dd/Mon/yyyy:HH:MM:SS ±hhmm`, the common and combined formats' `%t` (without brackets).
 /// Hand-parsed: this runs once per line and chrono's format parser would be a third of the
 /// parse time.
-pub fn parse_clf(s: &str) -> Result<Timestamp, String> {
+pub fn parse_clf(s: &str) -> Result<Timestamp, LineError> {
     let b = s.as_bytes();
-    let bad = || format!("time {s:?} is not dd/Mon/yyyy:HH:MM:SS ±hhmm");
+    let bad = || LineError::ClfTime(s.to_string());
     if b.len() != 26 || b[2] != b'/' || b[6] != b'/' || b[11] != b':' || b[20] != b' ' {
         return Err(bad());
     }
@@ -63,7 +65,7 @@ pub fn parse_clf(s: &str) -> Result<Timestamp, String> {
     let offset = sign * ((zone / 100) * 3600 + (zone % 100) * 60);
     let secs = days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + sec - offset;
     if secs < 0 {
-        return Err(format!("time {s:?} is before 1970"));
+        return Err(LineError::Before1970(s.to_string()));
     }
     Ok(Timestamp {
         ms: secs as u64 * 1000,
@@ -73,7 +75,7 @@ pub fn parse_clf(s: &str) -> Result<Timestamp, String> {
 
 /// A JSON or CSV value: an epoch number (seconds below 10^11, else milliseconds; a fraction
 /// of a second gives milliseconds), RFC 3339, or the common log format's time.
-pub fn parse_value(s: &str) -> Result<Timestamp, String> {
+pub fn parse_value(s: &str) -> Result<Timestamp, LineError> {
     let s = s.trim();
     if let Ok(n) = s.parse::<f64>() {
         return parse_epoch(n, s);
@@ -81,7 +83,7 @@ pub fn parse_value(s: &str) -> Result<Timestamp, String> {
     if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
         let ms = t.timestamp_millis();
         if ms < 0 {
-            return Err(format!("time {s:?} is before 1970"));
+            return Err(LineError::Before1970(s.to_string()));
         }
         return Ok(Timestamp {
             ms: ms as u64,
@@ -89,17 +91,13 @@ pub fn parse_value(s: &str) -> Result<Timestamp, String> {
         });
     }
     let unbracketed = s.trim_start_matches('[').trim_end_matches(']');
-    parse_clf(unbracketed).map_err(|_| {
-        format!(
-            "time {s:?} is neither RFC 3339, epoch seconds or ms, nor dd/Mon/yyyy:HH:MM:SS ±hhmm"
-        )
-    })
+    parse_clf(unbracketed).map_err(|_| LineError::UnknownTime(s.to_string()))
 }
 
 /// An epoch number from JSON.
-pub fn parse_epoch(n: f64, shown: &str) -> Result<Timestamp, String> {
+pub fn parse_epoch(n: f64, shown: &str) -> Result<Timestamp, LineError> {
     if !n.is_finite() || n < 0.0 {
-        return Err(format!("time {shown} is not a time since 1970"));
+        return Err(LineError::NotSinceEpoch(shown.to_string()));
     }
     if n >= EPOCH_MS_THRESHOLD {
         Ok(Timestamp {
