@@ -34,14 +34,13 @@ pub fn open<R: Runtime>(
     app: &AppHandle<R>,
     path: &Path,
     entries: Map<String, Value>,
-) -> Result<Box<dyn Persist>, String> {
+) -> Result<Box<dyn Persist>, tauri_plugin_store::Error> {
     let store = StoreBuilder::new(app, path)
         .defaults(entries.into_iter().collect())
         .disable_auto_save()
         // The entries were read above (a damaged file set aside): not read again from disk.
         .create_new()
-        .build()
-        .map_err(|e| e.to_string())?;
+        .build()?;
     // Out of the plugin's collection: it never saves this store, at exit or otherwise.
     store.close_resource();
     Ok(Box::new(PluginSettings {

@@ -323,12 +323,12 @@ impl AppCore {
     /// As [`AppCore::open`], with the settings kept by the store `persist` makes from the
     /// settings file's path and its entries as read (the desktop app's tauri-plugin-store). A
     /// damaged file is set aside and refused entries reported first, as ever.
-    pub fn open_with(
+    pub fn open_with<E: std::fmt::Display>(
         data_dir: PathBuf,
         persist: impl FnOnce(
             &std::path::Path,
             serde_json::Map<String, serde_json::Value>,
-        ) -> Result<Box<dyn Persist>, String>,
+        ) -> Result<Box<dyn Persist>, E>,
     ) -> Result<Self, AppError> {
         let io = |err: std::io::Error| AppError::new(ErrorCode::Store, err.to_string());
         std::fs::create_dir_all(&data_dir).map_err(io)?;
