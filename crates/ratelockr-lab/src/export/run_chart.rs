@@ -6,7 +6,7 @@
 
 use super::canvas::{self, Chart, DrawResult, Picture};
 use super::chart::SIZE;
-use super::style::{key_state_style, rgb};
+use super::style::{key_state_style, rgb, KeyStateLine};
 use super::timeline::{Timeline, TimelineBuilder};
 use super::view::{ChartView, KeyStateView, Look, ViewLine};
 use super::ExportError;
@@ -246,14 +246,14 @@ fn draw_key<DB: DrawingBackend>(
         "seconds since the run started",
         &key.label,
     )?;
-    let state: Look = key_state_style("state").into();
+    let state: Look = key_state_style(KeyStateLine::State).into();
     for points in segments(&key.x, &key.values, true) {
         for part in clip(&points, range.0, range.1) {
             path(&mut chart, part, &state)?;
         }
     }
     if let Some(ceiling) = key.ceiling {
-        let look: Look = key_state_style("ceiling").into();
+        let look: Look = key_state_style(KeyStateLine::Ceiling).into();
         path(
             &mut chart,
             vec![(range.0, ceiling), (range.1, ceiling)],

@@ -42,21 +42,80 @@ const SLIDING_WINDOW_COUNTER: LineStyle = line("#8c564b", &[5, 5], 3);
 /// A line that is none of the above (a policy's).
 const OTHER: LineStyle = line("#9467bd", &[12, 3], 3);
 
-/// Per outcome, the line's look in a single-rule chart.
+/// Per outcome (by [`Outcome::as_str`]), the line's look in a single-rule chart.
 pub const OUTCOMES: [(&str, LineStyle); 5] = [
-    ("offered", line("#7f7f7f", &[4, 4], 2)),
-    ("allowed", line("#2ca02c", &[], 3)),
-    ("denied", line("#d62728", &[], 3)),
-    ("fail_open", line("#9467bd", &[8, 3], 3)),
-    ("envelope", line("#444444", &[3, 3], 2)),
+    ("offered", OFFERED),
+    ("allowed", ALLOWED),
+    ("denied", DENIED),
+    ("fail_open", FAIL_OPEN),
+    ("envelope", ENVELOPE),
 ];
+
+const OFFERED: LineStyle = line("#7f7f7f", &[4, 4], 2);
+const ALLOWED: LineStyle = line("#2ca02c", &[], 3);
+const DENIED: LineStyle = line("#d62728", &[], 3);
+const FAIL_OPEN: LineStyle = line("#9467bd", &[8, 3], 3);
+const ENVELOPE: LineStyle = line("#444444", &[3, 3], 2);
+
+/// A line of a single-rule chart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Offered,
+    Allowed,
+    Denied,
+    FailOpen,
+    /// The most the rule could have admitted.
+    Envelope,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 5] = [
+        Outcome::Offered,
+        Outcome::Allowed,
+        Outcome::Denied,
+        Outcome::FailOpen,
+        Outcome::Envelope,
+    ];
+
+    /// Its key in [`OUTCOMES`] and the app's constant: `offered`, ..., `fail_open`, `envelope`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Offered => "offered",
+            Outcome::Allowed => "allowed",
+            Outcome::Denied => "denied",
+            Outcome::FailOpen => "fail_open",
+            Outcome::Envelope => "envelope",
+        }
+    }
+}
 
 /// One client key's limiter state drawn under the run: its value after each decision, and the
 /// most it can hold (the rule's capacity, burst or limit).
-pub const KEY_STATE: [(&str, LineStyle); 2] = [
-    ("state", line("#4f46e5", &[], 2)),
-    ("ceiling", line("#0f172a", &[8, 4], 1)),
-];
+pub const KEY_STATE: [(&str, LineStyle); 2] = [("state", STATE), ("ceiling", CEILING)];
+
+const STATE: LineStyle = line("#4f46e5", &[], 2);
+const CEILING: LineStyle = line("#0f172a", &[8, 4], 1);
+
+/// A line of a key's state panel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyStateLine {
+    /// The key's value after each decision.
+    State,
+    /// The most it can hold.
+    Ceiling,
+}
+
+impl KeyStateLine {
+    pub const ALL: [KeyStateLine; 2] = [KeyStateLine::State, KeyStateLine::Ceiling];
+
+    /// Its key in [`KEY_STATE`] and the app's constant.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyStateLine::State => "state",
+            KeyStateLine::Ceiling => "ceiling",
+        }
+    }
+}
 
 /// Colours that tell overlaid runs apart (the selected run first), in this order, repeating.
 pub const RUNS: [&str; 6] = [
@@ -87,12 +146,12 @@ pub fn algorithm_style(subject: Subject) -> LineStyle {
     }
 }
 
-/// The look of a key-state line (`state` or `ceiling`).
-pub fn key_state_style(part: &str) -> LineStyle {
-    KEY_STATE
-        .iter()
-        .find(|(name, _)| *name == part)
-        .map_or(KEY_STATE[0].1, |(_, s)| *s)
+/// The look of a key-state line.
+pub fn key_state_style(line: KeyStateLine) -> LineStyle {
+    match line {
+        KeyStateLine::State => STATE,
+        KeyStateLine::Ceiling => CEILING,
+    }
 }
 
 /// The colour of the `i`th run drawn (0: the selected run).
@@ -101,11 +160,14 @@ pub fn run_colour(i: usize) -> &'static str {
 }
 
 /// The look of an outcome's line.
-pub fn outcome_style(outcome: &str) -> LineStyle {
-    OUTCOMES
-        .iter()
-        .find(|(name, _)| *name == outcome)
-        .map_or(OUTCOMES[0].1, |(_, s)| *s)
+pub fn outcome_style(outcome: Outcome) -> LineStyle {
+    match outcome {
+        Outcome::Offered => OFFERED,
+        Outcome::Allowed => ALLOWED,
+        Outcome::Denied => DENIED,
+        Outcome::FailOpen => FAIL_OPEN,
+        Outcome::Envelope => ENVELOPE,
+    }
 }
 
 /// The rule's envelope: the most it could have admitted for one client key from its first
@@ -178,6 +240,14 @@ mod tests {
                 .find(|(name, _)| *name == subject.as_str())
                 .map_or(ALGORITHMS[ALGORITHMS.len() - 1].1, |(_, s)| *s);
             assert_eq!(algorithm_style(subject), keyed, "{subject}");
+        }
+        for outcome in Outcome::ALL {
+            let keyed = OUTCOMES.iter().find(|(name, _)| *name == outcome.as_str());
+            assert_eq!(Some(outcome_style(outcome)), keyed.map(|(_, s)| *s));
+        }
+        for part in KeyStateLine::ALL {
+            let keyed = KEY_STATE.iter().find(|(name, _)| *name == part.as_str());
+            assert_eq!(Some(key_state_style(part)), keyed.map(|(_, s)| *s));
         }
     }
 }

@@ -4,7 +4,7 @@
 //! a run's [`Timeline`]. Either way [`super::run_chart`] draws it, and every colour and dash
 //! comes from [`super::style`], the one table the screen reads too.
 
-use super::style::{algorithm_style, envelope, outcome_style, LineStyle};
+use super::style::{algorithm_style, envelope, outcome_style, LineStyle, Outcome};
 use super::timeline::{KeyTrace, Timeline};
 use super::ExportError;
 use ratelockr::rule::Algorithm;
@@ -234,18 +234,18 @@ impl ChartView {
         };
         let mut rates = Vec::new();
         if let [one] = timeline.targets.as_slice() {
-            for (name, values) in [
-                ("offered", &one.offered),
-                ("allowed", &one.allowed),
-                ("denied", &one.denied),
-                ("fail_open", &one.fail_open),
+            for (outcome, values) in [
+                (Outcome::Offered, &one.offered),
+                (Outcome::Allowed, &one.allowed),
+                (Outcome::Denied, &one.denied),
+                (Outcome::FailOpen, &one.fail_open),
             ] {
-                if name == "fail_open" && values.iter().all(|v| *v == 0) {
+                if outcome == Outcome::FailOpen && values.iter().all(|v| *v == 0) {
                     continue;
                 }
                 rates.push(line(
-                    name.replace('_', "-"),
-                    outcome_style(name),
+                    outcome.as_str().replace('_', "-"),
+                    outcome_style(outcome),
                     per_bin(values),
                     true,
                 ));
@@ -254,7 +254,7 @@ impl ChartView {
             if let Some(first) = timeline.targets.first() {
                 rates.push(line(
                     "offered".into(),
-                    outcome_style("offered"),
+                    outcome_style(Outcome::Offered),
                     per_bin(&first.offered),
                     true,
                 ));
@@ -280,7 +280,7 @@ impl ChartView {
                 Some(total as f64)
             }));
             let style = if timeline.targets.len() == 1 {
-                outcome_style("allowed")
+                outcome_style(Outcome::Allowed)
             } else {
                 algorithm_style(t.subject)
             };
@@ -299,7 +299,7 @@ impl ChartView {
                     .replacen(" envelope", &format!(", {} envelope", t.rule), 1);
                 continue;
             }
-            let mut style = outcome_style("envelope");
+            let mut style = outcome_style(Outcome::Envelope);
             if timeline.targets.len() > 1 {
                 style.colour = algorithm_style(t.subject).colour;
             }
