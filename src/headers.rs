@@ -207,7 +207,8 @@ mod tests {
 
     #[test]
     fn a_denial_is_429_with_the_wait_rounded_up_never_down() {
-        let rule = Rule::fixed_window("login", 5, 60_000).expect("valid");
+        let rule =
+            Rule::fixed_window("login", 5, std::time::Duration::from_secs(60)).expect("valid");
         for (retry_ms, secs) in [(1, "1"), (999, "1"), (1_000, "1"), (1_001, "2"), (0, "1")] {
             let answer = http_answer(&rule, &decision(false, 0, retry_ms, 59_000));
             assert_eq!(answer.status, 429);
@@ -227,9 +228,10 @@ mod tests {
     #[test]
     fn gcra_quotes_its_burst_and_the_counter_its_window() {
         // 10 per 1000 ms, burst 25: T = 100 ms, burst x T = 2.5 s, rounded up to 3.
-        let gcra = Rule::gcra("g", 10, 1000, 25).expect("valid");
+        let gcra = Rule::gcra("g", 10, std::time::Duration::from_secs(1), 25).expect("valid");
         assert_eq!(policy(gcra.algorithm()), (25, 3));
-        let counter = Rule::sliding_window_counter("c", 40, 2_000).expect("valid");
+        let counter = Rule::sliding_window_counter("c", 40, std::time::Duration::from_secs(2))
+            .expect("valid");
         assert_eq!(policy(counter.algorithm()), (40, 2));
         let answer = http_answer(&gcra, &decision(true, 24, 0, 100));
         assert_eq!(answer.header("RateLimit-Policy"), Some("\"g\";q=25;w=3"));
@@ -237,7 +239,8 @@ mod tests {
 
     #[test]
     fn fail_open_carries_nothing_and_is_never_429() {
-        let rule = Rule::sliding_window_log("api", 10, 1000).expect("valid");
+        let rule =
+            Rule::sliding_window_log("api", 10, std::time::Duration::from_secs(1)).expect("valid");
         let answer = http_answer(&rule, &Decision::FAIL_OPEN);
         assert_eq!(answer.status, 200);
         assert!(answer.headers.is_empty(), "{answer:?}");
@@ -248,7 +251,7 @@ mod tests {
 
     #[test]
     fn degraded_decisions_claim_only_the_local_wait() {
-        let rule = Rule::fixed_window("api", 10, 1000).expect("valid");
+        let rule = Rule::fixed_window("api", 10, std::time::Duration::from_secs(1)).expect("valid");
         let admitted = Decision {
             by: DecidedBy::Degraded,
             ..Decision::FAIL_OPEN
@@ -270,14 +273,20 @@ mod tests {
 
     #[test]
     fn windows_longer_than_a_day_and_sub_second_ones_stay_whole_seconds() {
-        let month = Rule::fixed_window("monthly", 1_000_000, 30 * 24 * 3600 * 1000).expect("ok");
+        let month = Rule::fixed_window(
+            "monthly",
+            1_000_000,
+            std::time::Duration::from_millis(30 * 24 * 3600 * 1000),
+        )
+        .expect("ok");
         let answer = http_answer(&month, &decision(false, 0, 2_000_000_001, 2_000_000_001));
         assert_eq!(
             answer.header("RateLimit-Policy"),
             Some("\"monthly\";q=1000000;w=2592000")
         );
         assert_eq!(answer.header("Retry-After"), Some("2000001"));
-        let fast = Rule::sliding_window_log("burst", 3, 250).expect("valid");
+        let fast = Rule::sliding_window_log("burst", 3, std::time::Duration::from_millis(250))
+            .expect("valid");
         assert_eq!(policy(fast.algorithm()), (3, 1));
         let slow = Rule::token_bucket("slow", 10, 0.001).expect("valid");
         assert_eq!(policy(slow.algorithm()), (10, 10_000));
@@ -468,7 +477,8 @@ mod tests {
 
         #[test]
         fn a_rule_as_a_policy_answers_as_the_rule_does() {
-            let rule = Rule::fixed_window("login", 5, 60_000).expect("valid");
+            let rule =
+                Rule::fixed_window("login", 5, std::time::Duration::from_secs(60)).expect("valid");
             let policy = Policy::from_rule(&rule);
             let d = with(
                 decision(

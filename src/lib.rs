@@ -2,6 +2,7 @@
 //!
 //! ```no_run
 //! use ratelockr::{Limit, Limiter, LimiterOptions, Policy, RedisTarget, Rule};
+//! use std::time::Duration;
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let limiter = Limiter::new(&RedisTarget::parse("redis://127.0.0.1:6379")?, LimiterOptions::default());
@@ -13,7 +14,7 @@
 //! // Limits stacked in a policy: all admit (and are charged) or none is, in one script call.
 //! let policy = Policy::new("api", vec![
 //!     Limit::token_bucket("per-second", 10, 10.0)?,
-//!     Limit::fixed_window("daily", 2_000, 86_400_000)?,
+//!     Limit::fixed_window("daily", 2_000, Duration::from_secs(86_400))?,
 //! ])?;
 //! let decision = limiter.check_policy(&policy, "user42").await?;
 //! println!("{left:?} {decision:?}");

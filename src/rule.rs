@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::time::Duration;
 
 /// The largest capacity or limit we accept. Beyond it a limit means "unlimited" and belongs
 /// nowhere near a rate limiter (and Lua's doubles would start to lose whole units).
@@ -258,6 +259,19 @@ impl Algorithm {
     }
 }
 
+/// A window given as a [`Duration`] (the constructors'), in the whole milliseconds the
+/// scripts count in: a fraction of a millisecond is refused, not rounded away.
+pub(crate) fn window_ms_of(window: Duration) -> Result<u64, RuleError> {
+    let ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
+    if window.subsec_nanos() % 1_000_000 != 0 {
+        return Err(RuleError::InvalidParameter {
+            parameter: "window_ms",
+            reason: format!("must be whole milliseconds, got {window:?}"),
+        });
+    }
+    Ok(ms)
+}
+
 fn check_window(window_ms: u64) -> Result<(), RuleError> {
     if !(1..=MAX_WINDOW_MS).contains(&window_ms) {
         return Err(RuleError::InvalidParameter {
@@ -382,18 +396,20 @@ impl Rule {
     pub fn sliding_window_log(
         name: impl Into<String>,
         limit: u64,
-        window_ms: u64,
+        window: Duration,
     ) -> Result<Self, RuleError> {
+        let window_ms = window_ms_of(window)?;
         Rule::new(name, Algorithm::SlidingWindowLog { limit, window_ms })
     }
 
-    /// A GCRA rule: `limit` per `window_ms`, bursts of up to `burst`.
+    /// A GCRA rule: `limit` per `window`, bursts of up to `burst`.
     pub fn gcra(
         name: impl Into<String>,
         limit: u64,
-        window_ms: u64,
+        window: Duration,
         burst: u64,
     ) -> Result<Self, RuleError> {
+        let window_ms = window_ms_of(window)?;
         Rule::new(
             name,
             Algorithm::Gcra {
@@ -407,16 +423,18 @@ impl Rule {
     pub fn sliding_window_counter(
         name: impl Into<String>,
         limit: u64,
-        window_ms: u64,
+        window: Duration,
     ) -> Result<Self, RuleError> {
+        let window_ms = window_ms_of(window)?;
         Rule::new(name, Algorithm::SlidingWindowCounter { limit, window_ms })
     }
 
     pub fn fixed_window(
         name: impl Into<String>,
         limit: u64,
-        window_ms: u64,
+        window: Duration,
     ) -> Result<Self, RuleError> {
+        let window_ms = window_ms_of(window)?;
         Rule::new(name, Algorithm::FixedWindow { limit, window_ms })
     }
 

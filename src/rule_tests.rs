@@ -130,14 +130,14 @@ fn rejects_bad_names_and_costs() {
     assert!(Rule::token_bucket("a{b}", 1, 1.0).is_err());
     assert!(Rule::token_bucket("a:b", 1, 1.0).is_err());
     assert!(Rule::token_bucket("x".repeat(65), 1, 1.0).is_err());
-    let rule = Rule::fixed_window("api", 10, 1000).expect("valid");
+    let rule = Rule::fixed_window("api", 10, std::time::Duration::from_secs(1)).expect("valid");
     assert!(rule.check_cost(10).is_ok());
     assert!(matches!(
         rule.check_cost(11),
         Err(RuleError::InvalidCost { max: 10, .. })
     ));
     assert!(rule.check_cost(0).is_err());
-    let gcra = Rule::gcra("g", 10, 1000, 4).expect("valid");
+    let gcra = Rule::gcra("g", 10, std::time::Duration::from_secs(1), 4).expect("valid");
     assert!(gcra.check_cost(4).is_ok());
     assert!(matches!(
         gcra.check_cost(5),
@@ -152,9 +152,24 @@ fn rejects_bad_names_and_costs() {
 #[test]
 fn the_exactness_bound_admits_every_realistic_rule() {
     // A million per day, and a thousand per 30 days, are fine; the bound names its field.
-    assert!(Rule::sliding_window_counter("c", 1_000_000, 86_400_000).is_ok());
-    assert!(Rule::gcra("g", 1000, MAX_WINDOW_MS, 1000).is_ok());
-    let err = Rule::gcra("g", 10, 1000, MAX_EXACT_SPAN / 1000 + 1).expect_err("too big");
+    assert!(
+        Rule::sliding_window_counter("c", 1_000_000, std::time::Duration::from_secs(86_400))
+            .is_ok()
+    );
+    assert!(Rule::gcra(
+        "g",
+        1000,
+        std::time::Duration::from_millis(MAX_WINDOW_MS),
+        1000
+    )
+    .is_ok());
+    let err = Rule::gcra(
+        "g",
+        10,
+        std::time::Duration::from_secs(1),
+        MAX_EXACT_SPAN / 1000 + 1,
+    )
+    .expect_err("too big");
     assert!(err.to_string().contains("burst"), "{err}");
 }
 
@@ -167,7 +182,7 @@ fn serde_round_trip_validates() {
         r#"{"name":"api","algorithm":"token_bucket","capacity":10,"refill_per_sec":2.5}"#
     );
     assert_eq!(serde_json::from_str::<Rule>(&json).expect("parses"), rule);
-    let gcra = Rule::gcra("g", 10, 1000, 5).expect("valid");
+    let gcra = Rule::gcra("g", 10, std::time::Duration::from_secs(1), 5).expect("valid");
     let json = serde_json::to_string(&gcra).expect("serializes");
     assert_eq!(
         json,
@@ -194,4 +209,27 @@ fn algorithm_names_parse_both_spellings() {
         assert_eq!(kind.cli_name().parse::<AlgorithmKind>(), Ok(kind));
     }
     assert!("leaky".parse::<AlgorithmKind>().is_err());
+}
+
+#[test]
+fn windows_are_durations_in_whole_milliseconds() {
+    use std::time::Duration;
+    let rule = Rule::fixed_window("daily", 2_000, Duration::from_secs(86_400)).expect("valid");
+    assert_eq!(
+        rule.algorithm(),
+        &Algorithm::FixedWindow {
+            limit: 2_000,
+            window_ms: 86_400_000
+        }
+    );
+    let err = Rule::gcra("g", 10, Duration::from_micros(1_500), 1).expect_err("a fraction");
+    assert_eq!(
+        err.to_string(),
+        "invalid window_ms: must be whole milliseconds, got 1.5ms"
+    );
+    let err = Rule::sliding_window_log("s", 1, Duration::ZERO).expect_err("no window");
+    assert!(err.to_string().contains("must be from 1 to"), "{err}");
+    let err = crate::Limit::sliding_window_counter("c", 5, Duration::from_nanos(1))
+        .expect_err("a fraction");
+    assert_eq!(err.at, "window_ms");
 }

@@ -341,7 +341,7 @@ mod tests {
     fn registries_are_independent() {
         let a = Metrics::new();
         let b = Metrics::new();
-        let rule = Rule::fixed_window("r", 1, 1000).expect("valid");
+        let rule = Rule::fixed_window("r", 1, Duration::from_secs(1)).expect("valid");
         a.decided(&rule, &Decision::FAIL_OPEN, Duration::from_micros(40));
         a.failed(FailureKind::Timeout);
         a.set_active_rules(3);

@@ -47,6 +47,7 @@ pub use watch::{LoadedPolicies, PolicyWatch, Reload, POLL_EVERY};
 use crate::rule::{validate_client_key, Algorithm, AlgorithmKind, Rule, RuleError};
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::time::Duration;
 
 /// The most limits a policy (or an override) holds: what one script call decides.
 pub const MAX_LIMITS: usize = 8;
@@ -97,6 +98,16 @@ impl Limit {
         Ok(Limit { name, algorithm })
     }
 
+    /// A window given as a [`Duration`], in whole milliseconds (a fraction is refused).
+    fn window_ms(window: Duration) -> Result<u64, PolicyError> {
+        crate::rule::window_ms_of(window).map_err(|err| match err {
+            RuleError::InvalidParameter { parameter, reason } => {
+                PolicyError::at(parameter, format!("invalid {parameter}: {reason}"))
+            }
+            other => PolicyError::at("window_ms", other.to_string()),
+        })
+    }
+
     /// A token bucket of `capacity` refilling `refill_per_sec` tokens a second.
     pub fn token_bucket(
         name: impl Into<String>,
@@ -112,13 +123,14 @@ impl Limit {
         )
     }
 
-    /// GCRA: `limit` per `window_ms`, bursts of up to `burst`.
+    /// GCRA: `limit` per `window`, bursts of up to `burst`.
     pub fn gcra(
         name: impl Into<String>,
         limit: u64,
-        window_ms: u64,
+        window: Duration,
         burst: u64,
     ) -> Result<Self, PolicyError> {
+        let window_ms = Limit::window_ms(window)?;
         Limit::new(
             name,
             Algorithm::Gcra {
@@ -129,30 +141,33 @@ impl Limit {
         )
     }
 
-    /// `limit` per sliding `window_ms`, exact (a log of the window's requests).
+    /// `limit` per sliding `window`, exact (a log of the window's requests).
     pub fn sliding_window_log(
         name: impl Into<String>,
         limit: u64,
-        window_ms: u64,
+        window: Duration,
     ) -> Result<Self, PolicyError> {
+        let window_ms = Limit::window_ms(window)?;
         Limit::new(name, Algorithm::SlidingWindowLog { limit, window_ms })
     }
 
-    /// `limit` per sliding `window_ms`, estimated from two aligned windows' counts.
+    /// `limit` per sliding `window`, estimated from two aligned windows' counts.
     pub fn sliding_window_counter(
         name: impl Into<String>,
         limit: u64,
-        window_ms: u64,
+        window: Duration,
     ) -> Result<Self, PolicyError> {
+        let window_ms = Limit::window_ms(window)?;
         Limit::new(name, Algorithm::SlidingWindowCounter { limit, window_ms })
     }
 
-    /// `limit` per fixed `window_ms`, opened by a client's first request.
+    /// `limit` per fixed `window`, opened by a client's first request.
     pub fn fixed_window(
         name: impl Into<String>,
         limit: u64,
-        window_ms: u64,
+        window: Duration,
     ) -> Result<Self, PolicyError> {
+        let window_ms = Limit::window_ms(window)?;
         Limit::new(name, Algorithm::FixedWindow { limit, window_ms })
     }
 
@@ -580,7 +595,7 @@ mod tests {
 
     #[test]
     fn a_rule_is_a_policy_of_one_limit_named_as_it() {
-        let rule = Rule::gcra("login", 5, 60_000, 5).expect("valid");
+        let rule = Rule::gcra("login", 5, Duration::from_secs(60), 5).expect("valid");
         let policy = Policy::from_rule(&rule);
         assert_eq!(policy.name(), "login");
         assert_eq!(policy.limits().len(), 1);

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 async fn start(limiter: Limiter) -> SocketAddr {
     let rules = vec![
-        Rule::fixed_window("login", 2, 60_000).expect("valid"),
+        Rule::fixed_window("login", 2, Duration::from_secs(60)).expect("valid"),
         Rule::token_bucket("api", 10, 1.0).expect("valid"),
     ];
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))

@@ -28,7 +28,7 @@ fn decisions_follow_their_slot_through_a_migration_and_a_failover() {
             ..common::options("routing")
         };
         let limiter = common::limiter_with(&url, options);
-        let rule = Rule::fixed_window("routed", LIMIT, 3_600_000).expect("valid");
+        let rule = Rule::fixed_window("routed", LIMIT, Duration::from_secs(3600)).expect("valid");
         let mut conn = limiter.connection();
         let slot: u16 = redis::cmd("CLUSTER")
             .arg("KEYSLOT")

@@ -60,7 +60,7 @@ async fn a_killed_redis_leaves_each_key_its_local_share() {
 async fn redis_decides_again_when_it_answers_again() {
     let server = common::redis();
     let limiter = limiter_with(&server.url(), degraded(2, 200, "frozen"));
-    let rule = Rule::fixed_window("fw", 10, 600_000).expect("valid rule");
+    let rule = Rule::fixed_window("fw", 10, Duration::from_secs(600)).expect("valid rule");
     let mut warm = false;
     for _ in 0..20 {
         if limiter.check(&rule, "warm").await.expect("valid").by != DecidedBy::Degraded {

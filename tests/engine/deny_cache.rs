@@ -15,10 +15,14 @@ fn bench_rule(kind: AlgorithmKind) -> Result<Rule, RuleError> {
     let name = "bench";
     match kind {
         AlgorithmKind::TokenBucket => Rule::token_bucket(name, 100, 100.0),
-        AlgorithmKind::Gcra => Rule::gcra(name, 100, 1000, 100),
-        AlgorithmKind::SlidingWindowLog => Rule::sliding_window_log(name, 100, 1000),
-        AlgorithmKind::SlidingWindowCounter => Rule::sliding_window_counter(name, 100, 1000),
-        AlgorithmKind::FixedWindow => Rule::fixed_window(name, 100, 1000),
+        AlgorithmKind::Gcra => Rule::gcra(name, 100, Duration::from_secs(1), 100),
+        AlgorithmKind::SlidingWindowLog => {
+            Rule::sliding_window_log(name, 100, Duration::from_secs(1))
+        }
+        AlgorithmKind::SlidingWindowCounter => {
+            Rule::sliding_window_counter(name, 100, Duration::from_secs(1))
+        }
+        AlgorithmKind::FixedWindow => Rule::fixed_window(name, 100, Duration::from_secs(1)),
     }
 }
 
@@ -49,7 +53,7 @@ async fn evalsha_calls(limiter: &Limiter) -> u64 {
 async fn a_denied_key_is_denied_in_process_until_the_time_redis_named() {
     let server = common::redis();
     let (limiter, metrics) = cached(&server.url(), "deny");
-    let rule = Rule::fixed_window("fw", 2, 1_500).expect("valid rule");
+    let rule = Rule::fixed_window("fw", 2, Duration::from_millis(1_500)).expect("valid rule");
     for _ in 0..2 {
         assert!(
             limiter
@@ -210,7 +214,7 @@ async fn a_cheaper_request_and_an_explicit_clock_ask_redis() {
 async fn a_reset_key_is_asked_of_redis_again() {
     let server = common::redis();
     let (limiter, _) = cached(&server.url(), "reset");
-    let rule = Rule::fixed_window("fw", 1, 600_000).expect("valid rule");
+    let rule = Rule::fixed_window("fw", 1, Duration::from_secs(600)).expect("valid rule");
     assert!(limiter.check(&rule, "k").await.expect("valid").allowed);
     assert!(!limiter.check(&rule, "k").await.expect("valid").allowed);
     assert_eq!(limiter.deny_cache_stats().map(|s| s.entries), Some(1));

@@ -37,7 +37,7 @@ async fn an_idle_bucket_expires_after_twice_its_fill_time() {
 #[tokio::test]
 async fn an_idle_log_expires_after_its_window() {
     evicts(
-        Rule::sliding_window_log("sw", 3, 500).expect("valid"),
+        Rule::sliding_window_log("sw", 3, Duration::from_millis(500)).expect("valid"),
         500,
         2,
     )
@@ -47,13 +47,18 @@ async fn an_idle_log_expires_after_its_window() {
 #[tokio::test]
 async fn an_idle_gcra_key_expires_when_its_allowance_is_full() {
     // 3 per 500 ms, bursts of 3: after a cost of 3 the TAT is 500 ms ahead; PX 500.
-    evicts(Rule::gcra("gc", 3, 500, 3).expect("valid"), 500, 2).await;
+    evicts(
+        Rule::gcra("gc", 3, Duration::from_millis(500), 3).expect("valid"),
+        500,
+        2,
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn idle_window_counters_expire_after_two_windows() {
     evicts(
-        Rule::sliding_window_counter("sc", 3, 500).expect("valid"),
+        Rule::sliding_window_counter("sc", 3, Duration::from_millis(500)).expect("valid"),
         1_000,
         2,
     )
@@ -62,5 +67,10 @@ async fn idle_window_counters_expire_after_two_windows() {
 
 #[tokio::test]
 async fn a_fixed_window_counter_expires_with_its_window() {
-    evicts(Rule::fixed_window("fw", 3, 500).expect("valid"), 500, 2).await;
+    evicts(
+        Rule::fixed_window("fw", 3, Duration::from_millis(500)).expect("valid"),
+        500,
+        2,
+    )
+    .await;
 }

@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 fn rules() -> [Rule; 5] {
     [
         Rule::token_bucket("tb", 5, 0.001).expect("valid rule"),
-        Rule::gcra("gc", 5, 600_000, 5).expect("valid rule"),
-        Rule::sliding_window_log("sw", 5, 600_000).expect("valid rule"),
-        Rule::sliding_window_counter("sc", 5, 600_000).expect("valid rule"),
-        Rule::fixed_window("fw", 5, 600_000).expect("valid rule"),
+        Rule::gcra("gc", 5, Duration::from_secs(600), 5).expect("valid rule"),
+        Rule::sliding_window_log("sw", 5, Duration::from_secs(600)).expect("valid rule"),
+        Rule::sliding_window_counter("sc", 5, Duration::from_secs(600)).expect("valid rule"),
+        Rule::fixed_window("fw", 5, Duration::from_secs(600)).expect("valid rule"),
     ]
 }
 
@@ -236,7 +236,7 @@ async fn a_killed_redis_fails_open() {
             ..options("killed")
         },
     );
-    let rule = Rule::fixed_window("fw", 3, 600_000).expect("valid rule");
+    let rule = Rule::fixed_window("fw", 3, Duration::from_secs(600)).expect("valid rule");
     decide_now(&limiter, &rule, "c", 1).await;
     drop(server);
     for _ in 0..3 {
@@ -341,8 +341,9 @@ async fn a_corrupt_bucket_is_a_misconfiguration_named_with_its_key_not_a_fresh_b
 async fn corrupt_gcra_and_counter_state_is_a_misconfiguration_named_with_its_key() {
     let server = common::redis();
     let limiter = limiter(&server, "corrupt-new");
-    let gcra = Rule::gcra("gc", 5, 1000, 5).expect("valid rule");
-    let counter = Rule::sliding_window_counter("sc", 5, 1000).expect("valid rule");
+    let gcra = Rule::gcra("gc", 5, Duration::from_secs(1), 5).expect("valid rule");
+    let counter =
+        Rule::sliding_window_counter("sc", 5, Duration::from_secs(1)).expect("valid rule");
     // A TAT whose fraction is not below its limit, and one of the wrong length.
     let bad_frac: Vec<u8> = [1e12f64, 7.0, 5.0]
         .iter()

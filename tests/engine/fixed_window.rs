@@ -18,7 +18,7 @@ async fn counter(limiter: &Limiter, key: &str) -> Option<u64> {
 async fn table_of_decisions() {
     let server = redis();
     let limiter = limiter(&server, "fw-table");
-    let rule = Rule::fixed_window("fw", 5, MINUTE).expect("valid rule");
+    let rule = Rule::fixed_window("fw", 5, Duration::from_millis(MINUTE)).expect("valid rule");
     let cases: Vec<(&str, Vec<Step>)> = vec![
         (
             "fills and denies",
@@ -71,7 +71,7 @@ async fn table_of_decisions() {
 async fn a_rejected_burst_does_not_inflate_the_counter() {
     let server = redis();
     let limiter = limiter(&server, "fw-burst");
-    let rule = Rule::fixed_window("fw", 10, MINUTE).expect("valid rule");
+    let rule = Rule::fixed_window("fw", 10, Duration::from_millis(MINUTE)).expect("valid rule");
     let key = limiter.keys().limiter(&rule, "c");
     assert!(decide_now(&limiter, &rule, "c", 6).await.allowed);
     for _ in 0..25 {
@@ -93,7 +93,7 @@ async fn a_rejected_burst_does_not_inflate_the_counter() {
 async fn the_first_increment_sets_the_window_and_later_ones_keep_it() {
     let server = redis();
     let limiter = limiter(&server, "fw-ttl");
-    let rule = Rule::fixed_window("fw", 100, MINUTE).expect("valid rule");
+    let rule = Rule::fixed_window("fw", 100, Duration::from_millis(MINUTE)).expect("valid rule");
     let key = limiter.keys().limiter(&rule, "c");
     let d = decide_now(&limiter, &rule, "c", 1).await;
     assert_eq!(d.reset_after_ms, MINUTE, "a new window is a whole window");
@@ -117,7 +117,7 @@ async fn the_first_increment_sets_the_window_and_later_ones_keep_it() {
 async fn waiting_retry_after_passes_into_a_fresh_window() {
     let server = redis();
     let limiter = limiter(&server, "fw-retry");
-    let rule = Rule::fixed_window("fw", 2, 40).expect("valid rule");
+    let rule = Rule::fixed_window("fw", 2, Duration::from_millis(40)).expect("valid rule");
     let mut rounds = 0;
     for round in 0..100 {
         let client = format!("c{round}");
@@ -149,7 +149,7 @@ async fn waiting_retry_after_passes_into_a_fresh_window() {
 async fn never_more_than_the_limit_in_one_window() {
     let server = redis();
     let limiter = limiter(&server, "fw-boundary");
-    let rule = Rule::fixed_window("fw", 7, MINUTE).expect("valid rule");
+    let rule = Rule::fixed_window("fw", 7, Duration::from_millis(MINUTE)).expect("valid rule");
     let mut admitted = 0;
     for cost in (1..=7).cycle().take(60) {
         if decide_now(&limiter, &rule, "c", cost).await.allowed {

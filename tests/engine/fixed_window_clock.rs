@@ -26,7 +26,7 @@ type Step = (u64, u64, bool, i64, u64, u64);
 async fn decides_on_the_clock_it_is_given() {
     let server = redis();
     let limiter = limiter(&server, "fwc-table");
-    let rule = Rule::fixed_window("fw", 3, 1000).expect("valid rule");
+    let rule = Rule::fixed_window("fw", 3, Duration::from_secs(1)).expect("valid rule");
     let cases: Vec<(&str, Vec<Step>)> = vec![
         (
             "a window opens at the first request and holds through start + window_ms",
@@ -107,7 +107,7 @@ async fn decides_on_the_clock_it_is_given() {
 async fn refuses_a_bad_clock_naming_it() {
     let server = redis();
     let limiter = limiter(&server, "fwc-bad");
-    let rule = Rule::fixed_window("fw", 3, 1000).expect("valid rule");
+    let rule = Rule::fixed_window("fw", 3, Duration::from_secs(1)).expect("valid rule");
     let sha = ratelockr::scripts::script(rule.kind())
         .get_hash()
         .to_string();
@@ -181,8 +181,10 @@ async fn decides_as_the_ttl_mode_on_the_same_timeline() {
     let limiter = limiter(&server, "fwc-same");
     const LIMIT: u64 = 4;
     const WINDOW: u64 = 150;
-    let ttl_rule = Rule::fixed_window("ttl", LIMIT, WINDOW).expect("valid rule");
-    let clock_rule = Rule::fixed_window("clock", LIMIT, WINDOW).expect("valid rule");
+    let ttl_rule =
+        Rule::fixed_window("ttl", LIMIT, Duration::from_millis(WINDOW)).expect("valid rule");
+    let clock_rule =
+        Rule::fixed_window("clock", LIMIT, Duration::from_millis(WINDOW)).expect("valid rule");
     // A fixed pseudo-random schedule: mostly short gaps, a few that outlast a window.
     let mut seed = 0x2545_f491_4f6c_dd1du64;
     let mut next = |n: u64| {
@@ -266,10 +268,10 @@ async fn decides_as_the_ttl_mode_on_the_same_timeline() {
 async fn a_window_left_by_the_other_mode_is_read_and_kept() {
     let server = redis();
     let limiter = limiter(&server, "fwc-modes");
-    let rule = Rule::fixed_window("fw", 5, 600_000).expect("valid rule");
+    let rule = Rule::fixed_window("fw", 5, Duration::from_secs(600)).expect("valid rule");
     let policy = ratelockr::Policy::new(
         "fwp",
-        vec![ratelockr::Limit::fixed_window("daily", 5, 600_000).expect("valid")],
+        vec![ratelockr::Limit::fixed_window("daily", 5, Duration::from_secs(600)).expect("valid")],
     )
     .expect("valid");
     let now = ratelockr::telemetry::now_ms();

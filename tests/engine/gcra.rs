@@ -40,7 +40,7 @@ async fn table_of_decisions() {
     let server = redis();
     let limiter = limiter(&server, "gc-table");
     // 4 per 100 s, bursts of 4: one emission interval T is 25 s.
-    let even = Rule::gcra("even", 4, 100_000, 4).expect("valid rule");
+    let even = Rule::gcra("even", 4, std::time::Duration::from_secs(100), 4).expect("valid rule");
     let cases: Vec<(&str, Vec<Step>)> = vec![
         (
             "a new key is a full allowance, and drains one T per request",
@@ -84,7 +84,8 @@ async fn table_of_decisions() {
     }
 
     // 3 per 100 s, bursts of 2: T = 33 333.33... ms, exact in thirds of a millisecond.
-    let thirds = Rule::gcra("thirds", 3, 100_000, 2).expect("valid rule");
+    let thirds =
+        Rule::gcra("thirds", 3, std::time::Duration::from_secs(100), 2).expect("valid rule");
     let steps: Vec<Step> = vec![
         (0, 1, true, 1, 0, 33_334),
         (0, 1, true, 0, 0, 66_667),
@@ -114,7 +115,7 @@ async fn table_of_decisions() {
 async fn only_admissions_write_and_the_key_lives_until_full() {
     let server = redis();
     let limiter = limiter(&server, "gc-state");
-    let rule = Rule::gcra("g", 2, 60_000, 2).expect("valid rule");
+    let rule = Rule::gcra("g", 2, std::time::Duration::from_secs(60), 2).expect("valid rule");
     let key = limiter.keys().limiter(&rule, "c");
     let d = decide_at(&limiter, &rule, "c", 2, 0).await;
     assert!(d.allowed && d.reset_after_ms == 60_000, "{d:?}");
@@ -137,10 +138,10 @@ async fn a_tat_stored_under_another_limit_is_rounded_up() {
     let server = redis();
     let limiter = limiter(&server, "gc-relimit");
     // 3 per 10 s: TAT = 3 333 + 1/3 ms after one request.
-    let three = Rule::gcra("g", 3, 10_000, 3).expect("valid rule");
+    let three = Rule::gcra("g", 3, std::time::Duration::from_secs(10), 3).expect("valid rule");
     decide_at(&limiter, &three, "c", 1, 0).await;
     // The same key under a limit of 4: the TAT becomes 3 334 ms, never earlier.
-    let four = Rule::gcra("g", 4, 10_000, 4).expect("valid rule");
+    let four = Rule::gcra("g", 4, std::time::Duration::from_secs(10), 4).expect("valid rule");
     let d = decide_at(&limiter, &four, "c", 1, 0).await;
     assert_eq!(d.reset_after_ms, 3_334 + 2_500, "{d:?}");
     let key = limiter.keys().limiter(&four, "c");

@@ -93,7 +93,7 @@ fn a_sliding_log_never_admits_more_than_its_limit_in_any_window() {
     runner()
         .run(&strategy, |(limit, window, ticks, costs)| {
             w.rt.block_on(async {
-                let rule = Rule::sliding_window_log("sw", limit, window).expect("valid");
+                let rule = Rule::sliding_window_log("sw", limit, Duration::from_millis(window)).expect("valid");
                 let key = fresh_key();
                 // The script's clock never goes earlier than its newest logged entry.
                 let mut admitted: Vec<(u64, u64)> = Vec::new();
@@ -235,7 +235,7 @@ fn a_fixed_window_never_admits_more_than_its_limit_in_one_window() {
     runner()
         .run(&strategy, |(limit, ops)| {
             w.rt.block_on(async {
-                let rule = Rule::fixed_window("fw", limit, 60_000).expect("valid");
+                let rule = Rule::fixed_window("fw", limit, Duration::from_secs(60)).expect("valid");
                 let client = fresh_key();
                 let key = w.limiter.keys().limiter(&rule, &client);
                 let mut conn = w.limiter.connection();
@@ -352,7 +352,7 @@ fn a_client_that_waits_retry_after_passes() {
                     let rule = if bucket {
                         Rule::token_bucket("tb", size, size as f64 * permille as f64 / 1000.0)
                     } else {
-                        Rule::sliding_window_log("sw", size, window)
+                        Rule::sliding_window_log("sw", size, Duration::from_millis(window))
                     }
                     .expect("valid");
                     retry_after_is_exact(&w.limiter, &rule, &history, cost).await

@@ -119,22 +119,22 @@ async fn scraped_metrics_count_every_decision() {
         limiter.check(&bucket, "alice").await.expect("decision");
     }
     // Sliding window of 2 per minute: 4 requests give 2 and 2.
-    let log = Rule::sliding_window_log("swl", 2, 60_000).expect("rule");
+    let log = Rule::sliding_window_log("swl", 2, Duration::from_secs(60)).expect("rule");
     for _ in 0..4 {
         limiter.check(&log, "bob").await.expect("decision");
     }
     // GCRA of 2 per minute, bursts of 2: 3 requests give 2 and 1.
-    let gcra = Rule::gcra("gc", 2, 60_000, 2).expect("rule");
+    let gcra = Rule::gcra("gc", 2, Duration::from_secs(60), 2).expect("rule");
     for _ in 0..3 {
         limiter.check(&gcra, "dave").await.expect("decision");
     }
     // Sliding window counter of 1 per minute: 2 requests give 1 and 1.
-    let counter = Rule::sliding_window_counter("sc", 1, 60_000).expect("rule");
+    let counter = Rule::sliding_window_counter("sc", 1, Duration::from_secs(60)).expect("rule");
     for _ in 0..2 {
         limiter.check(&counter, "erin").await.expect("decision");
     }
     // Fixed window of 1 per minute: 3 requests give 1 and 2.
-    let window = Rule::fixed_window("fw", 1, 60_000).expect("rule");
+    let window = Rule::fixed_window("fw", 1, Duration::from_secs(60)).expect("rule");
     for _ in 0..3 {
         limiter.check(&window, "carol").await.expect("decision");
     }

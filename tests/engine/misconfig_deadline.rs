@@ -14,7 +14,7 @@ use ratelockr::{At, CheckError, FailureKind, Limiter, RedisTarget, Rule};
 use tls::{target, with_ca, Pki, TlsRedis, TlsServer};
 
 fn rule() -> Rule {
-    Rule::fixed_window("misconfig", 5, 60_000).expect("valid")
+    Rule::fixed_window("misconfig", 5, std::time::Duration::from_secs(60)).expect("valid")
 }
 
 /// One decision with the default deadline: it fails open, and the failure is `kind`, with a

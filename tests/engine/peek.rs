@@ -10,10 +10,10 @@ use std::sync::Arc;
 fn five() -> Vec<Rule> {
     vec![
         Rule::token_bucket("tb", 4, 0.01).expect("valid"),
-        Rule::gcra("gc", 4, 600_000, 4).expect("valid"),
-        Rule::sliding_window_log("sw", 4, 600_000).expect("valid"),
-        Rule::sliding_window_counter("sc", 4, 600_000).expect("valid"),
-        Rule::fixed_window("fw", 4, 600_000).expect("valid"),
+        Rule::gcra("gc", 4, std::time::Duration::from_secs(600), 4).expect("valid"),
+        Rule::sliding_window_log("sw", 4, std::time::Duration::from_secs(600)).expect("valid"),
+        Rule::sliding_window_counter("sc", 4, std::time::Duration::from_secs(600)).expect("valid"),
+        Rule::fixed_window("fw", 4, std::time::Duration::from_secs(600)).expect("valid"),
     ]
 }
 
@@ -95,7 +95,7 @@ async fn a_peek_at_a_limited_key_says_how_long_until_full() {
     let server = redis();
     let limiter = common::limiter(&server, "peek-full");
     // GCRA, 4 per 10 s: after 4 at once, full again in 10 s, and nothing left now.
-    let rule = Rule::gcra("gc", 4, 10_000, 4).expect("valid");
+    let rule = Rule::gcra("gc", 4, std::time::Duration::from_secs(10), 4).expect("valid");
     limiter
         .check_at(&rule, "c", 4, At::Millis(T0))
         .await

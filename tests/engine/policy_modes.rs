@@ -233,7 +233,7 @@ async fn tiers_pick_the_overrides_limits_and_keep_state_by_limit_name() {
 async fn a_rule_and_the_policy_it_becomes_share_their_state() {
     let server = common::redis();
     let limiter = common::limiter(&server, "pol-rule");
-    let rule = Rule::fixed_window("login", 3, 600_000).expect("valid");
+    let rule = Rule::fixed_window("login", 3, Duration::from_secs(600)).expect("valid");
     let policy = Policy::from_rule(&rule);
     let mut admitted = 0;
     for i in 0..6 {

@@ -10,10 +10,10 @@ use ratelockr::{Limiter, Rule};
 fn rules() -> Vec<Rule> {
     vec![
         Rule::token_bucket("tb", 3, 0.001).expect("valid"),
-        Rule::gcra("gc", 3, 3_600_000, 3).expect("valid"),
-        Rule::sliding_window_log("sw", 3, 3_600_000).expect("valid"),
-        Rule::sliding_window_counter("sc", 3, 3_600_000).expect("valid"),
-        Rule::fixed_window("fw", 3, 3_600_000).expect("valid"),
+        Rule::gcra("gc", 3, std::time::Duration::from_secs(3600), 3).expect("valid"),
+        Rule::sliding_window_log("sw", 3, std::time::Duration::from_secs(3600)).expect("valid"),
+        Rule::sliding_window_counter("sc", 3, std::time::Duration::from_secs(3600)).expect("valid"),
+        Rule::fixed_window("fw", 3, std::time::Duration::from_secs(3600)).expect("valid"),
     ]
 }
 
@@ -89,7 +89,7 @@ async fn a_refund_gives_back_to_the_fixed_windows_explicit_clock_state() {
     use ratelockr::At;
     let server = redis();
     let limiter = limiter(&server, "refund-fw-clock");
-    let rule = Rule::fixed_window("fw", 3, 1000).expect("valid");
+    let rule = Rule::fixed_window("fw", 3, std::time::Duration::from_secs(1)).expect("valid");
     let at = |t: u64| At::Millis(common::T0 + t);
     let check = |cost: u64, t: u64| {
         let (limiter, rule) = (&limiter, &rule);

@@ -39,7 +39,8 @@ async fn table_of_decisions() {
     assert_eq!(T0 % WINDOW, 0, "the cases assume T0 starts a window");
     let server = redis();
     let limiter = limiter(&server, "sc-table");
-    let rule = Rule::sliding_window_counter("sc", 4, WINDOW).expect("valid rule");
+    let rule = Rule::sliding_window_counter("sc", 4, std::time::Duration::from_millis(WINDOW))
+        .expect("valid rule");
     let cases: Vec<(&str, Vec<Step>)> = vec![
         (
             "fills, then waits for the previous window's weight to fall",
@@ -88,7 +89,8 @@ async fn table_of_decisions() {
 async fn the_hash_holds_two_counts_and_denials_write_nothing() {
     let server = redis();
     let limiter = limiter(&server, "sc-state");
-    let rule = Rule::sliding_window_counter("sc", 3, WINDOW).expect("valid rule");
+    let rule = Rule::sliding_window_counter("sc", 3, std::time::Duration::from_millis(WINDOW))
+        .expect("valid rule");
     let key = limiter.keys().limiter(&rule, "c");
     for at in [1_000, 2_000] {
         assert!(decide_at(&limiter, &rule, "c", 1, at).await.allowed);
@@ -118,7 +120,8 @@ async fn it_can_admit_more_than_the_exact_log_would() {
     // spreads them evenly, so the start of the next window finds room the exact log has not.
     let server = redis();
     let limiter = limiter(&server, "sc-error");
-    let rule = Rule::sliding_window_counter("sc", 10, WINDOW).expect("valid rule");
+    let rule = Rule::sliding_window_counter("sc", 10, std::time::Duration::from_millis(WINDOW))
+        .expect("valid rule");
     assert!(decide_at(&limiter, &rule, "c", 10, 9_999).await.allowed);
     // At 15 000: 10 x 0.5 = 5 used, 5 more pass, though all 10 are within the last 10 s.
     let d = decide_at(&limiter, &rule, "c", 5, 15_000).await;

@@ -49,7 +49,8 @@ async fn zcard(limiter: &Limiter, key: &str) -> u64 {
 async fn table_of_decisions() {
     let server = redis();
     let limiter = limiter(&server, "sw-table");
-    let rule = Rule::sliding_window_log("sw", 3, WINDOW).expect("valid rule");
+    let rule = Rule::sliding_window_log("sw", 3, std::time::Duration::from_millis(WINDOW))
+        .expect("valid rule");
     let cases: Vec<(&str, Vec<Step>)> = vec![
         (
             "fills, denies until the oldest entry leaves",
@@ -96,7 +97,8 @@ async fn table_of_decisions() {
 async fn denied_requests_are_not_logged_and_old_entries_are_pruned() {
     let server = redis();
     let limiter = limiter(&server, "sw-log");
-    let rule = Rule::sliding_window_log("sw", 3, WINDOW).expect("valid rule");
+    let rule = Rule::sliding_window_log("sw", 3, std::time::Duration::from_millis(WINDOW))
+        .expect("valid rule");
     let key = limiter.keys().limiter(&rule, "c");
     for at in 0..3 {
         assert!(decide_at(&limiter, &rule, "c", 1, at).await.allowed);
@@ -125,7 +127,8 @@ async fn denied_requests_are_not_logged_and_old_entries_are_pruned() {
 async fn ttl_is_the_window() {
     let server = redis();
     let limiter = limiter(&server, "sw-ttl");
-    let rule = Rule::sliding_window_log("sw", 2, 60_000).expect("valid rule");
+    let rule =
+        Rule::sliding_window_log("sw", 2, std::time::Duration::from_secs(60)).expect("valid rule");
     let key = limiter.keys().limiter(&rule, "c");
     decide_at(&limiter, &rule, "c", 1, 0).await;
     let ttl = pttl(&limiter, &key).await;
@@ -143,7 +146,8 @@ async fn ttl_is_the_window() {
 async fn a_backwards_clock_mints_nothing() {
     let server = redis();
     let limiter = limiter(&server, "sw-backwards");
-    let rule = Rule::sliding_window_log("sw", 3, WINDOW).expect("valid rule");
+    let rule = Rule::sliding_window_log("sw", 3, std::time::Duration::from_millis(WINDOW))
+        .expect("valid rule");
     let key = limiter.keys().limiter(&rule, "c");
     for _ in 0..3 {
         assert!(decide_at(&limiter, &rule, "c", 1, 20_000).await.allowed);
@@ -166,7 +170,8 @@ async fn a_backwards_clock_mints_nothing() {
 async fn a_backwards_clock_after_a_denied_request_mints_nothing() {
     let server = redis();
     let limiter = limiter(&server, "sw-backwards-denied");
-    let rule = Rule::sliding_window_log("sw", 2, WINDOW).expect("valid rule");
+    let rule = Rule::sliding_window_log("sw", 2, std::time::Duration::from_millis(WINDOW))
+        .expect("valid rule");
     assert!(decide_at(&limiter, &rule, "c", 1, 0).await.allowed);
     assert!(decide_at(&limiter, &rule, "c", 1, 5_000).await.allowed);
     // At 12 000 the entry at 0 is out of the window, yet a cost of 2 does not fit: denied.
@@ -194,7 +199,12 @@ async fn waiting_retry_after_passes_and_one_ms_less_does_not() {
         (5, vec![10, 20, 20, 20, 30], 40, 3),
     ];
     for (i, (limit, admitted, probe, cost)) in cases.into_iter().enumerate() {
-        let rule = Rule::sliding_window_log(format!("r{i}"), limit, WINDOW).expect("valid rule");
+        let rule = Rule::sliding_window_log(
+            format!("r{i}"),
+            limit,
+            std::time::Duration::from_millis(WINDOW),
+        )
+        .expect("valid rule");
         for &at in &admitted {
             assert!(decide_at(&limiter, &rule, "c", 1, at).await.allowed);
         }
@@ -223,7 +233,8 @@ async fn waiting_retry_after_passes_and_one_ms_less_does_not() {
 async fn never_more_than_the_limit_in_any_window() {
     let server = redis();
     let limiter = limiter(&server, "sw-boundary");
-    let rule = Rule::sliding_window_log("sw", 4, WINDOW).expect("valid rule");
+    let rule = Rule::sliding_window_log("sw", 4, std::time::Duration::from_millis(WINDOW))
+        .expect("valid rule");
     // Offered every 250 ms for four windows, bursts of three at each whole second.
     let mut admitted = Vec::new();
     for step in 0..160u64 {
@@ -252,7 +263,8 @@ async fn never_more_than_the_limit_in_any_window() {
 async fn uuid_members_already_in_redis_still_count_and_expire() {
     let server = redis();
     let limiter = limiter(&server, "sw-uuid");
-    let rule = Rule::sliding_window_log("sw", 3, WINDOW).expect("valid rule");
+    let rule = Rule::sliding_window_log("sw", 3, std::time::Duration::from_millis(WINDOW))
+        .expect("valid rule");
     let key = limiter.keys().limiter(&rule, "old");
     let _: () = query(
         &limiter,

@@ -11,7 +11,8 @@ fn this_second() -> u64 {
 async fn stats_are_30_zero_padded_points_oldest_first() {
     let server = redis();
     let limiter = limiter(&server, "stats");
-    let rule = Rule::fixed_window("api", 2, 600_000).expect("valid rule");
+    let rule =
+        Rule::fixed_window("api", 2, std::time::Duration::from_secs(600)).expect("valid rule");
     let now = this_second();
     // (seconds ago, requests): each second uses a fresh client, so 2 pass and the rest are denied.
     let traffic = [(0, 5), (3, 1), (29, 4), (30, 7), (45, 2)];
@@ -86,7 +87,8 @@ async fn reading_stats_is_exactly_60_gets_and_no_scan() {
 async fn counters_live_under_the_rule_hash_tag_for_120_seconds() {
     let server = redis();
     let limiter = limiter(&server, "stats-keys");
-    let rule = Rule::sliding_window_log("api", 1, 600_000).expect("valid rule");
+    let rule = Rule::sliding_window_log("api", 1, std::time::Duration::from_secs(600))
+        .expect("valid rule");
     let second = this_second();
     let at = At::Millis(second * 1000);
     for _ in 0..3 {
@@ -153,8 +155,8 @@ async fn telemetry_off_writes_only_the_limiter_key() {
     );
     for rule in [
         Rule::token_bucket("api", 5, 1.0).expect("valid rule"),
-        Rule::sliding_window_log("api", 5, 60_000).expect("valid rule"),
-        Rule::fixed_window("api", 5, 60_000).expect("valid rule"),
+        Rule::sliding_window_log("api", 5, std::time::Duration::from_secs(60)).expect("valid rule"),
+        Rule::fixed_window("api", 5, std::time::Duration::from_secs(60)).expect("valid rule"),
     ] {
         let d = limiter.check(&rule, "c").await.expect("valid request");
         assert!(d.allowed && !d.fail_open(), "{d:?}");
@@ -171,7 +173,10 @@ async fn many_rules_read_together_match_each_read_alone() {
     let server = redis();
     let limiter = limiter(&server, "stats-many");
     let rules: Vec<Rule> = (1..=3u64)
-        .map(|n| Rule::fixed_window(format!("r{n}"), n, 60_000).expect("valid rule"))
+        .map(|n| {
+            Rule::fixed_window(format!("r{n}"), n, std::time::Duration::from_secs(60))
+                .expect("valid rule")
+        })
         .collect();
     for rule in &rules {
         for _ in 0..4 {

@@ -278,7 +278,8 @@ fn gcra_waits_hold() {
     runner()
         .run(&strategy, |(limit, period, burst, timeline)| {
             w.rt.block_on(async {
-                let rule = Rule::gcra("gc", limit, period, burst).expect("valid");
+                let rule = Rule::gcra("gc", limit, std::time::Duration::from_millis(period), burst)
+                    .expect("valid");
                 let mut model = Gcra {
                     limit: u128::from(limit),
                     period: u128::from(period),
@@ -309,7 +310,8 @@ fn gcra_with_burst_limit_decides_as_the_token_bucket() {
     runner()
         .run(&strategy, |(limit, period, steps)| {
             w.rt.block_on(async {
-                let gcra = Rule::gcra("gc", limit, period, limit).expect("valid");
+                let gcra = Rule::gcra("gc", limit, std::time::Duration::from_millis(period), limit)
+                    .expect("valid");
                 let rate = limit as f64 * 1000.0 / period as f64;
                 let bucket = Rule::token_bucket("tb", limit, rate).expect("valid");
                 let mut model = Gcra {
@@ -360,7 +362,12 @@ fn sliding_window_counter_waits_hold() {
     runner()
         .run(&strategy, |(limit, window, timeline)| {
             w.rt.block_on(async {
-                let rule = Rule::sliding_window_counter("sc", limit, window).expect("valid");
+                let rule = Rule::sliding_window_counter(
+                    "sc",
+                    limit,
+                    std::time::Duration::from_millis(window),
+                )
+                .expect("valid");
                 let mut model = Counter {
                     limit: u128::from(limit),
                     window,
@@ -386,7 +393,9 @@ fn sliding_window_log_waits_hold() {
     runner()
         .run(&strategy, |(limit, window, timeline)| {
             w.rt.block_on(async {
-                let rule = Rule::sliding_window_log("sw", limit, window).expect("valid");
+                let rule =
+                    Rule::sliding_window_log("sw", limit, std::time::Duration::from_millis(window))
+                        .expect("valid");
                 let mut model = Log {
                     limit,
                     window,
@@ -409,7 +418,9 @@ fn fixed_window_waits_are_what_its_ttl_says() {
         .run(&strategy, |(limit, costs)| {
             w.rt.block_on(async {
                 let window = 600_000;
-                let rule = Rule::fixed_window("fw", limit, window).expect("valid");
+                let rule =
+                    Rule::fixed_window("fw", limit, std::time::Duration::from_millis(window))
+                        .expect("valid");
                 let client = fresh_key();
                 let key = w.limiter.keys().limiter(&rule, &client);
                 let mut used = 0;

@@ -190,9 +190,10 @@ mod tests {
 
     #[test]
     fn serializes_as_code_message_field() {
-        let err: AppError = ratelockr::Rule::fixed_window("api", 0, 1000)
-            .expect_err("limit 0")
-            .into();
+        let err: AppError =
+            ratelockr::Rule::fixed_window("api", 0, std::time::Duration::from_secs(1))
+                .expect_err("limit 0")
+                .into();
         let json = serde_json::to_value(&err).expect("serializes");
         assert_eq!(json["code"], "invalid_rule");
         assert_eq!(json["field"], "limit");

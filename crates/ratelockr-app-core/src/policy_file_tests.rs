@@ -236,7 +236,10 @@ fn migrated_policies_go_to_a_new_file_and_replace_nothing() {
 fn a_rule_goes_into_the_file_as_a_policy_of_one_limit_keeping_the_files_mode() {
     let (_dir, path) = fixture();
     let mut file = PolicyFile::open(&path).expect("opens");
-    let rule = |limit| ratelockr::Rule::fixed_window("search", limit, 1000).expect("valid");
+    let rule = |limit| {
+        ratelockr::Rule::fixed_window("search", limit, std::time::Duration::from_secs(1))
+            .expect("valid")
+    };
     file.apply(|book| put_rule(book, &rule(5))).expect("added");
     assert_eq!(file.policies()[2], Policy::from_rule(&rule(5)));
     // Set to shadow by hand; the rule tuned again and put in again: the limit follows, the
@@ -254,7 +257,8 @@ fn a_rule_goes_into_the_file_as_a_policy_of_one_limit_keeping_the_files_mode() {
     assert_eq!(search.mode(), Mode::Shadow);
     assert_eq!(search.limits(), Policy::from_rule(&rule(9)).limits());
     // A stacked policy of the rule's name is not flattened into a rule.
-    let api = ratelockr::Rule::fixed_window("api", 1, 1000).expect("valid");
+    let api =
+        ratelockr::Rule::fixed_window("api", 1, std::time::Duration::from_secs(1)).expect("valid");
     let mut stacked = file.clone();
     let base = stacked.version().clone();
     stacked

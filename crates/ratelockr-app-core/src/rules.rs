@@ -126,7 +126,8 @@ mod tests {
     #[test]
     fn names_stay_unique_through_create_rename_and_delete() {
         let mut book = RuleBook::default();
-        let rule = |n: &str| Rule::fixed_window(n, 5, 1000).expect("valid");
+        let rule =
+            |n: &str| Rule::fixed_window(n, 5, std::time::Duration::from_secs(1)).expect("valid");
         book.upsert(None, rule("a")).expect("create");
         book.upsert(None, rule("b")).expect("create");
         assert_eq!(

@@ -458,7 +458,7 @@ mod tests {
         );
         assert_eq!(
             settings.rules[0],
-            Rule::fixed_window("ok", 5, 1000).expect("valid")
+            Rule::fixed_window("ok", 5, std::time::Duration::from_secs(1)).expect("valid")
         );
         let round: Map<String, Value> = settings
             .entries()

@@ -51,8 +51,8 @@ fn limiter(server: &EmbeddedRedis, prefix: &str) -> Limiter {
 fn rules() -> [Rule; 3] {
     [
         Rule::token_bucket("bench", 100, 100.0).expect("valid rule"),
-        Rule::sliding_window_log("bench", 100, 1_000).expect("valid rule"),
-        Rule::fixed_window("bench", 100, 1_000).expect("valid rule"),
+        Rule::sliding_window_log("bench", 100, Duration::from_secs(1)).expect("valid rule"),
+        Rule::fixed_window("bench", 100, Duration::from_secs(1)).expect("valid rule"),
     ]
 }
 

@@ -51,7 +51,7 @@ impl Header {
 async fn admits_then_denies_with_the_standard_fields() {
     let server = redis();
     let layer = builder(KeyExtractor::peer_ip(), &server.url(), "deny")
-        .rule(Rule::fixed_window("api", 2, 60_000).expect("valid"))
+        .rule(Rule::fixed_window("api", 2, std::time::Duration::from_secs(60)).expect("valid"))
         .headers_on_admitted(true)
         .x_ratelimit_headers(true)
         .build()
@@ -88,7 +88,7 @@ async fn admits_then_denies_with_the_standard_fields() {
 async fn admitted_responses_carry_no_fields_unless_asked() {
     let server = redis();
     let layer = builder(KeyExtractor::peer_ip(), &server.url(), "quiet")
-        .rule(Rule::fixed_window("api", 1, 60_000).expect("valid"))
+        .rule(Rule::fixed_window("api", 1, std::time::Duration::from_secs(60)).expect("valid"))
         .build()
         .expect("layer");
     let addr = serve(layer).await;
@@ -110,7 +110,7 @@ async fn a_killed_redis_fails_open_visibly() {
     let server = redis();
     let metrics = Metrics::new();
     let layer = builder(KeyExtractor::peer_ip(), &server.url(), "open")
-        .rule(Rule::fixed_window("api", 1, 60_000).expect("valid"))
+        .rule(Rule::fixed_window("api", 1, std::time::Duration::from_secs(60)).expect("valid"))
         .metrics(metrics.clone())
         .headers_on_admitted(true)
         .fail_open_header(true)
@@ -129,7 +129,9 @@ async fn a_killed_redis_fails_open_visibly() {
         assert_eq!(headers.get("ratelimit-fail-open"), Some("1"));
         assert_eq!(headers.get("ratelimit"), None, "nothing is known");
     }
-    let kind = Rule::fixed_window("x", 1, 1).expect("valid").kind();
+    let kind = Rule::fixed_window("x", 1, std::time::Duration::from_millis(1))
+        .expect("valid")
+        .kind();
     assert_eq!(metrics.evaluations(kind, Outcome::FailOpen), 3);
     assert!(limiter.ledger().failures_total() >= 3);
 }
@@ -137,7 +139,7 @@ async fn a_killed_redis_fails_open_visibly() {
 #[tokio::test]
 async fn fail_closed_is_a_429_without_retry_after() {
     let layer = builder(KeyExtractor::peer_ip(), &common::dead_url(), "closed")
-        .rule(Rule::fixed_window("api", 5, 60_000).expect("valid"))
+        .rule(Rule::fixed_window("api", 5, std::time::Duration::from_secs(60)).expect("valid"))
         .failure_mode(FailureMode::Closed)
         .build()
         .expect("layer");
@@ -153,8 +155,10 @@ async fn a_later_denial_refunds_the_rules_that_admitted() {
     let server = redis();
     // Per second: 3 a client; per hour: 2 a client. The hourly rule denies the third request,
     // so the per-second rule must get that request back.
-    let per_second = Rule::fixed_window("per-second", 3, 60_000).expect("valid");
-    let per_hour = Rule::sliding_window_log("per-hour", 2, 3_600_000).expect("valid");
+    let per_second =
+        Rule::fixed_window("per-second", 3, std::time::Duration::from_secs(60)).expect("valid");
+    let per_hour = Rule::sliding_window_log("per-hour", 2, std::time::Duration::from_secs(3600))
+        .expect("valid");
     let layer = builder(KeyExtractor::peer_ip(), &server.url(), "refund")
         .rule(per_second.clone())
         .rule(per_hour.clone())
@@ -187,8 +191,9 @@ async fn a_later_denial_refunds_the_rules_that_admitted() {
 #[tokio::test]
 async fn a_first_rule_denial_asks_no_later_rule() {
     let server = redis();
-    let first = Rule::fixed_window("first", 1, 60_000).expect("valid");
-    let second = Rule::fixed_window("second", 10, 60_000).expect("valid");
+    let first = Rule::fixed_window("first", 1, std::time::Duration::from_secs(60)).expect("valid");
+    let second =
+        Rule::fixed_window("second", 10, std::time::Duration::from_secs(60)).expect("valid");
     let layer = builder(KeyExtractor::peer_ip(), &server.url(), "order")
         .rule(first)
         .rule(second.clone())
@@ -238,7 +243,7 @@ async fn a_spoofed_forwarded_header_from_an_untrusted_peer_is_ignored() {
         &server.url(),
         "spoof",
     )
-    .rule(Rule::fixed_window("api", 1, 60_000).expect("valid"))
+    .rule(Rule::fixed_window("api", 1, std::time::Duration::from_secs(60)).expect("valid"))
     .build()
     .expect("layer");
     let addr = serve(untrusted).await;
@@ -259,7 +264,7 @@ async fn a_trusted_proxy_forwards_the_client_address() {
         &server.url(),
         "proxy",
     )
-    .rule(Rule::fixed_window("api", 1, 60_000).expect("valid"))
+    .rule(Rule::fixed_window("api", 1, std::time::Duration::from_secs(60)).expect("valid"))
     .build()
     .expect("layer");
     let addr = serve(layer).await;
@@ -321,7 +326,7 @@ async fn build_errors_name_what_is_missing() {
         .build()
         .expect_err("no rules");
     assert!(no_rules.to_string().contains(".rule("), "{no_rules}");
-    let rule = Rule::fixed_window("api", 1, 1000).expect("valid");
+    let rule = Rule::fixed_window("api", 1, std::time::Duration::from_secs(1)).expect("valid");
     let twice = RateLimitLayer::builder(KeyExtractor::peer_ip())
         .redis(RedisTarget::parse("redis://127.0.0.1:1").expect("url"))
         .rule(rule.clone())
@@ -349,7 +354,12 @@ async fn layers_sharing_metrics_each_count_their_rules_while_they_live() {
                 RateLimitLayer::builder(KeyExtractor::peer_ip())
                     .redis(RedisTarget::parse("redis://127.0.0.1:1").expect("url"))
                     .metrics(metrics.clone()),
-                |b, name| b.rule(Rule::fixed_window(*name, 1, 1000).expect("valid")),
+                |b, name| {
+                    b.rule(
+                        Rule::fixed_window(*name, 1, std::time::Duration::from_secs(1))
+                            .expect("valid"),
+                    )
+                },
             )
             .build()
             .expect("builds")
@@ -371,7 +381,7 @@ async fn layers_sharing_metrics_each_count_their_rules_while_they_live() {
 async fn degraded_mode_admits_the_local_share_then_denies_with_its_own_wait() {
     // Redis is not there at all: each key gets this instance's share (all of it: 1 instance).
     let layer = builder(KeyExtractor::peer_ip(), &common::dead_url(), "degraded")
-        .rule(Rule::fixed_window("api", 2, 60_000).expect("valid"))
+        .rule(Rule::fixed_window("api", 2, std::time::Duration::from_secs(60)).expect("valid"))
         .failure_mode(FailureMode::Degraded { instances: 1 })
         .fail_open_header(true)
         .headers_on_admitted(true)

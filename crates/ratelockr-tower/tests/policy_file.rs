@@ -153,7 +153,7 @@ fn build_errors_name_the_file_and_the_policy() {
     }
     let both = RateLimitLayer::builder(KeyExtractor::peer_ip())
         .redis(target)
-        .rule(Rule::fixed_window("r", 1, 1000).expect("valid"))
+        .rule(Rule::fixed_window("r", 1, Duration::from_secs(1)).expect("valid"))
         .from_file(&path, "api")
         .build();
     assert_eq!(both.err(), Some(BuildError::RulesWithPolicy));

@@ -115,7 +115,7 @@ impl ClusterBench {
         };
         let limiter = Limiter::new(&target, options);
         let rules: Vec<Rule> = (0..self.rules)
-            .map(|i| Rule::fixed_window(format!("cb{i}"), self.limit, 3_600_000))
+            .map(|i| Rule::fixed_window(format!("cb{i}"), self.limit, Duration::from_secs(3600)))
             .collect::<Result<_, _>>()
             .map_err(|e| form(e.to_string()))?;
         let mut conn = limiter.connection();

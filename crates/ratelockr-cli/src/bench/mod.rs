@@ -38,10 +38,16 @@ pub fn bench_rule(kind: AlgorithmKind) -> Result<Rule, RuleError> {
     let name = "bench";
     match kind {
         AlgorithmKind::TokenBucket => Rule::token_bucket(name, 100, 100.0),
-        AlgorithmKind::Gcra => Rule::gcra(name, 100, 1000, 100),
-        AlgorithmKind::SlidingWindowLog => Rule::sliding_window_log(name, 100, 1000),
-        AlgorithmKind::SlidingWindowCounter => Rule::sliding_window_counter(name, 100, 1000),
-        AlgorithmKind::FixedWindow => Rule::fixed_window(name, 100, 1000),
+        AlgorithmKind::Gcra => Rule::gcra(name, 100, std::time::Duration::from_secs(1), 100),
+        AlgorithmKind::SlidingWindowLog => {
+            Rule::sliding_window_log(name, 100, std::time::Duration::from_secs(1))
+        }
+        AlgorithmKind::SlidingWindowCounter => {
+            Rule::sliding_window_counter(name, 100, std::time::Duration::from_secs(1))
+        }
+        AlgorithmKind::FixedWindow => {
+            Rule::fixed_window(name, 100, std::time::Duration::from_secs(1))
+        }
     }
 }
 
@@ -52,10 +58,16 @@ pub fn attack_rule(kind: AlgorithmKind) -> Result<Rule, RuleError> {
     let name = "bench-attack";
     match kind {
         AlgorithmKind::TokenBucket => Rule::token_bucket(name, 100, 1.0),
-        AlgorithmKind::Gcra => Rule::gcra(name, 1, 1000, 100),
-        AlgorithmKind::SlidingWindowLog => Rule::sliding_window_log(name, 100, 60_000),
-        AlgorithmKind::SlidingWindowCounter => Rule::sliding_window_counter(name, 100, 60_000),
-        AlgorithmKind::FixedWindow => Rule::fixed_window(name, 100, 60_000),
+        AlgorithmKind::Gcra => Rule::gcra(name, 1, std::time::Duration::from_secs(1), 100),
+        AlgorithmKind::SlidingWindowLog => {
+            Rule::sliding_window_log(name, 100, std::time::Duration::from_secs(60))
+        }
+        AlgorithmKind::SlidingWindowCounter => {
+            Rule::sliding_window_counter(name, 100, std::time::Duration::from_secs(60))
+        }
+        AlgorithmKind::FixedWindow => {
+            Rule::fixed_window(name, 100, std::time::Duration::from_secs(60))
+        }
     }
 }
 

@@ -26,7 +26,11 @@ pub async fn run(global: &Global) -> anyhow::Result<ExitCode> {
     let run = std::process::id();
     let mut figures = Vec::new();
     for limit in LIMITS {
-        let rule = Rule::sliding_window_log(format!("bench-memory-{run}-{limit}"), limit, 600_000)?;
+        let rule = Rule::sliding_window_log(
+            format!("bench-memory-{run}-{limit}"),
+            limit,
+            std::time::Duration::from_secs(600),
+        )?;
         let key = "client-0";
         for _ in 0..limit {
             limiter.check(&rule, key).await?;

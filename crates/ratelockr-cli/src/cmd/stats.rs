@@ -94,11 +94,12 @@ async fn run_policy(global: &Global, args: &StatsArgs) -> anyhow::Result<ExitCod
     if let Some(path) = &args.policies {
         super::check_policy::load_policy(path, name)?;
     } else {
-        ratelockr::Rule::fixed_window(name.as_str(), 1, 1000).map_err(|_| {
-            anyhow::anyhow!(
-                "invalid --policy {name:?}: use 1 to 64 ASCII letters, digits, '_', '-' or '.'"
-            )
-        })?;
+        ratelockr::Rule::fixed_window(name.as_str(), 1, std::time::Duration::from_secs(1))
+            .map_err(|_| {
+                anyhow::anyhow!(
+                    "invalid --policy {name:?}: use 1 to 64 ASCII letters, digits, '_', '-' or '.'"
+                )
+            })?;
     }
     let backend = global.backend()?;
     let limiter = global.limiter(&backend)?;

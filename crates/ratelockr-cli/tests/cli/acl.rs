@@ -175,8 +175,9 @@ async fn the_readmes_acl_user_decides_with_all_five_and_a_policy() {
             .unwrap_or_else(|e| panic!("{kind:?} decides with the README's user: {e}"));
         assert!(decision.allowed, "{kind:?}: {decision:?}");
     }
-    let policy =
-        ratelockr::Policy::from_rule(&Rule::fixed_window("acl-policy", 5, 60_000).expect("valid"));
+    let policy = ratelockr::Policy::from_rule(
+        &Rule::fixed_window("acl-policy", 5, std::time::Duration::from_secs(60)).expect("valid"),
+    );
     let decided = limiter
         .check_policy_cost(&policy, "k", 1)
         .await

@@ -14,7 +14,7 @@ async fn start(server: &ratelockr::EmbeddedRedis) -> SocketAddr {
     let metrics = Metrics::new();
     let limiter = limiter(server, "api").with_observer(std::sync::Arc::new(metrics.clone()));
     let rules = vec![
-        Rule::fixed_window("login", 2, 60_000).expect("valid"),
+        Rule::fixed_window("login", 2, std::time::Duration::from_secs(60)).expect("valid"),
         Rule::token_bucket("api", 10, 1.0).expect("valid"),
     ];
     let bound = MetricsServer::bind(metrics, SocketAddr::from(([127, 0, 0, 1], 0)))

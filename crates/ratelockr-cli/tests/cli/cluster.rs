@@ -48,7 +48,10 @@ fn rule_names(n: usize) -> Vec<String> {
 async fn every_key_the_engine_builds_shares_its_rules_slot(url: &str) {
     // A name that could break the tag is refused before any key is built.
     for bad in ["a{b", "a}b", "{a}", ""] {
-        assert!(Rule::fixed_window(bad, 1, 1000).is_err(), "{bad:?}");
+        assert!(
+            Rule::fixed_window(bad, 1, std::time::Duration::from_secs(1)).is_err(),
+            "{bad:?}"
+        );
     }
     let limiter = limiter(url, "slots");
     let mut conn = limiter.connection();
@@ -87,12 +90,18 @@ async fn exactly_limit_admitted_per_key_under_16_connections(url: &str) {
         .map(|(i, name)| {
             let rule = match AlgorithmKind::ALL[i % 5] {
                 AlgorithmKind::TokenBucket => Rule::token_bucket(name, LIMIT, 0.001),
-                AlgorithmKind::Gcra => Rule::gcra(name, LIMIT, 3_600_000, LIMIT),
-                AlgorithmKind::SlidingWindowLog => Rule::sliding_window_log(name, LIMIT, 3_600_000),
-                AlgorithmKind::SlidingWindowCounter => {
-                    Rule::sliding_window_counter(name, LIMIT, 3_600_000)
+                AlgorithmKind::Gcra => {
+                    Rule::gcra(name, LIMIT, std::time::Duration::from_secs(3600), LIMIT)
                 }
-                AlgorithmKind::FixedWindow => Rule::fixed_window(name, LIMIT, 3_600_000),
+                AlgorithmKind::SlidingWindowLog => {
+                    Rule::sliding_window_log(name, LIMIT, std::time::Duration::from_secs(3600))
+                }
+                AlgorithmKind::SlidingWindowCounter => {
+                    Rule::sliding_window_counter(name, LIMIT, std::time::Duration::from_secs(3600))
+                }
+                AlgorithmKind::FixedWindow => {
+                    Rule::fixed_window(name, LIMIT, std::time::Duration::from_secs(3600))
+                }
             };
             rule.expect("valid")
         })
@@ -244,10 +253,16 @@ async fn a_replay_decides_as_on_a_single_node(url: &str, cluster: &EmbeddedClust
         .map(|(i, name)| {
             let rule = match AlgorithmKind::ALL[i % 5] {
                 AlgorithmKind::TokenBucket => Rule::token_bucket(name, 5, 2.0),
-                AlgorithmKind::Gcra => Rule::gcra(name, 4, 1000, 6),
-                AlgorithmKind::SlidingWindowLog => Rule::sliding_window_log(name, 5, 2000),
-                AlgorithmKind::SlidingWindowCounter => Rule::sliding_window_counter(name, 5, 2000),
-                AlgorithmKind::FixedWindow => Rule::fixed_window(name, 5, 2000),
+                AlgorithmKind::Gcra => Rule::gcra(name, 4, std::time::Duration::from_secs(1), 6),
+                AlgorithmKind::SlidingWindowLog => {
+                    Rule::sliding_window_log(name, 5, std::time::Duration::from_secs(2))
+                }
+                AlgorithmKind::SlidingWindowCounter => {
+                    Rule::sliding_window_counter(name, 5, std::time::Duration::from_secs(2))
+                }
+                AlgorithmKind::FixedWindow => {
+                    Rule::fixed_window(name, 5, std::time::Duration::from_secs(2))
+                }
             };
             rule.expect("valid")
         })
@@ -436,7 +451,7 @@ async fn noscript_is_recovered_with_a_replica_down(url: &str, cluster: &mut Embe
     let limiter = limiter(url, "noscript");
     let rules: Vec<Rule> = rule_names(12)
         .into_iter()
-        .map(|n| Rule::gcra(n, 100, 60_000, 100).expect("valid"))
+        .map(|n| Rule::gcra(n, 100, std::time::Duration::from_secs(60), 100).expect("valid"))
         .collect();
     for rule in &rules {
         assert!(!limiter.check(rule, "k").await.expect("decides").fail_open());

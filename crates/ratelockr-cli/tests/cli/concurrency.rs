@@ -65,7 +65,8 @@ async fn token_bucket_admits_exactly_its_capacity() {
 async fn fixed_window_admits_exactly_its_limit() {
     let server = redis();
     let limiter = common::limiter(&server, "cc-fw");
-    let rule = Rule::fixed_window("fw", 50, 600_000).expect("valid rule");
+    let rule =
+        Rule::fixed_window("fw", 50, std::time::Duration::from_secs(600)).expect("valid rule");
     assert_eq!(hammer(&limiter, &rule).await, (50, TASKS * PER_TASK - 50));
     let key = limiter.keys().limiter(&rule, "hot");
     let count: u64 = query(&limiter, redis::cmd("GET").arg(&key)).await;
@@ -76,7 +77,8 @@ async fn fixed_window_admits_exactly_its_limit() {
 async fn sliding_window_log_admits_exactly_its_limit() {
     let server = redis();
     let limiter = common::limiter(&server, "cc-sw");
-    let rule = Rule::sliding_window_log("sw", 50, 600_000).expect("valid rule");
+    let rule = Rule::sliding_window_log("sw", 50, std::time::Duration::from_secs(600))
+        .expect("valid rule");
     assert_eq!(hammer(&limiter, &rule).await, (50, TASKS * PER_TASK - 50));
     let key = limiter.keys().limiter(&rule, "hot");
     let logged: u64 = query(&limiter, redis::cmd("ZCARD").arg(&key)).await;
@@ -88,7 +90,7 @@ async fn gcra_admits_exactly_its_burst() {
     let server = redis();
     let limiter = common::limiter(&server, "cc-gc");
     // 50 per 10 minutes: nothing is emitted again while the test runs.
-    let rule = Rule::gcra("gc", 50, 600_000, 50).expect("valid rule");
+    let rule = Rule::gcra("gc", 50, std::time::Duration::from_secs(600), 50).expect("valid rule");
     assert_eq!(hammer(&limiter, &rule).await, (50, TASKS * PER_TASK - 50));
 }
 
@@ -98,7 +100,8 @@ async fn sliding_window_counter_admits_exactly_its_limit() {
     let limiter = common::limiter(&server, "cc-sc");
     // A 10-minute window: should the test straddle a window's start, the previous count weighs
     // 50 x (1 - e / 600 000), more than 49 for the first 12 s, so nothing more passes.
-    let rule = Rule::sliding_window_counter("sc", 50, 600_000).expect("valid rule");
+    let rule = Rule::sliding_window_counter("sc", 50, std::time::Duration::from_secs(600))
+        .expect("valid rule");
     assert_eq!(hammer(&limiter, &rule).await, (50, TASKS * PER_TASK - 50));
 }
 

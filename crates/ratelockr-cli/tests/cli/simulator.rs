@@ -43,8 +43,8 @@ async fn servers_hammering_one_key_admit_exactly_the_limit() {
     let rules = [
         // A bucket that does not refill during the test: exactly its capacity passes.
         Rule::token_bucket("tb", 25, 0.001).expect("valid"),
-        Rule::sliding_window_log("sw", 25, 600_000).expect("valid"),
-        Rule::fixed_window("fw", 25, 600_000).expect("valid"),
+        Rule::sliding_window_log("sw", 25, Duration::from_secs(600)).expect("valid"),
+        Rule::fixed_window("fw", 25, Duration::from_secs(600)).expect("valid"),
     ];
     for rule in rules {
         let spec = SimSpec::single(rule.clone(), flood(600, 16), false).expect("valid");
@@ -82,7 +82,7 @@ async fn servers_sharing_two_connections_admit_exactly_the_limit() {
                 .expect("total_connections_received")
         }
     };
-    let rule = Rule::fixed_window("pooled", 25, 600_000).expect("valid");
+    let rule = Rule::fixed_window("pooled", 25, Duration::from_secs(600)).expect("valid");
     let mut spec = SimSpec::single(rule, flood(600, 16), false).expect("valid");
     spec.connections = Some(2);
     let before = stats(&limiter).await;
@@ -115,7 +115,8 @@ async fn the_naive_limiter_over_admits_under_contention() {
     // Raise contention until the race shows; on any machine it shows within these bounds.
     let mut seen = Vec::new();
     for servers in [8u32, 16, 32, 64, 128] {
-        let rule = Rule::fixed_window(format!("race-{servers}"), 50, 600_000).expect("valid");
+        let rule = Rule::fixed_window(format!("race-{servers}"), 50, Duration::from_secs(600))
+            .expect("valid");
         let spec = SimSpec::single(rule, flood(4000, servers), true).expect("valid");
         let report = run(&limiter, &spec).await;
         let (atomic, naive) = (&report.targets[0], &report.targets[1]);
@@ -372,7 +373,7 @@ async fn a_dead_redis_gives_fail_open_records_not_errors() {
             ..options("sim-dead")
         },
     );
-    let rule = Rule::sliding_window_log("dead", 5, 1000).expect("valid");
+    let rule = Rule::sliding_window_log("dead", 5, Duration::from_secs(1)).expect("valid");
     let workload = Workload {
         rps: 200.0,
         length: Length::Requests(20),

@@ -257,7 +257,7 @@ mod tests {
 
     #[test]
     fn bins_fit_the_run_and_every_record_is_counted_once() {
-        let rule = Rule::fixed_window("fw", 5, 1000).expect("valid");
+        let rule = Rule::fixed_window("fw", 5, std::time::Duration::from_secs(1)).expect("valid");
         let spec = SimSpec::single(rule, Workload::default(), false).expect("spec");
         let mut b = TimelineBuilder::new(&spec, 10_000);
         // Bursts of 3 every 500 ms over 2 s: a 2 s run bins at 10 ms, so bursts stay bursts.

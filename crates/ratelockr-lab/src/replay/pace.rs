@@ -86,7 +86,8 @@ mod tests {
 
     #[test]
     fn warns_only_when_real_time_outruns_log_time_by_a_ttl() {
-        let rules = [Rule::fixed_window("fw", 10, 1000).expect("valid")];
+        let rules =
+            [Rule::fixed_window("fw", 10, std::time::Duration::from_secs(1)).expect("valid")];
         let mut fast = PaceWatch::new(&rules);
         for i in 0..100 {
             fast.observe(i * 100, i * 10_000);

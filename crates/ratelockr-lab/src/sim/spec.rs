@@ -189,7 +189,11 @@ impl SimSpec {
         if naive {
             targets.push(Target {
                 naive: true,
-                ..Target::rule(Rule::fixed_window(name("naive"), limit, window_ms)?)
+                ..Target::rule(Rule::fixed_window(
+                    name("naive"),
+                    limit,
+                    std::time::Duration::from_millis(window_ms),
+                )?)
             });
         }
         Ok(SimSpec {

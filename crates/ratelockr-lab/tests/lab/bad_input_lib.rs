@@ -100,7 +100,7 @@ fn every_rule_parameter_out_of_range_is_refused_by_name() {
         }
     }
     // GCRA: a burst above the limit is allowed; one above what the script holds is not.
-    assert!(Rule::gcra("g", 5, 1000, 50).is_ok());
+    assert!(Rule::gcra("g", 5, Duration::from_secs(1), 50).is_ok());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -464,7 +464,7 @@ fn every_workload_field_out_of_range_is_refused_by_name() {
 
 #[test]
 fn a_simulation_refuses_a_cost_no_target_admits_and_a_bad_scope() {
-    let rule = Rule::fixed_window("w", 5, 1000).expect("valid");
+    let rule = Rule::fixed_window("w", 5, Duration::from_secs(1)).expect("valid");
     let workload = WorkloadSpec {
         cost: Some(6),
         ..Default::default()

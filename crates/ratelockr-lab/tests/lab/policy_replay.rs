@@ -273,7 +273,7 @@ async fn policies_are_refused_beside_rules_or_a_sweep_and_named_twice() {
         "{err}"
     );
     let with_rules = ReplaySpec {
-        rules: vec![Rule::fixed_window("r", 1, 1000).expect("valid")],
+        rules: vec![Rule::fixed_window("r", 1, std::time::Duration::from_secs(1)).expect("valid")],
         ..by_policy(policies(FILE))
     };
     let err = replay(&limiter, &text, &with_rules)

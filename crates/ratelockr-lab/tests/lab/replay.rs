@@ -57,14 +57,14 @@ async fn decides_as_computed_by_hand_for_each_algorithm() {
         // the window (score <= now - 1000): admitted; 1001: {100, 1000} full, denied; 1300:
         // {1000} after dropping 100 → admitted; 1400: {1000, 1300} full, denied.
         (
-            Rule::sliding_window_log("swl", 2, 1000).expect("valid"),
+            Rule::sliding_window_log("swl", 2, std::time::Duration::from_secs(1)).expect("valid"),
             [true, true, true, false, true, false, true, false, true],
         ),
         // 2 per window opening at a's first request (0) and holding through 1000: 0 and 100
         // admitted, 200 and 1000 denied; 1001 opens a new window: 1001 and 1300 admitted,
         // 1400 denied.
         (
-            Rule::fixed_window("fw", 2, 1000).expect("valid"),
+            Rule::fixed_window("fw", 2, std::time::Duration::from_secs(1)).expect("valid"),
             [true, true, true, false, false, true, true, false, true],
         ),
     ];
@@ -103,7 +103,7 @@ async fn several_rules_side_by_side_in_a_private_namespace() {
     let log = jsonl(&[("a", 0), ("a", 10), ("a", 20)]);
     let rules = vec![
         Rule::token_bucket("loose", 3, 1.0).expect("valid"),
-        Rule::fixed_window("tight", 1, 1000).expect("valid"),
+        Rule::fixed_window("tight", 1, std::time::Duration::from_secs(1)).expect("valid"),
     ];
     let (report, records) = replay(&limiter, &log, &spec(rules)).await.expect("replays");
     let rows: Vec<(String, bool)> = records
@@ -172,8 +172,8 @@ async fn the_same_log_gives_the_same_csv_byte_for_byte() {
     let log = combined_log();
     let rules = vec![
         Rule::token_bucket("tb", 5, 0.5).expect("valid"),
-        Rule::sliding_window_log("swl", 4, 3000).expect("valid"),
-        Rule::fixed_window("fw", 4, 3000).expect("valid"),
+        Rule::sliding_window_log("swl", 4, std::time::Duration::from_secs(3)).expect("valid"),
+        Rule::fixed_window("fw", 4, std::time::Duration::from_secs(3)).expect("valid"),
     ];
     let dir = common::tempdir("replay");
     let mut files = Vec::new();
@@ -220,7 +220,7 @@ async fn whole_seconds_are_spread_evenly_by_arrival() {
         format!("{ip} - - [14/Nov/2023:22:13:20 +0000] \"GET / HTTP/1.1\" 200 1 \"-\" \"ua\"\n")
     };
     let log: String = ["a", "b", "a", "c"].iter().map(|ip| line(ip)).collect();
-    let rule = Rule::fixed_window("fw", 10, 1000).expect("valid");
+    let rule = Rule::fixed_window("fw", 10, std::time::Duration::from_secs(1)).expect("valid");
     let (_, records) = replay(&limiter, &log, &spec(vec![rule]))
         .await
         .expect("replays");
@@ -360,7 +360,7 @@ async fn binary_compressed_and_truncated_input() {
 async fn jsonl_and_csv_quirks_end_to_end() {
     let server = redis();
     let limiter = limiter(&server, "replay-formats");
-    let rule = Rule::fixed_window("fw", 1, 60_000).expect("valid");
+    let rule = Rule::fixed_window("fw", 1, std::time::Duration::from_secs(60)).expect("valid");
     // JSON lines: RFC 3339 in two zones for the same instant, nested header, '-' and missing
     // keys, IPv6.
     let log = concat!(
@@ -428,7 +428,12 @@ async fn jsonl_and_csv_quirks_end_to_end() {
             key: "ip".into(),
             ..ParseSpec::default()
         },
-        ..spec(vec![Rule::fixed_window("fw", 1, 60_000).expect("valid")])
+        ..spec(vec![Rule::fixed_window(
+            "fw",
+            1,
+            std::time::Duration::from_secs(60),
+        )
+        .expect("valid")])
     };
     let (report, records) = replay(&limiter, log, &spec_lines).await.expect("replays");
     let got: Vec<(&str, u64, bool)> = records
@@ -579,9 +584,12 @@ async fn a_sweep_decides_every_configuration_in_one_pass() {
     let spec = ReplaySpec {
         sweep: vec!["limit=2,5,10".parse().expect("axis")],
         suggest_max_keys_pct: 0.0,
-        ..spec(vec![
-            Rule::sliding_window_log("swl", 5, 1000).expect("valid")
-        ])
+        ..spec(vec![Rule::sliding_window_log(
+            "swl",
+            5,
+            std::time::Duration::from_secs(1),
+        )
+        .expect("valid")])
     };
     let (report, _) = replay(&limiter, &log, &spec).await.expect("replays");
     let denied: Vec<(f64, u64, u64)> = report
@@ -623,7 +631,7 @@ async fn the_suggestion_is_exact_for_the_token_bucket_and_the_fixed_window() {
             "capacity",
         ),
         (
-            |l| Rule::fixed_window("fw", l, 3000).expect("valid"),
+            |l| Rule::fixed_window("fw", l, std::time::Duration::from_secs(3)).expect("valid"),
             "limit",
         ),
     ];

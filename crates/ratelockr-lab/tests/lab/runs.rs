@@ -82,8 +82,8 @@ async fn reset_clears_one_key_or_the_whole_rule_and_the_next_run_starts_full() {
     let limiter = limiter(&server, "runs-reset");
     let rules = [
         bucket(),
-        Rule::sliding_window_log("tb", 10, 600_000).expect("valid"),
-        Rule::fixed_window("tb", 10, 600_000).expect("valid"),
+        Rule::sliding_window_log("tb", 10, std::time::Duration::from_secs(600)).expect("valid"),
+        Rule::fixed_window("tb", 10, std::time::Duration::from_secs(600)).expect("valid"),
     ];
     // One rule name, every algorithm's keys, two clients, plus a run's own namespace and
     // another rule that must survive.
@@ -95,7 +95,8 @@ async fn reset_clears_one_key_or_the_whole_rule_and_the_next_run_starts_full() {
                 .expect("decides");
         }
     }
-    let other = Rule::fixed_window("other", 10, 600_000).expect("valid");
+    let other =
+        Rule::fixed_window("other", 10, std::time::Duration::from_secs(600)).expect("valid");
     limiter.check(&other, "a").await.expect("decides");
 
     assert_eq!(limiter.reset("tb", Some("a")).await.expect("reset"), 3);
@@ -168,7 +169,7 @@ async fn a_retry_storm_retries_denials_after_retry_after_and_stops_at_the_limit(
     let server = redis();
     let limiter = limiter(&server, "runs-retry");
     // 3 per 200 ms; 6 clients' requests at once, each retrying up to 3 times after the wait.
-    let rule = Rule::fixed_window("fw", 3, 200).expect("valid");
+    let rule = Rule::fixed_window("fw", 3, std::time::Duration::from_millis(200)).expect("valid");
     let workload = Workload {
         pattern: Pattern::Burst {
             size: 6,
@@ -210,7 +211,8 @@ async fn a_retry_storm_retries_denials_after_retry_after_and_stops_at_the_limit(
         }
     }
     // A rule that never refills in time: every request gives up after exactly 2 retries.
-    let stingy = Rule::fixed_window("stingy", 1, 600_000).expect("valid");
+    let stingy =
+        Rule::fixed_window("stingy", 1, std::time::Duration::from_secs(600)).expect("valid");
     let workload = Workload {
         rps: 0.0,
         length: Length::Requests(4),
