@@ -51,10 +51,10 @@ pub mod time;
 
 pub use crate::sweep::SweepAxis;
 pub use error::ReplayError;
-pub use line_error::LineError;
 pub use format::{FieldNames, LogFormat, UnknownLogFormat};
 pub use input::LogSource;
 pub use key::KeyExpr;
+pub use line_error::LineError;
 pub use preview::{preview, Preview, PreviewLine, MAX_PREVIEW_LINES};
 pub use report::{
     pct, KeyChange, LineIssue, PeakRates, PolicyFigures, ReplayPoint, ReplayReport, ReplaySeries,
