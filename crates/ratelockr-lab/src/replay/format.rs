@@ -89,7 +89,7 @@ pub struct FieldNames {
     pub extra: Vec<String>,
 }
 
-pub(super) const TIME_FIELDS: [&str; 7] = [
+const TIME_FIELDS: [&str; 7] = [
     "time",
     "timestamp",
     "ts",
@@ -228,7 +228,9 @@ impl LogParser {
     fn no_time(&self, name: &str) -> LineError {
         match &self.fields.time {
             Some(_) => LineError::NoTimeField(name.to_string()),
-            None => LineError::NoUsualTimeField,
+            None => LineError::NoUsualTimeField {
+                looked_for: &TIME_FIELDS,
+            },
         }
     }
 

@@ -2,8 +2,6 @@
 //! and the [`super::format::LogParser`] over them fail with, and what replay's line issues and
 //! the preview show as its message.
 
-use super::format::TIME_FIELDS;
-
 /// Why a log line cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LineError {
@@ -36,7 +34,7 @@ pub enum LineError {
     /// The time field named with `--time-field` is missing.
     #[error("no time field {0:?}")]
     NoTimeField(String),
-    /// None of the usual time fields is there.
-    #[error("no time field (looked for {}); name it with --time-field", TIME_FIELDS.join(", "))]
-    NoUsualTimeField,
+    /// None of the usual time fields (`looked_for`) is there.
+    #[error("no time field (looked for {}); name it with --time-field", looked_for.join(", "))]
+    NoUsualTimeField { looked_for: &'static [&'static str] },
 }
