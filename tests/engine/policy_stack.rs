@@ -224,9 +224,10 @@ async fn identity(
             // Each script sets its key's expiry from the server's clock as it starts; a
             // loaded machine can pause between the two scripts of one transaction, which the
             // TIME replies around them (read from the transaction's cached clock) do not
-            // show: allow a pause of 25 ms on top of what they saw.
+            // show: allow a pause of 250 ms on top of what they saw (a CI machine's two
+            // cores shared with builds; a wrong TTL is off by a window of 10 s or more).
             prop_assert!(
-                (ea - eb).abs() <= moved + 25,
+                (ea - eb).abs() <= moved + 250,
                 "{}: expiry {} vs {} ({} ms apart)",
                 ctx,
                 ea,
