@@ -107,14 +107,14 @@ test-app: deps-app ui
 # The CLI too: the Watch test sends traffic with `ratelockr check` from another process.
 test-e2e: deps-e2e ui
 	$(CARGO) build -p ratelockr-app --all-targets
-	$(CARGO) build -p ratelockr-cli --bin ratelockr
+	$(CARGO) build --bin ratelockr
 	scripts/e2e.sh
 
 # The README's screenshots (docs/*.png): the E2E run, its pictures kept in docs/. `make test`
 # takes them into a temporary folder and leaves the checkout clean.
 screenshots: deps-e2e ui
 	$(CARGO) build -p ratelockr-app --all-targets
-	$(CARGO) build -p ratelockr-cli --bin ratelockr
+	$(CARGO) build --bin ratelockr
 	RATELOCKR_SCREENSHOT_DIR=$(CURDIR)/docs scripts/e2e.sh
 
 # A release build and a .deb in target/release/bundle/ (see scripts/bundle.sh).
