@@ -233,25 +233,6 @@ impl From<PolicyDecisionJson> for Decision {
     }
 }
 
-impl From<&Decision> for PolicyDecisionJson {
-    fn from(d: &Decision) -> Self {
-        let v = d.verdict();
-        PolicyDecisionJson {
-            allowed: d.allowed,
-            remaining: d.remaining_or_unknown(),
-            retry_after_ms: d.retry_after_ms,
-            reset_after_ms: d.reset_after_ms,
-            fail_open: d.fail_open(),
-            policy: v.map(|v| v.name.clone()).unwrap_or_default(),
-            shadow: v.is_some_and(|v| v.shadow),
-            would_deny: d.would_deny(),
-            binding: v.and_then(|v| v.binding.clone()),
-            tier: v.and_then(|v| v.tier.clone()),
-            limits: d.limits().to_vec(),
-        }
-    }
-}
-
 /// A rule's decision writes [`DecisionJson`], a policy's [`PolicyDecisionJson`].
 impl Serialize for Decision {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

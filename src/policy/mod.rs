@@ -89,23 +89,23 @@ impl Limit {
     /// algorithm's parameters. The error names the field (`name`, `capacity`, ...).
     pub fn new(name: impl Into<String>, algorithm: Algorithm) -> Result<Self, PolicyError> {
         let name = name.into();
-        Rule::new(name.clone(), algorithm).map_err(|err| match err {
+        Rule::new(name.clone(), algorithm).map_err(Limit::error_of)?;
+        Ok(Limit { name, algorithm })
+    }
+
+    /// A rule's validation error as a limit's, naming the field.
+    fn error_of(err: RuleError) -> PolicyError {
+        match err {
             RuleError::InvalidParameter { parameter, reason } => {
                 PolicyError::at(parameter, format!("invalid {parameter}: {reason}"))
             }
             other => PolicyError::at("name", other.to_string().replace("rule name", "limit name")),
-        })?;
-        Ok(Limit { name, algorithm })
+        }
     }
 
     /// A window given as a [`Duration`], in whole milliseconds (a fraction is refused).
     fn window_ms(window: Duration) -> Result<u64, PolicyError> {
-        crate::rule::window_ms_of(window).map_err(|err| match err {
-            RuleError::InvalidParameter { parameter, reason } => {
-                PolicyError::at(parameter, format!("invalid {parameter}: {reason}"))
-            }
-            other => PolicyError::at("window_ms", other.to_string()),
-        })
+        crate::rule::window_ms_of(window).map_err(Limit::error_of)
     }
 
     /// A token bucket of `capacity` refilling `refill_per_sec` tokens a second.
