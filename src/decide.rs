@@ -5,11 +5,13 @@
 //! a [`Subject`]: which script it calls and how its answer reads.
 //!
 //! A peek (cost 0) takes the same path without the deny cache, the telemetry keys, the
-//! observer and the ledger: nothing was decided.
+//! observer and the ledger: nothing was decided. An admission Redis made under concurrency
+//! limits carries the lease it took ([`Subject::lease`]).
 
 use crate::decision::Decision;
 use crate::deny_cache::DenyCache;
 use crate::error::RedisFailure;
+use crate::lease::Lease;
 use crate::limiter::{DecisionObserver, Limiter};
 use crate::scripts::At;
 use crate::telemetry;
@@ -64,6 +66,13 @@ pub(crate) trait Subject {
     /// The script's reply as an answer; anything else is a failure of the reply.
     fn parse(&self, reply: &redis::Value) -> Result<Decision, RedisFailure>;
 
+    /// The lease an admission took in its concurrency limits, if it has any: its id (the one
+    /// [`Subject::evalsha`] sent) and the sets it is held in. Asked only when Redis admitted a
+    /// request that charged something (not a peek, not a shadow denial).
+    fn lease(&self, _limiter: &Limiter) -> Option<Lease> {
+        None
+    }
+
     /// The failure mode's answer when Redis could not be asked (for a peek: spending nothing).
     fn fallback(&self, limiter: &Limiter, cost: u64, peek: bool) -> Decision;
 
@@ -108,7 +117,10 @@ impl Limiter {
         let elapsed = started.elapsed();
         let observer = self.observer().filter(|_| !peek);
         match result {
-            Ok(answer) => {
+            Ok(mut answer) => {
+                if !peek && answer.allowed && !answer.would_deny() {
+                    answer.lease = subject.lease(self);
+                }
                 if let Some(cache) = cache {
                     subject.remember(cache, &answer, cost, started);
                 }

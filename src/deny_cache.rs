@@ -170,8 +170,14 @@ impl DenyCache {
         sent: Instant,
         decision: &crate::Decision,
     ) {
-        // Only Redis's own denials are repeated (not a fallback's, nor the cache's own).
-        if decision.allowed || decision.retry_after_ms == 0 || decision.by != DecidedBy::Redis {
+        // Only Redis's own denials are repeated (not a fallback's, nor the cache's own), and
+        // never a concurrency limit's: its wait is only an upper bound, since a release frees
+        // a slot sooner.
+        if decision.allowed
+            || decision.retry_after_ms == 0
+            || decision.by != DecidedBy::Redis
+            || matches!(algorithm, Algorithm::Concurrency { .. })
+        {
             return;
         }
         let entry = Entry {

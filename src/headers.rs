@@ -39,7 +39,8 @@ fn secs_up(ms: u64) -> u64 {
 
 /// The policy's quota (requests) and window (seconds, at least 1): capacity and the time to
 /// refill from empty for the bucket; burst and burst × T for GCRA; limit and window for the
-/// windows and the counter.
+/// windows and the counter; for requests in flight, the limit and a lease's life (which its
+/// header item does not claim as a window: [`policy_params`]).
 pub fn policy(algorithm: &Algorithm) -> (u64, u64) {
     match *algorithm {
         Algorithm::TokenBucket {
@@ -61,6 +62,18 @@ pub fn policy(algorithm: &Algorithm) -> (u64, u64) {
         Algorithm::SlidingWindowLog { limit, window_ms }
         | Algorithm::SlidingWindowCounter { limit, window_ms }
         | Algorithm::FixedWindow { limit, window_ms } => (limit, secs_up(window_ms).max(1)),
+        Algorithm::Concurrency { limit, lease_ms } => (limit, secs_up(lease_ms).max(1)),
+    }
+}
+
+/// A limit's parameters in a `RateLimit-Policy` item: `q=<quota>;w=<window>`, and for
+/// requests in flight `q=<limit>;qu="concurrent-requests"` (the unit the IETF draft registers;
+/// no window: a slot is held until its request ends).
+pub fn policy_params(algorithm: &Algorithm) -> String {
+    let (quota, window) = policy(algorithm);
+    match algorithm {
+        Algorithm::Concurrency { .. } => format!("q={quota};qu=\"concurrent-requests\""),
+        _ => format!("q={quota};w={window}"),
     }
 }
 
@@ -81,7 +94,7 @@ pub fn http_answer(rule: &Rule, decision: &Decision) -> HttpAnswer {
             headers,
         };
     }
-    let (quota, window) = policy(rule.algorithm());
+    let (quota, _) = policy(rule.algorithm());
     let name = rule.name();
     let reset = secs_up(decision.reset_after_ms);
     let (status, t) = if decision.allowed {
@@ -92,7 +105,7 @@ pub fn http_answer(rule: &Rule, decision: &Decision) -> HttpAnswer {
     let mut headers = vec![
         (
             "RateLimit-Policy",
-            format!("\"{name}\";q={quota};w={window}"),
+            format!("\"{name}\";{}", policy_params(rule.algorithm())),
         ),
         (
             "RateLimit",
@@ -138,10 +151,7 @@ pub fn policy_answer(policy: &Policy, decision: &Decision) -> HttpAnswer {
     };
     let items: Vec<String> = limits
         .iter()
-        .map(|l| {
-            let (q, w) = self::policy(l.algorithm());
-            format!("{};q={q};w={w}", item(l.name()))
-        })
+        .map(|l| format!("{};{}", item(l.name()), policy_params(l.algorithm())))
         .collect();
     let quota = limits
         .iter()
@@ -222,6 +232,23 @@ mod tests {
         assert_eq!(
             http_answer(&rule, &decision(true, 4, 0, 0)).header("RateLimit-Policy"),
             Some("\"login\";q=5;w=60")
+        );
+    }
+
+    #[test]
+    fn a_concurrency_limit_quotes_its_slots_as_concurrent_requests_without_a_window() {
+        let rule =
+            Rule::concurrency("uploads", 10, std::time::Duration::from_secs(60)).expect("valid");
+        let answer = http_answer(&rule, &decision(true, 9, 0, 60_000));
+        assert_eq!(
+            answer.header("RateLimit-Policy"),
+            Some("\"uploads\";q=10;qu=\"concurrent-requests\"")
+        );
+        assert_eq!(answer.header("RateLimit"), Some("\"uploads\";r=9;t=60"));
+        let denied = http_answer(&rule, &decision(false, 0, 1_500, 60_000));
+        assert_eq!(
+            (denied.status, denied.header("Retry-After")),
+            (429, Some("2"))
         );
     }
 

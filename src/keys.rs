@@ -177,7 +177,8 @@ mod tests {
                 "ratelockr:gc:{r}:k",
                 "ratelockr:sw:{r}:k",
                 "ratelockr:sc:{r}:k",
-                "ratelockr:fw:{r}:k"
+                "ratelockr:fw:{r}:k",
+                "ratelockr:cc:{r}:k"
             ]
         );
         assert_eq!(keys.rule_pattern("tb", "api"), "ratelockr:tb:{api}:*");

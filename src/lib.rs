@@ -30,8 +30,10 @@
 //! The modules other crates use (the lab, the CLI, the tower layer, the app, the tests):
 //!
 //! - [`rule`]      rules: a name and an algorithm with validated parameters
-//! - [`scripts`]   the five Lua scripts (`lua/`), hashed once, replies parsed into decisions
+//! - [`scripts`]   the Lua scripts (`lua/`), hashed once, replies parsed into decisions
 //! - [`limiter`]   EVALSHA over one shared connection, deadlines, fail-open, failure kinds
+//! - [`lease`]     the slot a request holds in its concurrency limits: released, renewed, or
+//!   released in the background when dropped
 //! - [`deny_cache`] opt-in: what Redis just denied is denied in process until Redis's time
 //! - [`headers`]   the HTTP status and RateLimit headers a decision implies
 //! - [`keys`]      the key layout under a prefix, rule names hash-tagged for Redis Cluster
@@ -61,6 +63,7 @@
 //! - `error`       Redis failures classified (outage, timeout, misconfiguration...) and explained
 //! - `acl`         ACL users: the missing permission named, EVAL when SCRIPT LOAD is denied
 //! - `local_limiter` degraded mode: the rule's per-instance share, decided in process
+//! - `lease_calls` the lease script's calls: release, renew, a lease named by id
 //! - `refund`      giving back what an admitted request took, when a later rule denies it
 //! - `reset`       deleting a rule's (or one client's) limiter state: a maintenance SCAN
 //! - `decide`      the one decision path, for a rule and a policy alike: deny cache, deadline,
@@ -88,6 +91,8 @@ pub(crate) mod error;
 pub mod headers;
 pub mod key_expr;
 pub mod keys;
+pub mod lease;
+pub(crate) mod lease_calls;
 pub mod limiter;
 pub mod limiter_options;
 pub(crate) mod local_limiter;
@@ -114,6 +119,8 @@ pub use deny_cache::DenyCacheOptions;
 pub use embedded::{EmbeddedError, EmbeddedRedis};
 pub use error::{FailureKind, RedisFailure};
 pub use keys::KeySpace;
+pub use lease::Lease;
+pub use lease_calls::LeaseError;
 pub use limiter::{CheckError, DecisionObserver, FailureMode, Limiter, LimiterOptions};
 pub use limiter_options::OptionsError;
 pub use metrics::Metrics;

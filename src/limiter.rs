@@ -143,6 +143,9 @@ pub trait DecisionObserver: Send + Sync {
     fn cache_denied(&self, _rule: &Rule, _elapsed: Duration) {}
     /// A policy's decision (src/policy/), by the policy's name and how it is counted.
     fn policy_decided(&self, _policy: &str, _outcome: PolicyOutcome, _elapsed: Duration) {}
+    /// A lease given back (`op` release) or renewed; `freed`: it was live (and is now freed,
+    /// or renewed), else it had expired or been released before.
+    fn lease_ended(&self, _op: crate::lease::LeaseOp, _freed: bool) {}
 }
 
 /// Why `try_check` gave no decision.

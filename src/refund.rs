@@ -51,6 +51,14 @@ impl Limiter {
             Algorithm::SlidingWindowLog { .. }
             | Algorithm::SlidingWindowCounter { .. }
             | Algorithm::FixedWindow { .. } => {}
+            // What a request in flight took is its lease: released, not refunded.
+            Algorithm::Concurrency { .. } => {
+                return Err(RuleError::InvalidParameter {
+                    parameter: "algorithm",
+                    reason: "a concurrency rule's admission is given back by releasing its lease (Lease::release), not refunded".into(),
+                }
+                .into())
+            }
         }
         let mut conn = self.connection();
         let deadline = self.options().deadline;

@@ -20,19 +20,22 @@ pub(crate) const MAX_EXACT_SPAN: u64 = 1 << 52;
 /// Every rule parameter's accepted range, `(name, least, most)`, as the checks below apply
 /// it: the app's rule form reads the same table (a generated binding), so its messages and the
 /// engine's never disagree about a bound.
-pub const PARAMETER_RANGES: [(&str, f64, f64); 5] = [
+pub const PARAMETER_RANGES: [(&str, f64, f64); 6] = [
     ("capacity", 1.0, MAX_LIMIT as f64),
     ("refill_per_sec", MIN_REFILL_PER_SEC, MAX_REFILL_PER_SEC),
     ("limit", 1.0, MAX_LIMIT as f64),
     ("window_ms", 1.0, MAX_WINDOW_MS as f64),
     ("burst", 1.0, MAX_LIMIT as f64),
+    ("lease_ms", 1.0, MAX_WINDOW_MS as f64),
 ];
+/// A concurrency limit's lease life when the file leaves `lease_ms` out: a minute.
+pub const DEFAULT_LEASE_MS: u64 = 60_000;
 /// Rule names appear inside Redis keys and metric labels, so they are kept short and plain.
 pub(crate) const MAX_RULE_NAME_LEN: usize = 64;
 /// Client keys appear inside Redis keys.
 pub(crate) const MAX_CLIENT_KEY_LEN: usize = 512;
 
-/// Which of the five scripts decides.
+/// Which script decides: one of the five rate algorithms, or requests in flight.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
@@ -42,16 +45,35 @@ pub enum AlgorithmKind {
     SlidingWindowLog,
     SlidingWindowCounter,
     FixedWindow,
+    /// Requests in flight at once, each holding a lease until it ends (`lua/concurrency.lua`).
+    Concurrency,
 }
 
 impl AlgorithmKind {
-    pub const ALL: [AlgorithmKind; 5] = [
+    /// Every kind: the five rate algorithms, then in flight.
+    pub const ALL: [AlgorithmKind; 6] = [
+        AlgorithmKind::TokenBucket,
+        AlgorithmKind::Gcra,
+        AlgorithmKind::SlidingWindowLog,
+        AlgorithmKind::SlidingWindowCounter,
+        AlgorithmKind::FixedWindow,
+        AlgorithmKind::Concurrency,
+    ];
+
+    /// The five rate algorithms: what compare mode, the demos and the benchmarks run side by
+    /// side on the same traffic (a limit on requests in flight counts something else).
+    pub const RATES: [AlgorithmKind; 5] = [
         AlgorithmKind::TokenBucket,
         AlgorithmKind::Gcra,
         AlgorithmKind::SlidingWindowLog,
         AlgorithmKind::SlidingWindowCounter,
         AlgorithmKind::FixedWindow,
     ];
+
+    /// True for a limit on requests in flight, whose admissions hold a lease.
+    pub fn is_concurrency(self) -> bool {
+        self == AlgorithmKind::Concurrency
+    }
 
     /// The parameters a rule of this algorithm takes, by their field names.
     pub fn parameters(self) -> &'static [&'static str] {
@@ -61,6 +83,7 @@ impl AlgorithmKind {
             AlgorithmKind::SlidingWindowLog
             | AlgorithmKind::SlidingWindowCounter
             | AlgorithmKind::FixedWindow => &["limit", "window_ms"],
+            AlgorithmKind::Concurrency => &["limit", "lease_ms"],
         }
     }
 
@@ -72,6 +95,7 @@ impl AlgorithmKind {
             AlgorithmKind::SlidingWindowLog => "sliding_window_log",
             AlgorithmKind::SlidingWindowCounter => "sliding_window_counter",
             AlgorithmKind::FixedWindow => "fixed_window",
+            AlgorithmKind::Concurrency => "concurrency",
         }
     }
 
@@ -83,10 +107,11 @@ impl AlgorithmKind {
             AlgorithmKind::SlidingWindowLog => "sliding-window-log",
             AlgorithmKind::SlidingWindowCounter => "sliding-window-counter",
             AlgorithmKind::FixedWindow => "fixed-window",
+            AlgorithmKind::Concurrency => "concurrency",
         }
     }
 
-    /// The short tag inside limiter keys: `tb`, `gc`, `sw`, `sc`, `fw`.
+    /// The short tag inside limiter keys: `tb`, `gc`, `sw`, `sc`, `fw`, `cc`.
     pub fn key_tag(self) -> &'static str {
         match self {
             AlgorithmKind::TokenBucket => "tb",
@@ -94,6 +119,7 @@ impl AlgorithmKind {
             AlgorithmKind::SlidingWindowLog => "sw",
             AlgorithmKind::SlidingWindowCounter => "sc",
             AlgorithmKind::FixedWindow => "fw",
+            AlgorithmKind::Concurrency => "cc",
         }
     }
 }
@@ -138,6 +164,17 @@ pub enum Algorithm {
     SlidingWindowCounter { limit: u64, window_ms: u64 },
     /// At most `limit` requests per window, the window starting at a client's first request.
     FixedWindow { limit: u64, window_ms: u64 },
+    /// At most `limit` requests in flight at once: each admission holds a lease until it is
+    /// released, or for `lease_ms` if it never is (a caller that died).
+    Concurrency {
+        limit: u64,
+        #[serde(default = "default_lease_ms")]
+        lease_ms: u64,
+    },
+}
+
+fn default_lease_ms() -> u64 {
+    DEFAULT_LEASE_MS
 }
 
 impl Algorithm {
@@ -148,10 +185,12 @@ impl Algorithm {
             Algorithm::SlidingWindowLog { .. } => AlgorithmKind::SlidingWindowLog,
             Algorithm::SlidingWindowCounter { .. } => AlgorithmKind::SlidingWindowCounter,
             Algorithm::FixedWindow { .. } => AlgorithmKind::FixedWindow,
+            Algorithm::Concurrency { .. } => AlgorithmKind::Concurrency,
         }
     }
 
-    /// The most a single request may cost: the capacity, the burst or the limit.
+    /// The most a single request may cost: the capacity, the burst or the limit. A request
+    /// in flight is one lease whatever its cost: any cost up to the largest we accept.
     pub fn max_cost(&self) -> u64 {
         match *self {
             Algorithm::TokenBucket { capacity, .. } => capacity,
@@ -159,6 +198,7 @@ impl Algorithm {
             Algorithm::SlidingWindowLog { limit, .. }
             | Algorithm::SlidingWindowCounter { limit, .. }
             | Algorithm::FixedWindow { limit, .. } => limit,
+            Algorithm::Concurrency { .. } => MAX_LIMIT,
         }
     }
 
@@ -176,9 +216,11 @@ impl Algorithm {
     /// envelope. Token bucket: capacity + refill × span; GCRA: burst + limit per period × span
     /// (the TAT only moves forward, by T per unit, within burst × T of now); the log and the
     /// fixed window: limit per started window; the counter: each aligned window holds at most
-    /// `limit` and a span touches at most floor(span / window) + 2 of them.
+    /// `limit` and a span touches at most floor(span / window) + 2 of them. In flight bounds
+    /// no count over time (short requests pass without end): `u64::MAX`.
     pub fn max_admitted(&self, span_ms: u64) -> u64 {
         match *self {
+            Algorithm::Concurrency { .. } => u64::MAX,
             Algorithm::TokenBucket {
                 capacity,
                 refill_per_sec,
@@ -213,6 +255,9 @@ impl Algorithm {
             | Algorithm::FixedWindow { limit, window_ms } => {
                 limit as f64 * 1000.0 / window_ms as f64
             }
+            // Each slot turned over once a lease life: the rate of requests that hold theirs
+            // to the end (shorter ones pass more often).
+            Algorithm::Concurrency { limit, lease_ms } => limit as f64 * 1000.0 / lease_ms as f64,
         }
     }
 
@@ -254,6 +299,17 @@ impl Algorithm {
                 check_limit("limit", limit)?;
                 check_window(window_ms)?;
             }
+            Algorithm::Concurrency { limit, lease_ms } => {
+                check_limit("limit", limit)?;
+                if !(1..=MAX_WINDOW_MS).contains(&lease_ms) {
+                    return Err(RuleError::InvalidParameter {
+                        parameter: "lease_ms",
+                        reason: format!(
+                            "must be from 1 to {MAX_WINDOW_MS} milliseconds (30 days), got {lease_ms}"
+                        ),
+                    });
+                }
+            }
         }
         Ok(())
     }
@@ -270,6 +326,18 @@ pub(crate) fn window_ms_of(window: Duration) -> Result<u64, RuleError> {
         });
     }
     Ok(ms)
+}
+
+/// A lease's life given as a [`Duration`], in whole milliseconds as [`window_ms_of`] takes a
+/// window.
+pub(crate) fn lease_ms_of(lease: Duration) -> Result<u64, RuleError> {
+    window_ms_of(lease).map_err(|err| match err {
+        RuleError::InvalidParameter { reason, .. } => RuleError::InvalidParameter {
+            parameter: "lease_ms",
+            reason,
+        },
+        other => other,
+    })
 }
 
 fn check_window(window_ms: u64) -> Result<(), RuleError> {
@@ -322,7 +390,7 @@ pub enum RuleError {
     /// never silently ignored.
     #[error("unknown field {field:?} of a {} rule: it takes name, algorithm, {}", .kind.as_str(), .kind.parameters().join(", "))]
     UnknownField { field: String, kind: AlgorithmKind },
-    #[error("unknown algorithm {0:?}: use token-bucket, gcra, sliding-window-log, sliding-window-counter or fixed-window")]
+    #[error("unknown algorithm {0:?}: use token-bucket, gcra, sliding-window-log, sliding-window-counter, fixed-window or concurrency")]
     UnknownAlgorithm(String),
     #[error("invalid cost {cost}: must be from 1 to {max} (the rule's {what}); a larger request could never pass")]
     InvalidCost {
@@ -436,6 +504,16 @@ impl Rule {
     ) -> Result<Self, RuleError> {
         let window_ms = window_ms_of(window)?;
         Rule::new(name, Algorithm::FixedWindow { limit, window_ms })
+    }
+
+    /// At most `limit` requests in flight at once, each lease living `lease` unless released.
+    pub fn concurrency(
+        name: impl Into<String>,
+        limit: u64,
+        lease: Duration,
+    ) -> Result<Self, RuleError> {
+        let lease_ms = lease_ms_of(lease)?;
+        Rule::new(name, Algorithm::Concurrency { limit, lease_ms })
     }
 
     pub fn name(&self) -> &str {

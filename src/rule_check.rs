@@ -6,10 +6,12 @@ use crate::decide::{Decided, Subject};
 use crate::decision::{DecidedBy, Decision};
 use crate::deny_cache::DenyCache;
 use crate::error::RedisFailure;
+use crate::lease::Lease;
 use crate::limiter::{CheckError, DecisionObserver, Limiter};
-use crate::rule::{validate_client_key, Rule, RuleError};
+use crate::rule::{validate_client_key, Algorithm, Rule, RuleError};
 use crate::scripts::{self, At, Call};
 use crate::telemetry::COUNTER_TTL_SECS;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 impl Limiter {
@@ -97,6 +99,7 @@ impl Limiter {
         let subject = RuleSubject {
             rule,
             limiter_key: self.keys().limiter(rule, client_key),
+            lease_id: rule.kind().is_concurrency().then(new_lease_id),
         };
         Ok(self.decide(&subject, cost, at).await)
     }
@@ -106,6 +109,13 @@ impl Limiter {
 struct RuleSubject<'a> {
     rule: &'a Rule,
     limiter_key: String,
+    /// A concurrency rule's lease id for this request.
+    lease_id: Option<String>,
+}
+
+/// A fresh lease id: 16 random URL-safe characters (the log member's alphabet, 96 bits).
+pub(crate) fn new_lease_id() -> String {
+    String::from_utf8_lossy(&scripts::log_member()).into_owned()
 }
 
 impl Subject for RuleSubject<'_> {
@@ -142,6 +152,7 @@ impl Subject for RuleSubject<'_> {
             stats_ttl_secs: COUNTER_TTL_SECS,
             cost,
             at,
+            lease_id: self.lease_id.as_deref(),
         }
         .evalsha()
     }
@@ -150,8 +161,22 @@ impl Subject for RuleSubject<'_> {
         scripts::parse_value(reply)
     }
 
+    fn lease(&self, limiter: &Limiter) -> Option<Lease> {
+        let Algorithm::Concurrency { lease_ms, .. } = *self.rule.algorithm() else {
+            return None;
+        };
+        let id = self.lease_id.clone()?;
+        Some(Lease::held(
+            Arc::new(limiter.clone()),
+            id,
+            vec![(self.limiter_key.clone(), lease_ms)],
+            true,
+        ))
+    }
+
     fn fallback(&self, limiter: &Limiter, cost: u64, peek: bool) -> Decision {
-        if peek {
+        // Degraded mode's local share is a rate: requests in flight fail open (or closed).
+        if peek || self.rule.kind().is_concurrency() {
             limiter.plain_fallback()
         } else {
             limiter.rule_fallback(self.rule, &self.limiter_key, cost)

@@ -15,6 +15,7 @@ pub(crate) const SLIDING_WINDOW_LOG_LUA: &str = include_str!("../lua/sliding_win
 pub(crate) const SLIDING_WINDOW_COUNTER_LUA: &str =
     include_str!("../lua/sliding_window_counter.lua");
 pub const FIXED_WINDOW_LUA: &str = include_str!("../lua/fixed_window.lua");
+pub(crate) const CONCURRENCY_LUA: &str = include_str!("../lua/concurrency.lua");
 
 static TOKEN_BUCKET: LazyLock<Script> = LazyLock::new(|| Script::new(TOKEN_BUCKET_LUA));
 static GCRA: LazyLock<Script> = LazyLock::new(|| Script::new(GCRA_LUA));
@@ -22,6 +23,7 @@ static SLIDING_WINDOW_LOG: LazyLock<Script> = LazyLock::new(|| Script::new(SLIDI
 static SLIDING_WINDOW_COUNTER: LazyLock<Script> =
     LazyLock::new(|| Script::new(SLIDING_WINDOW_COUNTER_LUA));
 static FIXED_WINDOW: LazyLock<Script> = LazyLock::new(|| Script::new(FIXED_WINDOW_LUA));
+static CONCURRENCY: LazyLock<Script> = LazyLock::new(|| Script::new(CONCURRENCY_LUA));
 
 /// The stacked decision of a policy's limits (`src/policy/`), all or nothing in one call.
 pub const POLICY_LUA: &str = include_str!("../lua/policy.lua");
@@ -32,6 +34,24 @@ pub fn policy_script() -> &'static Script {
     &POLICY
 }
 
+/// Releasing and renewing a lease in a rule's or a policy's concurrency limits
+/// ([`crate::lease`]).
+pub const LEASE_LUA: &str = include_str!("../lua/lease.lua");
+static LEASE: LazyLock<Script> = LazyLock::new(|| Script::new(LEASE_LUA));
+
+/// The lease script, hashed once per process.
+pub fn lease_script() -> &'static Script {
+    &LEASE
+}
+
+/// The scripts besides the algorithms', by name: what a sha is looked up in.
+fn other_scripts() -> [(&'static str, &'static Script, &'static str); 2] {
+    [
+        ("policy", &POLICY, POLICY_LUA),
+        ("lease", &LEASE, LEASE_LUA),
+    ]
+}
+
 /// The script behind an algorithm, hashed once per process.
 pub fn script(kind: AlgorithmKind) -> &'static Script {
     match kind {
@@ -40,6 +60,7 @@ pub fn script(kind: AlgorithmKind) -> &'static Script {
         AlgorithmKind::SlidingWindowLog => &SLIDING_WINDOW_LOG,
         AlgorithmKind::SlidingWindowCounter => &SLIDING_WINDOW_COUNTER,
         AlgorithmKind::FixedWindow => &FIXED_WINDOW,
+        AlgorithmKind::Concurrency => &CONCURRENCY,
     }
 }
 
@@ -51,6 +72,7 @@ pub fn source(kind: AlgorithmKind) -> &'static str {
         AlgorithmKind::SlidingWindowLog => SLIDING_WINDOW_LOG_LUA,
         AlgorithmKind::SlidingWindowCounter => SLIDING_WINDOW_COUNTER_LUA,
         AlgorithmKind::FixedWindow => FIXED_WINDOW_LUA,
+        AlgorithmKind::Concurrency => CONCURRENCY_LUA,
     }
 }
 
@@ -103,7 +125,7 @@ impl At {
 /// master, whoever that is now), and EVAL caches the script there, so the next EVALSHA on that
 /// node finds it. Nothing depends on a SCRIPT LOAD reaching every node, and a Redis user that
 /// may run scripts but not `SCRIPT LOAD` them is served the same way. `None` for anything but
-/// an EVALSHA of one of the five scripts or the policy script.
+/// an EVALSHA of an algorithm's script, the policy script or the lease script.
 pub fn eval_of(evalsha: &redis::Cmd) -> Option<redis::Cmd> {
     let mut args = evalsha.args_iter();
     let (Some(redis::Arg::Simple(b"EVALSHA")), Some(redis::Arg::Simple(sha))) =
@@ -115,7 +137,12 @@ pub fn eval_of(evalsha: &redis::Cmd) -> Option<redis::Cmd> {
         .into_iter()
         .find(|&kind| script(kind).get_hash().as_bytes() == sha)
         .map(source)
-        .or_else(|| (POLICY.get_hash().as_bytes() == sha).then_some(POLICY_LUA))?;
+        .or_else(|| {
+            other_scripts()
+                .into_iter()
+                .find(|(_, script, _)| script.get_hash().as_bytes() == sha)
+                .map(|(_, _, source)| source)
+        })?;
     let mut eval = redis::Cmd::with_capacity(evalsha.args_iter().len(), source.len() + 192);
     eval.arg("EVAL").arg(source);
     for arg in args {
@@ -187,7 +214,12 @@ fn named_source(sha: &str) -> Option<(&'static str, &'static str)> {
         .into_iter()
         .find(|&kind| script(kind).get_hash() == sha)
         .map(|kind| (kind.as_str(), source(kind)))
-        .or_else(|| (POLICY.get_hash() == sha).then_some(("policy", POLICY_LUA)))
+        .or_else(|| {
+            other_scripts()
+                .into_iter()
+                .find(|(_, script, _)| script.get_hash() == sha)
+                .map(|(name, _, source)| (name, source))
+        })
 }
 
 /// The telemetry counters' TTL a script takes when its call leaves it out.
@@ -203,6 +235,9 @@ pub struct Call<'a> {
     pub stats_ttl_secs: u64,
     pub cost: u64,
     pub at: At,
+    /// A concurrency limit's lease id (its ARGV[4]): the caller keeps it to release the lease.
+    /// `None` for the other algorithms (a concurrency call without one takes a fresh id).
+    pub lease_id: Option<&'a str>,
 }
 
 impl Call<'_> {
@@ -277,6 +312,15 @@ impl Call<'_> {
                 cmd.arg(limit).arg(window_ms);
                 now(&mut cmd);
                 cmd.arg(&log_member()[..]);
+                tail(&mut cmd, false);
+            }
+            Algorithm::Concurrency { limit, lease_ms } => {
+                cmd.arg(limit).arg(lease_ms);
+                now(&mut cmd);
+                match self.lease_id {
+                    Some(id) => cmd.arg(id),
+                    None => cmd.arg(&log_member()[..]),
+                };
                 tail(&mut cmd, false);
             }
             Algorithm::FixedWindow { limit, window_ms } => {
@@ -409,7 +453,7 @@ mod tests {
                 window_ms,
                 burst,
             } => vec![limit.to_string(), window_ms.to_string(), burst.to_string()],
-            Algorithm::SlidingWindowLog { .. } => unreachable!(),
+            Algorithm::SlidingWindowLog { .. } | Algorithm::Concurrency { .. } => unreachable!(),
         };
         let now = at.millis().map(|ms| ms.to_string()).unwrap_or_default();
         let fixed = algorithm.kind() == AlgorithmKind::FixedWindow;
@@ -473,6 +517,7 @@ mod tests {
                             stats_ttl_secs,
                             cost,
                             at,
+                            lease_id: None,
                         };
                         assert_eq!(
                             call.evalsha().get_packed_command(),
@@ -496,6 +541,7 @@ mod tests {
             stats_ttl_secs: 120,
             cost: 1,
             at: At::ServerClock,
+            lease_id: None,
         };
         let packed = String::from_utf8(call.evalsha().get_packed_command()).expect("utf-8");
         let member = packed.split("\r\n").nth(16).expect("the member argument");
@@ -529,6 +575,7 @@ mod tests {
             stats_ttl_secs: 120,
             cost: 2,
             at: At::Millis(1_700_000_000_000),
+            lease_id: None,
         };
         let args = |cmd: redis::Cmd| -> Vec<Vec<u8>> {
             cmd.args_iter()

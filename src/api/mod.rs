@@ -14,6 +14,10 @@
 //! `POST /api/check/batch` takes a JSON array of the same requests (at most [`MAX_BATCH`]) and
 //! answers an array of the same decision objects in order, an item's error at its place.
 //!
+//! A decision under concurrency limits carries `"lease"`: the caller gives it back with
+//! `POST /api/release` (or renews it with `POST /api/renew`), `{"policy" | "rule", "key",
+//! "lease"}`, when its request ends; one never given back expires after its `lease_ms`.
+//!
 //! A request is read into typed fields that borrow from the body; a loaded rule or policy is
 //! borrowed, not cloned; the header fields are made once as `HeaderValue`s, and the JSON body
 //! is written once.
@@ -22,11 +26,13 @@
 //! - `rule`    a rule's decision, by name or inline
 //! - `policy`  a policy's decision from the file in force, and the list of what is loaded
 //! - `batch`   many decisions in one request, sent to Redis together
+//! - `lease`   a lease given back or renewed by its id
 //! - `reply`   the header fields and the JSON body, each made once
 //! - `error`   a refusal in the error shape
 
 mod batch;
 mod error;
+mod lease;
 mod policy;
 mod reply;
 mod request;
@@ -60,6 +66,10 @@ pub const CHECK_BATCH_PATH: &str = "/api/check/batch";
 pub const RULES_PATH: &str = "/api/rules";
 /// Where the policies in force are listed.
 pub const POLICIES_PATH: &str = "/api/policies";
+/// Where a lease is given back: `{"policy" | "rule", "key", "lease"}` → `{"released": bool}`.
+pub const RELEASE_PATH: &str = "/api/release";
+/// Where a lease is renewed: the same body → `{"renewed": bool}`.
+pub const RENEW_PATH: &str = "/api/renew";
 
 /// The endpoint's state: one limiter, the rules loaded at start and the policies file in
 /// force (reloaded by its watch).
@@ -108,7 +118,8 @@ impl DecisionApi {
         self
     }
 
-    /// `POST /api/check`, `POST /api/check/batch`, `GET /api/rules` and `GET /api/policies`.
+    /// `POST /api/check`, `POST /api/check/batch`, `POST /api/release`, `POST /api/renew`,
+    /// `GET /api/rules` and `GET /api/policies`.
     pub fn router(self) -> Router {
         Router::new()
             .route(
@@ -121,6 +132,18 @@ impl DecisionApi {
                 CHECK_BATCH_PATH,
                 post(batch::check_batch)
                     .layer(DefaultBodyLimit::max(batch::MAX_BATCH_BODY))
+                    .fallback(method_not_allowed),
+            )
+            .route(
+                RELEASE_PATH,
+                post(lease::release)
+                    .layer(DefaultBodyLimit::max(MAX_BODY))
+                    .fallback(method_not_allowed),
+            )
+            .route(
+                RENEW_PATH,
+                post(lease::renew)
+                    .layer(DefaultBodyLimit::max(MAX_BODY))
                     .fallback(method_not_allowed),
             )
             .route(RULES_PATH, get(list_rules))
@@ -175,7 +198,9 @@ async fn method_not_allowed() -> Response {
     let mut response = ApiError {
         status: 405,
         code: "method_not_allowed",
-        message: format!("{CHECK_PATH} and {CHECK_BATCH_PATH} take POST with a JSON body"),
+        message: format!(
+            "{CHECK_PATH}, {CHECK_BATCH_PATH}, {RELEASE_PATH} and {RENEW_PATH} take POST with a JSON body"
+        ),
         field: None,
     }
     .into_response();

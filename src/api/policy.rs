@@ -61,6 +61,10 @@ impl DecisionApi {
                     field: None,
                 },
             })?;
+        // The caller holds the lease by its id (`POST /api/release`), not this reply.
+        if let Some(lease) = &decision.lease {
+            lease.keep();
+        }
         let answer = policy_answer(policy, &decision);
         Ok(PolicyReply {
             decision,

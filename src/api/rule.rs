@@ -50,6 +50,10 @@ impl DecisionApi {
                 RuleError::InvalidKey(_) => ApiError::bad("invalid_key", "key", e.to_string()),
                 other => ApiError::bad("invalid_rule", "rule", other.to_string()),
             })?;
+        // The caller holds the lease by its id (`POST /api/release`), not this reply.
+        if let Some(lease) = &decision.lease {
+            lease.keep();
+        }
         let answer = http_answer(&rule, &decision);
         Ok(RuleReply {
             rule,

@@ -6,6 +6,7 @@
 //! the same [`Decision`] carrying what the policy adds ([`PolicyVerdict`]: its name, mode, the
 //! binding limit, every limit's answer). Each writes its own contract's JSON.
 
+use crate::lease::Lease;
 use serde::{Deserialize, Serialize};
 
 mod verdict;
@@ -59,6 +60,11 @@ pub struct Decision {
     pub by: DecidedBy,
     /// A policy's decision: what the policy adds. `None` for a rule's.
     pub policy: Option<Box<PolicyVerdict>>,
+    /// The slot this request holds in its concurrency limits until it ends: taken when Redis
+    /// admitted it under a rule or policy with one (never by a denial, a peek or a fallback).
+    /// Release it when the request ends ([`Lease::release`]); dropped, it is released in the
+    /// background.
+    pub lease: Option<Lease>,
 }
 
 impl Decision {
@@ -76,6 +82,7 @@ impl Decision {
             reset_after_ms: 0,
             by,
             policy: None,
+            lease: None,
         }
     }
 
@@ -93,6 +100,7 @@ impl Decision {
             reset_after_ms,
             by: DecidedBy::Redis,
             policy: None,
+            lease: None,
         }
     }
 
@@ -141,9 +149,10 @@ impl Decision {
 }
 
 /// A decision as the contract writes it (design.md): `--json`, `/api/check`, the app's IPC.
-/// `degraded` is left out when false, so ordinary decisions keep their shape.
+/// `degraded` is left out when false, and `lease` when none was taken, so ordinary decisions
+/// keep their shape.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DecisionJson {
     pub allowed: bool,
     /// Whole requests still admissible now; `-1` means Redis could not be asked.
@@ -158,6 +167,11 @@ pub struct DecisionJson {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     #[cfg_attr(feature = "ts", ts(skip))]
     pub degraded: bool,
+    /// The lease this request holds in its concurrency limits: give it back when the request
+    /// ends (`POST /api/release`, `ratelockr release`). Absent when none was taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub lease: Option<String>,
 }
 
 impl From<&Decision> for DecisionJson {
@@ -169,6 +183,7 @@ impl From<&Decision> for DecisionJson {
             reset_after_ms: d.reset_after_ms,
             fail_open: d.fail_open(),
             degraded: d.by == DecidedBy::Degraded,
+            lease: d.lease.as_ref().map(|l| l.id().to_string()),
         }
     }
 }
@@ -192,6 +207,7 @@ impl From<DecisionJson> for Decision {
             reset_after_ms: j.reset_after_ms,
             by,
             policy: None,
+            lease: j.lease.map(Lease::from_id),
         }
     }
 }

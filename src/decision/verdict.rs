@@ -3,6 +3,7 @@
 //! decision ([`PolicyDecisionJson`]). A rule's decision is the same [`Decision`] without them.
 
 use super::{DecidedBy, Decision, DecisionJson, PolicyOutcome};
+use crate::lease::Lease;
 use crate::rule::AlgorithmKind;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -129,6 +130,7 @@ impl Decision {
                 by => by,
             },
             policy: None,
+            lease: None,
         }
     }
 }
@@ -165,6 +167,11 @@ pub struct PolicyDecisionJson {
     /// Every limit's own verdict and numbers, in the policy's order; empty when Redis could
     /// not be asked. A denial repeated by the deny cache carries the denying limit alone.
     pub limits: Vec<LimitResult>,
+    /// The lease this request holds in the policy's concurrency limits: give it back when the
+    /// request ends (`POST /api/release`). Absent when none was taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub lease: Option<String>,
 }
 
 /// The same, borrowed: what a decision serializes through without copying its strings.
@@ -181,6 +188,8 @@ struct PolicyDecisionView<'a> {
     binding: Option<&'a str>,
     tier: Option<&'a str>,
     limits: &'a [LimitResult],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lease: Option<&'a str>,
 }
 
 impl<'a> PolicyDecisionView<'a> {
@@ -197,6 +206,7 @@ impl<'a> PolicyDecisionView<'a> {
             binding: v.binding.as_deref(),
             tier: v.tier.as_deref(),
             limits: &v.limits,
+            lease: d.lease.as_ref().map(Lease::id),
         }
     }
 }
@@ -218,6 +228,7 @@ impl From<PolicyDecisionJson> for Decision {
             reset_after_ms: j.reset_after_ms,
             by,
             policy: None,
+            lease: j.lease.map(Lease::from_id),
         };
         Decision::of_policy(
             head,

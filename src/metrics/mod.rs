@@ -24,6 +24,7 @@ pub use http::{serve, MetricsServer, ServeError, CONTENT_TYPE, METRICS_PATH};
 
 use crate::decision::{Decision, Outcome, PolicyOutcome};
 use crate::error::FailureKind;
+use crate::lease::LeaseOp;
 use crate::limiter::DecisionObserver;
 use crate::rule::{AlgorithmKind, Rule};
 use prometheus::{
@@ -59,6 +60,9 @@ struct Inner {
     policy_decisions: IntCounterVec,
     /// `[ok, error]`.
     policy_reloads: [IntCounter; 2],
+    /// `[op][result]`: release and renew, each freed (it was live) or gone (released before,
+    /// or expired).
+    leases: [[IntCounter; 2]; 2],
 }
 
 impl std::fmt::Debug for Metrics {
@@ -139,8 +143,17 @@ impl Metrics {
             &["result"],
         )
         .expect("static metric definition");
+        let leases = IntCounterVec::new(
+            Opts::new(
+                "ratelockr_leases_total",
+                "Leases of requests in flight given back (op=release) or renewed (op=renew): result=live when the lease held its slots, gone when it had been released before or had expired.",
+            ),
+            &["op", "result"],
+        )
+        .expect("static metric definition");
         for collector in [
             Box::new(evaluations.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(leases.clone()),
             Box::new(durations.clone()),
             Box::new(redis_errors.clone()),
             Box::new(active_rules.clone()),
@@ -170,6 +183,9 @@ impl Metrics {
                 active_rules,
                 policy_decisions,
                 policy_reloads: ["ok", "error"].map(|r| policy_reloads.with_label_values(&[r])),
+                leases: [LeaseOp::Release, LeaseOp::Renew].map(|op| {
+                    ["live", "gone"].map(|result| leases.with_label_values(&[op.as_str(), result]))
+                }),
             }),
         }
     }
@@ -281,6 +297,10 @@ impl DecisionObserver for Metrics {
             .with_label_values(&[policy, outcome.as_str()])
             .inc();
     }
+
+    fn lease_ended(&self, op: LeaseOp, freed: bool) {
+        self.inner.leases[usize::from(op == LeaseOp::Renew)][usize::from(!freed)].inc();
+    }
 }
 
 fn algorithm_index(kind: AlgorithmKind) -> usize {
@@ -290,6 +310,7 @@ fn algorithm_index(kind: AlgorithmKind) -> usize {
         AlgorithmKind::SlidingWindowLog => 2,
         AlgorithmKind::SlidingWindowCounter => 3,
         AlgorithmKind::FixedWindow => 4,
+        AlgorithmKind::Concurrency => 5,
     }
 }
 

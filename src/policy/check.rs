@@ -11,10 +11,12 @@ use crate::decision::{DecidedBy, Decision};
 use crate::decision::{LimitResult, PolicyVerdict};
 use crate::deny_cache::DenyCache;
 use crate::error::RedisFailure;
+use crate::lease::Lease;
 use crate::limiter::{DecisionObserver, FailureMode, Limiter};
-use crate::rule::{validate_client_key, RuleError};
+use crate::rule::{validate_client_key, Algorithm, RuleError};
 use crate::scripts::At;
 use crate::telemetry::COUNTER_TTL_SECS;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Why a policy check gave no decision.
@@ -123,6 +125,7 @@ impl Limiter {
             check_cost(limits, cost)?;
         }
         let keys = self.keys();
+        let in_flight = limits.iter().any(|l| l.kind().is_concurrency());
         let subject = PolicySubject {
             policy,
             client_key,
@@ -132,6 +135,7 @@ impl Limiter {
                 .iter()
                 .map(|l| keys.policy_limit(l.kind(), policy.name(), l.name(), client_key))
                 .collect(),
+            lease_id: in_flight.then(crate::rule_check::new_lease_id),
         };
         Ok(self.decide(&subject, cost, at).await)
     }
@@ -144,6 +148,8 @@ struct PolicySubject<'a> {
     tier: Option<&'a str>,
     limits: &'a [Limit],
     state_keys: Vec<String>,
+    /// The request's member when a limit is in flight: its lease id in every such limit.
+    lease_id: Option<String>,
 }
 
 impl Subject for PolicySubject<'_> {
@@ -189,8 +195,23 @@ impl Subject for PolicySubject<'_> {
             cost,
             mode: self.policy.mode(),
             at,
+            member: self.lease_id.as_deref(),
         }
         .evalsha()
+    }
+
+    fn lease(&self, limiter: &Limiter) -> Option<Lease> {
+        let id = self.lease_id.clone()?;
+        let sets = self
+            .limits
+            .iter()
+            .zip(&self.state_keys)
+            .filter_map(|(limit, key)| match *limit.algorithm() {
+                Algorithm::Concurrency { lease_ms, .. } => Some((key.clone(), lease_ms)),
+                _ => None,
+            })
+            .collect();
+        Some(Lease::held(Arc::new(limiter.clone()), id, sets, true))
     }
 
     fn parse(&self, reply: &redis::Value) -> Result<Decision, RedisFailure> {

@@ -427,10 +427,18 @@ fn parameters(kind: AlgorithmKind) -> &'static [&'static str] {
         AlgorithmKind::SlidingWindowLog
         | AlgorithmKind::SlidingWindowCounter
         | AlgorithmKind::FixedWindow => &["limit", "window_ms"],
+        AlgorithmKind::Concurrency => &["limit", "lease_ms"],
     }
 }
 
-const ALL_PARAMETERS: [&str; 5] = ["capacity", "refill_per_sec", "limit", "window_ms", "burst"];
+const ALL_PARAMETERS: [&str; 6] = [
+    "capacity",
+    "refill_per_sec",
+    "limit",
+    "window_ms",
+    "burst",
+    "lease_ms",
+];
 
 /// A limit, or a rule: `{name, algorithm, parameters}`.
 fn limit(node: &Node) -> Result<Limit, PolicyError> {
@@ -485,6 +493,10 @@ fn limit(node: &Node) -> Result<Limit, PolicyError> {
         AlgorithmKind::FixedWindow => Algorithm::FixedWindow {
             limit: need("limit")?,
             window_ms: need("window_ms")?,
+        },
+        AlgorithmKind::Concurrency => Algorithm::Concurrency {
+            limit: need("limit")?,
+            lease_ms: whole(fields, "lease_ms")?.unwrap_or(crate::rule::DEFAULT_LEASE_MS),
         },
     };
     Limit::new(name, algorithm)

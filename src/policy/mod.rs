@@ -171,6 +171,16 @@ impl Limit {
         Limit::new(name, Algorithm::FixedWindow { limit, window_ms })
     }
 
+    /// At most `limit` requests in flight at once, each lease living `lease` unless released.
+    pub fn concurrency(
+        name: impl Into<String>,
+        limit: u64,
+        lease: Duration,
+    ) -> Result<Self, PolicyError> {
+        let lease_ms = crate::rule::lease_ms_of(lease).map_err(Limit::error_of)?;
+        Limit::new(name, Algorithm::Concurrency { limit, lease_ms })
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }

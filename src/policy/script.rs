@@ -22,6 +22,9 @@ pub struct PolicyCall<'a> {
     pub cost: u64,
     pub mode: Mode,
     pub at: At,
+    /// The request's member (ARGV[6]): the lease id in every concurrency limit, which the
+    /// caller keeps to release it. `None`: a fresh one when a limit needs a member.
+    pub member: Option<&'a str>,
 }
 
 impl PolicyCall<'_> {
@@ -48,15 +51,17 @@ impl PolicyCall<'_> {
         cmd.arg(self.cost)
             .arg(self.mode.as_str())
             .arg(self.stats_ttl_secs);
-        let log = self
-            .limits
-            .iter()
-            .any(|l| matches!(l.algorithm(), Algorithm::SlidingWindowLog { .. }));
-        if log {
-            cmd.arg(&crate::scripts::log_member()[..]);
-        } else {
-            cmd.arg("");
-        }
+        let needs_member = self.limits.iter().any(|l| {
+            matches!(
+                l.algorithm(),
+                Algorithm::SlidingWindowLog { .. } | Algorithm::Concurrency { .. }
+            )
+        });
+        match (needs_member, self.member) {
+            (false, _) => cmd.arg(""),
+            (true, Some(member)) => cmd.arg(member),
+            (true, None) => cmd.arg(&crate::scripts::log_member()[..]),
+        };
         // The fixed window's clock mode on a virtual clock, as the standalone call has it.
         cmd.arg(if matches!(self.at, At::Millis(_)) {
             "1"
@@ -79,6 +84,9 @@ impl PolicyCall<'_> {
                 | Algorithm::SlidingWindowCounter { limit, window_ms }
                 | Algorithm::FixedWindow { limit, window_ms } => {
                     cmd.arg(kind).arg(limit).arg(window_ms).arg("")
+                }
+                Algorithm::Concurrency { limit, lease_ms } => {
+                    cmd.arg(kind).arg(limit).arg(lease_ms).arg("")
                 }
             };
         }
@@ -244,6 +252,7 @@ mod tests {
             cost: 3,
             mode: Mode::Shadow,
             at: At::Millis(1_700_000_000_000),
+            member: None,
         };
         let hash = script().get_hash().to_string();
         assert_eq!(
@@ -306,6 +315,7 @@ mod tests {
             cost: 1,
             mode: Mode::Enforce,
             at: At::Millis(5),
+            member: None,
         };
         let member = args(&call.evalsha())[9].clone();
         assert_eq!(member.len(), crate::scripts::LOG_MEMBER_LEN, "{member}");

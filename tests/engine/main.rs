@@ -21,6 +21,7 @@ mod fixed_window_clock;
 mod gcra;
 mod invariants;
 mod layering;
+mod lease;
 mod lua_blocks;
 mod lua_compat;
 mod lua_scripts;

@@ -104,6 +104,9 @@ fn standalone(
                 cmd.arg(now);
             }
         }
+        Algorithm::Concurrency { limit, lease_ms } => {
+            cmd.arg(limit).arg(lease_ms).arg(now).arg(member).arg(cost);
+        }
     }
     cmd
 }
@@ -141,6 +144,7 @@ fn stacked(
         Algorithm::SlidingWindowCounter { limit, window_ms }
         | Algorithm::SlidingWindowLog { limit, window_ms }
         | Algorithm::FixedWindow { limit, window_ms } => cmd.arg(limit).arg(window_ms).arg(""),
+        Algorithm::Concurrency { limit, lease_ms } => cmd.arg(limit).arg(lease_ms).arg(""),
     };
     cmd
 }
@@ -265,6 +269,8 @@ fn a_stack_of_one_is_the_standalone_script() {
             .prop_map(|(limit, window_ms)| Algorithm::SlidingWindowLog { limit, window_ms }),
         (1..=7u64, 20_000..=60_000u64)
             .prop_map(|(limit, window_ms)| Algorithm::FixedWindow { limit, window_ms }),
+        (1..=7u64, 20_000..=60_000u64)
+            .prop_map(|(limit, lease_ms)| Algorithm::Concurrency { limit, lease_ms }),
     ];
     let strategy = (
         algorithm,
@@ -323,6 +329,7 @@ fn model(algorithm: &Algorithm) -> Box<dyn Model> {
             window: window_ms,
             state: None,
         }),
+        Algorithm::Concurrency { .. } => unreachable!("in flight: tests/engine/policy_inflight.rs"),
     }
 }
 

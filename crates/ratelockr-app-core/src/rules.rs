@@ -23,6 +23,10 @@ pub struct RuleDraft {
     /// GCRA only; left out, it is the limit.
     #[ts(optional)]
     pub burst: Option<f64>,
+    /// Concurrency only; left out, a minute.
+    #[serde(default)]
+    #[ts(optional)]
+    pub lease_ms: Option<f64>,
 }
 
 /// A whole, non-negative number from a form field (JSON numbers arrive as floats).
@@ -74,6 +78,13 @@ impl RuleDraft {
                 limit: whole("limit", self.limit)?,
                 window_ms: whole("window_ms", self.window_ms)?,
             },
+            AlgorithmKind::Concurrency => Algorithm::Concurrency {
+                limit: whole("limit", self.limit)?,
+                lease_ms: match self.lease_ms {
+                    Some(_) => whole("lease_ms", self.lease_ms)?,
+                    None => ratelockr::rule::DEFAULT_LEASE_MS,
+                },
+            },
         };
         Ok(Rule::new(self.name.trim(), algorithm)?)
     }
@@ -104,6 +115,7 @@ mod tests {
             limit,
             window_ms: Some(1000.0),
             burst: None,
+            lease_ms: None,
         }
     }
 

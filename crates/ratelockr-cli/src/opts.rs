@@ -151,6 +151,8 @@ pub enum AlgorithmArg {
     SlidingWindowLog,
     SlidingWindowCounter,
     FixedWindow,
+    /// Requests in flight at once (--limit), each holding a lease (--lease-ms) until released.
+    Concurrency,
 }
 
 impl From<AlgorithmArg> for AlgorithmKind {
@@ -161,6 +163,7 @@ impl From<AlgorithmArg> for AlgorithmKind {
             AlgorithmArg::SlidingWindowLog => AlgorithmKind::SlidingWindowLog,
             AlgorithmArg::SlidingWindowCounter => AlgorithmKind::SlidingWindowCounter,
             AlgorithmArg::FixedWindow => AlgorithmKind::FixedWindow,
+            AlgorithmArg::Concurrency => AlgorithmKind::Concurrency,
         }
     }
 }
@@ -178,7 +181,8 @@ pub struct RuleArgs {
     /// Token bucket: tokens added per second [default: 10].
     #[arg(long, allow_negative_numbers = true)]
     pub refill_per_sec: Option<f64>,
-    /// Windows and GCRA: requests admitted per window (GCRA: per period) [default: 10].
+    /// Windows and GCRA: requests admitted per window (GCRA: per period); concurrency:
+    /// requests in flight at once [default: 10].
     #[arg(long)]
     pub limit: Option<u64>,
     /// Windows: the window's length in milliseconds (GCRA: its period) [default: 1000].
@@ -187,18 +191,24 @@ pub struct RuleArgs {
     /// GCRA: how many may pass at once (default: --limit).
     #[arg(long)]
     pub burst: Option<u64>,
+    /// Concurrency: how long a lease lives unless released or renewed, in milliseconds
+    /// [default: 60000].
+    #[arg(long)]
+    pub lease_ms: Option<u64>,
 }
 
 impl RuleArgs {
     /// The flags given, by name, each with whether `kind` uses it.
-    fn given(&self, kind: AlgorithmKind) -> [(&'static str, bool, bool); 5] {
+    fn given(&self, kind: AlgorithmKind) -> [(&'static str, bool, bool); 6] {
         let bucket = kind == AlgorithmKind::TokenBucket;
+        let in_flight = kind.is_concurrency();
         [
             ("capacity", self.capacity.is_some(), bucket),
             ("refill-per-sec", self.refill_per_sec.is_some(), bucket),
             ("limit", self.limit.is_some(), !bucket),
-            ("window-ms", self.window_ms.is_some(), !bucket),
+            ("window-ms", self.window_ms.is_some(), !bucket && !in_flight),
             ("burst", self.burst.is_some(), kind == AlgorithmKind::Gcra),
+            ("lease-ms", self.lease_ms.is_some(), in_flight),
         ]
     }
 
@@ -268,6 +278,10 @@ impl RuleArgs {
                 Algorithm::SlidingWindowCounter { limit, window_ms }
             }
             AlgorithmKind::FixedWindow => Algorithm::FixedWindow { limit, window_ms },
+            AlgorithmKind::Concurrency => Algorithm::Concurrency {
+                limit,
+                lease_ms: self.lease_ms.unwrap_or(ratelockr::rule::DEFAULT_LEASE_MS),
+            },
         };
         Rule::new(name, algorithm).map_err(flag_error)
     }

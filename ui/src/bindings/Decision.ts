@@ -25,4 +25,9 @@ reset_after_ms: number,
 /**
  * True when Redis failed and the request was let through anyway.
  */
-fail_open: boolean, };
+fail_open: boolean, 
+/**
+ * The lease this request holds in its concurrency limits: give it back when the request
+ * ends (`POST /api/release`, `ratelockr release`). Absent when none was taken.
+ */
+lease?: string, };

@@ -3,4 +3,4 @@
 /**
  * One limit of a stack: a name unique within its policy, and an algorithm with parameters.
  */
-export type Limit = { name: string, } & ({ "algorithm": "token_bucket", capacity: number, refill_per_sec: number, } | { "algorithm": "gcra", limit: number, window_ms: number, burst: number, } | { "algorithm": "sliding_window_log", limit: number, window_ms: number, } | { "algorithm": "sliding_window_counter", limit: number, window_ms: number, } | { "algorithm": "fixed_window", limit: number, window_ms: number, });
+export type Limit = { name: string, } & ({ "algorithm": "token_bucket", capacity: number, refill_per_sec: number, } | { "algorithm": "gcra", limit: number, window_ms: number, burst: number, } | { "algorithm": "sliding_window_log", limit: number, window_ms: number, } | { "algorithm": "sliding_window_counter", limit: number, window_ms: number, } | { "algorithm": "fixed_window", limit: number, window_ms: number, } | { "algorithm": "concurrency", limit: number, lease_ms: number, });

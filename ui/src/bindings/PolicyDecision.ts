@@ -54,4 +54,9 @@ tier: string | null,
  * Every limit's own verdict and numbers, in the policy's order; empty when Redis could
  * not be asked. A denial repeated by the deny cache carries the denying limit alone.
  */
-limits: Array<LimitResult>, };
+limits: Array<LimitResult>, 
+/**
+ * The lease this request holds in the policy's concurrency limits: give it back when the
+ * request ends (`POST /api/release`). Absent when none was taken.
+ */
+lease?: string, };

@@ -3,4 +3,4 @@
 /**
  * A named, validated rule. Construct with [`Rule::new`]; deserializing validates too.
  */
-export type Rule = { name: string, } & ({ "algorithm": "token_bucket", capacity: number, refill_per_sec: number, } | { "algorithm": "gcra", limit: number, window_ms: number, burst: number, } | { "algorithm": "sliding_window_log", limit: number, window_ms: number, } | { "algorithm": "sliding_window_counter", limit: number, window_ms: number, } | { "algorithm": "fixed_window", limit: number, window_ms: number, });
+export type Rule = { name: string, } & ({ "algorithm": "token_bucket", capacity: number, refill_per_sec: number, } | { "algorithm": "gcra", limit: number, window_ms: number, burst: number, } | { "algorithm": "sliding_window_log", limit: number, window_ms: number, } | { "algorithm": "sliding_window_counter", limit: number, window_ms: number, } | { "algorithm": "fixed_window", limit: number, window_ms: number, } | { "algorithm": "concurrency", limit: number, lease_ms: number, });

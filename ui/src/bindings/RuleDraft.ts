@@ -9,4 +9,8 @@ export type RuleDraft = { name: string, algorithm: AlgorithmKind, capacity?: num
 /**
  * GCRA only; left out, it is the limit.
  */
-burst?: number, };
+burst?: number, 
+/**
+ * Concurrency only; left out, a minute.
+ */
+lease_ms?: number, };

@@ -54,6 +54,14 @@ export const CHART_STYLE: {
     }
   ],
   "algorithms": {
+    "concurrency": {
+      "colour": "#e377c2",
+      "dash": [
+        2,
+        3
+      ],
+      "width": 3
+    },
     "fixed_window": {
       "colour": "#ff7f0e",
       "dash": [

@@ -10,6 +10,10 @@ export const PARAMETER_RANGES: Record<string, { min: number; max: number }> = {
     "max": 1000000000.0,
     "min": 1.0
   },
+  "lease_ms": {
+    "max": 2592000000.0,
+    "min": 1.0
+  },
   "limit": {
     "max": 1000000000.0,
     "min": 1.0

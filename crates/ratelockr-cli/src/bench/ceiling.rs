@@ -252,7 +252,7 @@ impl RedisBenchmark {
 
 /// The engine's EVALSHA for `rule`, as redis-benchmark should send it: KEYS then ARGV exactly
 /// as `scripts::Call::evalsha` builds them (server clock, cost 1, so the trailing defaults left
-/// out), with the client key replaced by `__rand_int__` and the log's member by
+/// out), with the client key replaced by `__rand_int__` and the log's member (a lease's id) by
 /// `req-__rand_int__` (redis-benchmark sends one command line; collisions only re-score).
 /// `telemetry: false` sends the limiter key alone.
 pub fn engine_command(rule: &Rule, keys: &KeySpace, telemetry: bool) -> (Vec<String>, Vec<String>) {
@@ -286,6 +286,7 @@ fn command_words(
         stats_ttl_secs: COUNTER_TTL_SECS,
         cost: 1,
         at: ratelockr::scripts::At::ServerClock,
+        lease_id: None,
     };
     let cmd = match in_full {
         true => call.evalsha_in_full(),
@@ -298,7 +299,8 @@ fn command_words(
     });
     let script_keys: Vec<String> = words.by_ref().take(if telemetry { 3 } else { 1 }).collect();
     let mut args: Vec<String> = words.collect();
-    if let Algorithm::SlidingWindowLog { .. } = rule.algorithm() {
+    // The log's member and a lease's id, both ARGV[4].
+    if let Algorithm::SlidingWindowLog { .. } | Algorithm::Concurrency { .. } = rule.algorithm() {
         args[3] = "req-__rand_int__".into();
     }
     (script_keys, args)

@@ -48,6 +48,11 @@ pub fn bench_rule(kind: AlgorithmKind) -> Result<Rule, RuleError> {
         AlgorithmKind::FixedWindow => {
             Rule::fixed_window(name, 100, std::time::Duration::from_secs(1))
         }
+        // Leases of a second: a slot of each of 10,000 keys' 100 turns over ten times a
+        // second at most, so, as for the rates, most decisions are admissions.
+        AlgorithmKind::Concurrency => {
+            Rule::concurrency(name, 100, std::time::Duration::from_secs(1))
+        }
     }
 }
 
@@ -67,6 +72,9 @@ pub fn attack_rule(kind: AlgorithmKind) -> Result<Rule, RuleError> {
         }
         AlgorithmKind::FixedWindow => {
             Rule::fixed_window(name, 100, std::time::Duration::from_secs(60))
+        }
+        AlgorithmKind::Concurrency => {
+            Rule::concurrency(name, 100, std::time::Duration::from_secs(60))
         }
     }
 }

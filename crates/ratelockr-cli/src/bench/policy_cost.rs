@@ -13,7 +13,7 @@ use ratelockr::telemetry::COUNTER_TTL_SECS;
 use ratelockr::PolicyOutcome;
 
 /// The stacks measured: their limits are the bench's rules of these algorithms, in order.
-pub(crate) const STACKS: [&[AlgorithmKind]; 3] = [
+pub(crate) const STACKS: [&[AlgorithmKind]; 4] = [
     &[AlgorithmKind::TokenBucket],
     &[AlgorithmKind::TokenBucket, AlgorithmKind::FixedWindow],
     &[
@@ -21,6 +21,8 @@ pub(crate) const STACKS: [&[AlgorithmKind]; 3] = [
         AlgorithmKind::FixedWindow,
         AlgorithmKind::Gcra,
     ],
+    // In flight beside a rate (issue 35): a lease taken with the bucket's token.
+    &[AlgorithmKind::Concurrency, AlgorithmKind::TokenBucket],
 ];
 
 /// A stack's label, KEYS and ARGV.
@@ -70,6 +72,8 @@ pub(crate) fn stack_commands(keys: &KeySpace) -> anyhow::Result<Vec<StackCommand
                 cost: 1,
                 mode: Mode::Enforce,
                 at: At::ServerClock,
+                // redis-benchmark draws a member (the log's, a lease's id) per call.
+                member: Some("req-__rand_int__"),
             };
             let words: Vec<String> = call
                 .evalsha()

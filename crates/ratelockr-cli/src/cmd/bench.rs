@@ -234,7 +234,7 @@ pub async fn run(global: &Global, args: &BenchArgs) -> anyhow::Result<ExitCode> 
         "invalid --attackers: must be at least 1"
     );
     let kinds: Vec<AlgorithmKind> = if args.algorithm.is_empty() {
-        AlgorithmKind::ALL.to_vec()
+        AlgorithmKind::RATES.to_vec()
     } else {
         args.algorithm.iter().map(|&a| a.into()).collect()
     };

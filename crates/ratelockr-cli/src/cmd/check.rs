@@ -89,6 +89,10 @@ pub async fn run(global: &Global, args: &CheckArgs) -> anyhow::Result<ExitCode> 
             ratelockr::Decision::FAIL_OPEN
         }
     };
+    // The lease outlives this process: `ratelockr release --lease ID` gives it back.
+    if let Some(lease) = &decision.lease {
+        lease.keep();
+    }
     if args.headers {
         let answer = ratelockr::headers::http_answer(&rule, &decision);
         crate::console::print_answer(&answer, global.json)?;
@@ -117,6 +121,18 @@ pub async fn run(global: &Global, args: &CheckArgs) -> anyhow::Result<ExitCode> 
             rule.name(),
             args.key,
             decision.remaining,
+            decision.reset_after_ms
+        );
+    } else if let Some(lease) = &decision.lease {
+        println!(
+            "allowed   rule {}  key {}  remaining {}  lease {}  (give it back: ratelockr release --algorithm concurrency --rule {} --key {} --lease {}; else it expires in {} ms)",
+            rule.name(),
+            args.key,
+            decision.remaining,
+            lease.id(),
+            rule.name(),
+            args.key,
+            lease.id(),
             decision.reset_after_ms
         );
     } else if decision.allowed {

@@ -82,6 +82,10 @@ pub async fn run(global: &Global, args: PolicyCheck<'_>) -> anyhow::Result<ExitC
             limiter.target()
         );
     }
+    // The lease outlives this process: `ratelockr release --lease ID` gives it back.
+    if let Some(lease) = &decision.lease {
+        lease.keep();
+    }
     if args.headers {
         let answer = ratelockr::headers::policy_answer(&policy, &decision);
         crate::console::print_answer(&answer, global.json)?;
@@ -107,7 +111,15 @@ fn print_human(d: &Decision, key: &str, peek: bool) {
         "{verdict}  policy {}  key {key}  tier {tier}  binding {binding}",
         d.policy_name().unwrap_or_default()
     );
-    if d.allowed || peek {
+    if let Some(lease) = &d.lease {
+        println!(
+            "  remaining {}  lease {}  (give it back: ratelockr release --policy {} --key {key} --lease {}; else it expires by itself)",
+            d.remaining_or_unknown(),
+            lease.id(),
+            d.policy_name().unwrap_or_default(),
+            lease.id()
+        );
+    } else if d.allowed || peek {
         println!(
             "  remaining {}  full again in {} ms",
             d.remaining_or_unknown(),

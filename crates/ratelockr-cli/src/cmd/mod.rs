@@ -8,6 +8,7 @@ pub mod bench_replay;
 pub mod check;
 pub mod check_policy;
 pub mod policy_lines;
+pub mod release;
 pub mod replay;
 pub mod replay_changes;
 pub mod reset;
@@ -40,6 +41,8 @@ pub struct Cli {
 pub enum Command {
     /// Make one rate-limit decision.
     Check(check::CheckArgs),
+    /// Give back (or --renew) the lease a check under concurrency limits took.
+    Release(release::ReleaseArgs),
     /// Show the last 30 seconds of a rule's decisions.
     Stats(stats::StatsArgs),
     /// Delete a rule's limiter state (one client key, or all of them).
@@ -72,6 +75,7 @@ pub async fn run(cli: Cli, stop: CancellationToken) -> anyhow::Result<ExitCode> 
             Command::Simulate(args) => return simulate::run(global, args, stop).await,
             Command::Replay(args) => return replay::run(global, args, stop).await,
             Command::Check(args) => Box::pin(check::run(global, args)),
+            Command::Release(args) => Box::pin(release::run(global, args)),
             Command::Stats(args) => Box::pin(stats::run(global, args)),
             Command::Reset(args) => Box::pin(reset::run(global, args)),
             Command::Bench(args) => Box::pin(bench::run(global, args)),

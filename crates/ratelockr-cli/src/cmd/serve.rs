@@ -134,7 +134,7 @@ pub async fn run(
     }
     if args.demo_rps > 0 {
         let kinds: Vec<AlgorithmKind> = if args.algorithm.is_empty() {
-            AlgorithmKind::ALL.to_vec()
+            AlgorithmKind::RATES.to_vec()
         } else {
             args.algorithm.iter().map(|&a| a.into()).collect()
         };
@@ -169,6 +169,11 @@ pub async fn run(
                             window_ms: 5_000,
                         }
                     }
+                    // The demo's requests end as they are decided: each lease is given back.
+                    ratelockr::Algorithm::Concurrency { .. } => ratelockr::Algorithm::Concurrency {
+                        limit: 10,
+                        lease_ms: 5_000,
+                    },
                 };
                 Ok(Rule::new(format!("demo-{}", kind.cli_name()), algorithm)?)
             })

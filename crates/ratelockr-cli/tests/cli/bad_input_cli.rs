@@ -243,6 +243,12 @@ impl Fixture {
             case("burst", &["--algorithm", "gcra", "--burst", "0"], "--burst"),
             case("burst", &["--burst", "3"], "--burst"),
             case(
+                "lease-ms",
+                &["--algorithm", "concurrency", "--window-ms", DROP, "--lease-ms", "0"],
+                "--lease-ms",
+            ),
+            case("lease-ms", &["--lease-ms", "5"], "--lease-ms"),
+            case(
                 "policies",
                 &["--policies", "/nonexistent/p.toml"],
                 "--policies",

@@ -88,7 +88,7 @@ async fn exactly_limit_admitted_per_key_under_16_connections(url: &str) {
         .into_iter()
         .enumerate()
         .map(|(i, name)| {
-            let rule = match AlgorithmKind::ALL[i % 5] {
+            let rule = match AlgorithmKind::RATES[i % 5] {
                 AlgorithmKind::TokenBucket => Rule::token_bucket(name, LIMIT, 0.001),
                 AlgorithmKind::Gcra => {
                     Rule::gcra(name, LIMIT, std::time::Duration::from_secs(3600), LIMIT)
@@ -102,6 +102,7 @@ async fn exactly_limit_admitted_per_key_under_16_connections(url: &str) {
                 AlgorithmKind::FixedWindow => {
                     Rule::fixed_window(name, LIMIT, std::time::Duration::from_secs(3600))
                 }
+                AlgorithmKind::Concurrency => unreachable!("a rate algorithm"),
             };
             rule.expect("valid")
         })
@@ -251,7 +252,7 @@ async fn a_replay_decides_as_on_a_single_node(url: &str, cluster: &EmbeddedClust
         .iter()
         .enumerate()
         .map(|(i, name)| {
-            let rule = match AlgorithmKind::ALL[i % 5] {
+            let rule = match AlgorithmKind::RATES[i % 5] {
                 AlgorithmKind::TokenBucket => Rule::token_bucket(name, 5, 2.0),
                 AlgorithmKind::Gcra => Rule::gcra(name, 4, std::time::Duration::from_secs(1), 6),
                 AlgorithmKind::SlidingWindowLog => {
@@ -263,6 +264,7 @@ async fn a_replay_decides_as_on_a_single_node(url: &str, cluster: &EmbeddedClust
                 AlgorithmKind::FixedWindow => {
                     Rule::fixed_window(name, 5, std::time::Duration::from_secs(2))
                 }
+                AlgorithmKind::Concurrency => unreachable!("a rate algorithm"),
             };
             rule.expect("valid")
         })

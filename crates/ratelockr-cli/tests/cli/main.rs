@@ -21,6 +21,7 @@ mod cluster;
 mod concurrency;
 mod diagnose;
 mod export_atomic;
+mod lease_cli;
 mod policy_cli;
 mod replay_cli;
 mod server_info;

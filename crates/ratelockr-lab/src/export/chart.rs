@@ -20,13 +20,14 @@ use std::path::Path;
 pub const SIZE: (u32, u32) = (1200, 820);
 
 /// One colour per algorithm, readable on white.
-const PALETTE: [RGBColor; 7] = [
+const PALETTE: [RGBColor; 8] = [
     RGBColor(31, 119, 180),  // token bucket: blue
     RGBColor(148, 103, 189), // GCRA: purple
     RGBColor(44, 160, 44),   // sliding log: green
     RGBColor(140, 86, 75),   // sliding counter: brown
     RGBColor(255, 127, 14),  // fixed window: orange
     RGBColor(214, 39, 40),   // naive: red
+    RGBColor(227, 119, 194), // concurrency: pink
     RGBColor(127, 127, 127), // anything else: grey
 ];
 
@@ -192,7 +193,8 @@ fn colour(series: &Series) -> RGBColor {
         Subject::Algorithm(AlgorithmKind::SlidingWindowCounter) => 3,
         Subject::Algorithm(AlgorithmKind::FixedWindow) => 4,
         Subject::NaiveGetSet => 5,
-        Subject::Policy => 6,
+        Subject::Algorithm(AlgorithmKind::Concurrency) => 6,
+        Subject::Policy => 7,
     }]
 }
 
@@ -217,6 +219,7 @@ fn legend_label(series: &Series) -> String {
         Subject::Algorithm(AlgorithmKind::SlidingWindowLog) => "sliding window log",
         Subject::Algorithm(AlgorithmKind::SlidingWindowCounter) => "sliding window counter",
         Subject::Algorithm(AlgorithmKind::FixedWindow) => "fixed window",
+        Subject::Algorithm(AlgorithmKind::Concurrency) => "concurrency",
         Subject::Policy => "policy",
     };
     if series

@@ -23,13 +23,14 @@ pub struct LineStyle {
 
 /// Per subject (a script, the naive limiter; by its label in records, which the app's
 /// generated constant is keyed by), the line's look.
-pub const ALGORITHMS: [(&str, LineStyle); 7] = [
+pub const ALGORITHMS: [(&str, LineStyle); 8] = [
     ("token_bucket", TOKEN_BUCKET),
     ("sliding_window_log", SLIDING_WINDOW_LOG),
     ("fixed_window", FIXED_WINDOW),
     ("naive_get_set", NAIVE_GET_SET),
     ("gcra", GCRA),
     ("sliding_window_counter", SLIDING_WINDOW_COUNTER),
+    ("concurrency", CONCURRENCY),
     ("other", OTHER),
 ];
 
@@ -39,6 +40,7 @@ const FIXED_WINDOW: LineStyle = line("#ff7f0e", &[3, 4], 3);
 const NAIVE_GET_SET: LineStyle = line("#d62728", &[16, 6], 2);
 const GCRA: LineStyle = line("#17becf", &[8, 3], 3);
 const SLIDING_WINDOW_COUNTER: LineStyle = line("#8c564b", &[5, 5], 3);
+const CONCURRENCY: LineStyle = line("#e377c2", &[2, 3], 3);
 /// A line that is none of the above (a policy's).
 const OTHER: LineStyle = line("#9467bd", &[12, 3], 3);
 
@@ -142,6 +144,7 @@ pub fn algorithm_style(subject: Subject) -> LineStyle {
         Subject::NaiveGetSet => NAIVE_GET_SET,
         Subject::Algorithm(AlgorithmKind::Gcra) => GCRA,
         Subject::Algorithm(AlgorithmKind::SlidingWindowCounter) => SLIDING_WINDOW_COUNTER,
+        Subject::Algorithm(AlgorithmKind::Concurrency) => CONCURRENCY,
         Subject::Policy => OTHER,
     }
 }

@@ -366,6 +366,7 @@ fn key_state(trace: &KeyTrace, end_s: f64) -> KeyStateView {
         Algorithm::SlidingWindowLog { limit, .. }
         | Algorithm::SlidingWindowCounter { limit, .. }
         | Algorithm::FixedWindow { limit, .. } => ("remaining", limit),
+        Algorithm::Concurrency { limit, .. } => ("slots free", limit),
     };
     let mut x = vec![0.0];
     let mut values = vec![None];

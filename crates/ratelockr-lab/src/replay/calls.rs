@@ -70,6 +70,9 @@ pub(super) async fn dispatch(
                         stats_ttl_secs: COUNTER_TTL_SECS,
                         cost: req.cost,
                         at: At::Millis(req.ms),
+                        // A fresh lease per request, never released: without durations in
+                        // the log it is held its whole lease_ms (on the log's clock).
+                        lease_id: None,
                     }
                     .evalsha()
                 }
@@ -88,6 +91,7 @@ pub(super) async fn dispatch(
                         cost: req.cost,
                         mode: policy.mode(),
                         at: At::Millis(req.ms),
+                        member: None,
                     }
                     .evalsha()
                 }

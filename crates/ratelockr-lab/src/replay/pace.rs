@@ -31,6 +31,8 @@ fn shortest_ttl_ms(rules: &[Rule]) -> u64 {
             Algorithm::SlidingWindowCounter { window_ms, .. } => window_ms.saturating_mul(2),
             Algorithm::SlidingWindowLog { window_ms, .. }
             | Algorithm::FixedWindow { window_ms, .. } => window_ms,
+            // A set of leases lives at least lease_ms after its last one was taken.
+            Algorithm::Concurrency { lease_ms, .. } => lease_ms,
         })
         .min()
         .unwrap_or(u64::MAX)

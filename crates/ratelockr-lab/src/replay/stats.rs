@@ -25,6 +25,8 @@ fn requirement_basis(algorithm: &Algorithm) -> (u64, Option<f64>) {
         Algorithm::SlidingWindowLog { window_ms, .. }
         | Algorithm::SlidingWindowCounter { window_ms, .. }
         | Algorithm::FixedWindow { window_ms, .. } => (window_ms, None),
+        // Without durations a lease is held its whole life: the peak over one lease_ms.
+        Algorithm::Concurrency { lease_ms, .. } => (lease_ms, None),
     }
 }
 
@@ -301,9 +303,9 @@ impl RuleTally {
                     .collect(),
             ),
             Algorithm::FixedWindow { .. } => ("limit", entries.iter().map(|e| e.peak).collect()),
-            Algorithm::SlidingWindowLog { .. } | Algorithm::SlidingWindowCounter { .. } => {
-                return None
-            }
+            Algorithm::SlidingWindowLog { .. }
+            | Algorithm::SlidingWindowCounter { .. }
+            | Algorithm::Concurrency { .. } => return None,
         };
         if needs.is_empty() {
             return None;

@@ -28,6 +28,7 @@ pub fn naive_window(algorithm: &Algorithm) -> (u64, u64) {
         Algorithm::SlidingWindowLog { limit, window_ms }
         | Algorithm::SlidingWindowCounter { limit, window_ms }
         | Algorithm::FixedWindow { limit, window_ms } => (limit, window_ms),
+        Algorithm::Concurrency { limit, lease_ms } => (limit, lease_ms),
     }
 }
 

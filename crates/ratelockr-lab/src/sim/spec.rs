@@ -167,7 +167,7 @@ impl SimSpec {
         let name = |n: &str| format!("{prefix}{n}");
         let refill = limit as f64 * 1000.0 / window_ms.max(1) as f64;
         let mut targets = Vec::new();
-        for kind in AlgorithmKind::ALL {
+        for kind in AlgorithmKind::RATES {
             let algorithm = match kind {
                 AlgorithmKind::TokenBucket => Algorithm::TokenBucket {
                     capacity: limit,
@@ -183,6 +183,7 @@ impl SimSpec {
                     Algorithm::SlidingWindowCounter { limit, window_ms }
                 }
                 AlgorithmKind::FixedWindow => Algorithm::FixedWindow { limit, window_ms },
+                AlgorithmKind::Concurrency => unreachable!("not a rate algorithm"),
             };
             targets.push(Target::rule(Rule::new(name(kind.cli_name()), algorithm)?));
         }

@@ -58,6 +58,10 @@ fn algorithm(kind: AlgorithmKind, parameter: &str, value: f64) -> Algorithm {
             limit: int("limit", 10),
             window_ms: int("window_ms", 1000),
         },
+        AlgorithmKind::Concurrency => Algorithm::Concurrency {
+            limit: int("limit", 10),
+            lease_ms: int("lease_ms", 1000),
+        },
     }
 }
 

@@ -61,6 +61,10 @@ async fn a_stack_of_one_decides_as_its_rule_for_every_algorithm() {
                 limit: 6,
                 window_ms: 700,
             },
+            AlgorithmKind::Concurrency => Algorithm::Concurrency {
+                limit: 2,
+                lease_ms: 700,
+            },
         };
         let rule = Rule::new("one", algorithm).expect("valid");
         let as_rule = ReplaySpec {
