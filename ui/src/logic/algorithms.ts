@@ -1,11 +1,12 @@
 /**
  * The algorithms the UI knows, in one list: label, colour and dash for every chart and badge.
  *
- * Written as data, not as switches, so that a new algorithm (GCRA, the sliding window counter)
- * is one entry here. Colours and dashes come only from the engine's table (crates/ratelockr-lab/src/export/style.rs,
+ * Written as data, not as switches, so that a new algorithm (GCRA, the sliding window counter,
+ * the concurrency limit) is one entry here. Colours and dashes come only from the engine's table (crates/ratelockr-lab/src/export/style.rs,
  * as CHART_STYLE), so a chart on screen and its exported file agree; a kind the table does not
  * know is drawn as its "other".
  */
+import type { AlgorithmKind } from "../bindings/AlgorithmKind";
 import { algorithmStyle } from "../bindings/chartStyle";
 
 export interface AlgorithmInfo {
@@ -19,6 +20,12 @@ export interface AlgorithmInfo {
   dash: number[];
   /** The rule's parameters, in the editor's order (RuleDraft field names). */
   params: string[];
+  /** A parameter's label where this kind means something else by it (a concurrency limit's
+   * `limit` counts requests in flight, not requests per window). */
+  inputs?: Record<string, string>;
+  /** One of the five rate algorithms that compare mode runs side by side; false for a limit on
+   * requests in flight, which counts something else (the engine's AlgorithmKind::RATES). */
+  rate: boolean;
 }
 
 /** The engine's look for an algorithm (its table's "other" for one it does not know). */
@@ -29,16 +36,27 @@ function engineLook(kind: string): Pick<AlgorithmInfo, "color" | "dash"> {
 
 type Known = Omit<AlgorithmInfo, "color" | "dash">;
 
-const OWN: Known[] = [
-  { kind: "token_bucket", label: "Token bucket", short: "TB", params: ["capacity", "refill_per_sec"] },
-  { kind: "sliding_window_log", label: "Sliding window log", short: "SL", params: ["limit", "window_ms"] },
-  { kind: "fixed_window", label: "Fixed window", short: "FW", params: ["limit", "window_ms"] },
-  { kind: "gcra", label: "GCRA", short: "GC", params: ["limit", "window_ms", "burst"] },
-  { kind: "sliding_window_counter", label: "Sliding window counter", short: "SC", params: ["limit", "window_ms"] },
-];
+/**
+ * Every kind the engine knows, in the editors' menu order. A record over AlgorithmKind: a kind
+ * the engine gains and the UI does not describe fails tsc.
+ */
+const OWN: Record<AlgorithmKind, Omit<Known, "kind">> = {
+  token_bucket: { label: "Token bucket", short: "TB", params: ["capacity", "refill_per_sec"], rate: true },
+  gcra: { label: "GCRA", short: "GC", params: ["limit", "window_ms", "burst"], rate: true },
+  sliding_window_log: { label: "Sliding window log", short: "SL", params: ["limit", "window_ms"], rate: true },
+  sliding_window_counter: { label: "Sliding window counter", short: "SC", params: ["limit", "window_ms"], rate: true },
+  fixed_window: { label: "Fixed window", short: "FW", params: ["limit", "window_ms"], rate: true },
+  concurrency: { label: "Concurrency (in flight)", short: "CC", params: ["limit", "lease_ms"], inputs: { limit: "In flight at once" }, rate: false },
+};
 
-/** The five rule kinds, each in the engine's colour and dash. */
-export const ALGORITHMS: AlgorithmInfo[] = OWN.map((a) => ({ ...a, ...engineLook(a.kind) }));
+/** Every limit kind (the five rate algorithms, then in flight), each in the engine's colour and dash. */
+export const ALGORITHMS: AlgorithmInfo[] = (Object.keys(OWN) as AlgorithmKind[]).map((kind) => ({ kind, ...OWN[kind], ...engineLook(kind) }));
+
+/** What the rule form and the policy editor offer: every kind, in menu order. */
+export const LIMIT_KINDS: readonly AlgorithmKind[] = ALGORITHMS.map((a) => a.kind as AlgorithmKind);
+
+/** The five rate algorithms: what compare mode, its demos and its rule names run side by side. */
+export const RATE_ALGORITHMS: AlgorithmInfo[] = ALGORITHMS.filter((a) => a.rate);
 
 /** The naive GET/SET limiter of the race demo: not a rule kind, but it has lines too. */
 export const NAIVE: AlgorithmInfo = {
@@ -46,10 +64,11 @@ export const NAIVE: AlgorithmInfo = {
   label: "Naive GET/SET",
   short: "NV",
   params: ["limit", "window_ms"],
+  rate: true,
   ...engineLook("naive_get_set"),
 };
 
-const OTHER: Omit<AlgorithmInfo, "kind" | "label"> = { short: "??", params: ["limit", "window_ms"], ...engineLook("other") };
+const OTHER: Omit<AlgorithmInfo, "kind" | "label"> = { short: "??", params: ["limit", "window_ms"], rate: false, ...engineLook("other") };
 
 /** Everything known about an algorithm; an unknown kind still gets a label and a colour. */
 export function algorithmInfo(kind: string): AlgorithmInfo {
@@ -63,10 +82,11 @@ export function algorithmLabel(kind: string): string {
 
 /**
  * The algorithm a rule name implies when nothing else says: the compare run's rules are named
- * `compare-<kind with dashes>`, the naive ones end in `-naive`.
+ * `compare-<kind with dashes>`, the naive ones end in `-naive`. Compare runs the rate
+ * algorithms only, so a name ending in `-concurrency` implies nothing.
  */
 export function algorithmFromName(rule: string): string | undefined {
   if (rule.endsWith("-naive")) return NAIVE.kind;
-  const kinds = [...ALGORITHMS].sort((a, b) => b.kind.length - a.kind.length);
+  const kinds = [...RATE_ALGORITHMS].sort((a, b) => b.kind.length - a.kind.length);
   return kinds.find((a) => rule.endsWith(a.kind.replace(/_/g, "-")))?.kind;
 }

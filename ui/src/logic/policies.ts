@@ -30,9 +30,13 @@ export interface PolicyForm {
 /** The most limits in a policy or a tier: what one script call decides (the engine's MAX_LIMITS). */
 export const MAX_LIMITS = 8;
 
-/** A new limit row: a token bucket of 10 refilling 10 a second, named by its place. */
+/**
+ * A new limit row: a token bucket of 10 refilling 10 a second, named by its place. The other
+ * kinds' fields start filled too, so switching the algorithm shows values, not blanks; a
+ * concurrency limit's lease life is the engine's default, written out (a minute).
+ */
 export function newLimit(index: number): LimitForm {
-  return { name: index === 0 ? "per-second" : `limit-${index + 1}`, algorithm: "token_bucket", capacity: "10", refill_per_sec: "10", limit: "100", window_ms: "1m", burst: "" };
+  return { name: index === 0 ? "per-second" : `limit-${index + 1}`, algorithm: "token_bucket", capacity: "10", refill_per_sec: "10", limit: "100", window_ms: "1m", burst: "", lease_ms: "1m" };
 }
 
 export function newPolicy(): PolicyForm {

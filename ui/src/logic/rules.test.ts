@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Rule } from "../bindings/Rule";
-import { describeRule, draftFromForm, formFromRule, nameProblem } from "./rules";
+import { describeRule, draftFromForm, formFromRule, nameProblem, paramLabel } from "./rules";
 
 describe("rule form", () => {
   it("sends only the chosen algorithm's parameters", () => {
@@ -48,6 +48,31 @@ describe("rule form", () => {
     expect(form.window_ms).toBe("1d");
     expect(draftFromForm(form)).toEqual({ ok: true, draft: daily });
     expect(draftFromForm({ ...form, limit: "2,000", window_ms: "24h" })).toEqual({ ok: true, draft: daily });
+  });
+
+  it("takes a concurrency limit's lease life in human units, as window fields are", () => {
+    const form = { name: "uploads", algorithm: "concurrency", limit: "10", window_ms: "1s", capacity: "5" };
+    const lease = (text: string) => draftFromForm({ ...form, lease_ms: text });
+    for (const [text, ms] of [["60s", 60_000], ["1m", 60_000], ["500ms", 500], ["1.5s", 1500], ["90000", 90_000], ["1d", 86_400_000]] as const) {
+      expect(lease(text)).toEqual({ ok: true, draft: { name: "uploads", algorithm: "concurrency", limit: 10, lease_ms: ms } });
+    }
+    // Empty: left out, for the engine's default (a minute).
+    expect(lease("")).toEqual({ ok: true, draft: { name: "uploads", algorithm: "concurrency", limit: 10 } });
+    expect(lease("soon")).toEqual({ ok: false, errors: [{ field: "lease_ms", message: "lease life must be a length of time (500ms, 1s, 1m, 24h, 1d), got “soon”" }] });
+    expect(lease("0.5ms")).toEqual({ ok: false, errors: [{ field: "lease_ms", message: "lease life must be a whole number from 1 to 2,592,000,000, got “0.5ms”" }] });
+    expect(lease("31d")).toEqual({ ok: false, errors: [{ field: "lease_ms", message: "lease life must be a whole number from 1 to 2,592,000,000, got “31d”" }] });
+  });
+
+  it("round-trips a concurrency rule and says it in words", () => {
+    const rule: Rule = { name: "uploads", algorithm: "concurrency", limit: 8, lease_ms: 90_000 };
+    const form = formFromRule(rule);
+    expect(form).toEqual({ name: "uploads", algorithm: "concurrency", limit: "8", lease_ms: "90s" });
+    expect(draftFromForm(form)).toEqual({ ok: true, draft: rule });
+    expect(describeRule(rule)).toBe("8 in flight, lease 90 s");
+    expect(describeRule({ algorithm: "concurrency", limit: 2000, lease_ms: 60_000 })).toBe("2,000 in flight, lease 1 min");
+    expect(paramLabel("concurrency", "limit")).toBe("In flight at once");
+    expect(paramLabel("concurrency", "lease_ms")).toBe("Lease life");
+    expect(paramLabel("fixed_window", "limit")).toBe("Limit");
   });
 
   it("catches empty and duplicate names while typing, not only on Save", () => {

@@ -7,14 +7,34 @@ import { humanMs, parseField, type NumberSpec } from "./numbers";
 import { PARAMETER_RANGES } from "../bindings/ruleRanges";
 import type { FieldError } from "./workload";
 
-/** Every rule parameter's input: its label and what text it takes. */
-export const PARAM_SPECS: Record<string, NumberSpec & { input: string; unit?: string }> = {
+/** A concurrency limit's lease life when none is given (the engine's DEFAULT_LEASE_MS). */
+export const DEFAULT_LEASE_MS = 60_000;
+
+/** Every rule parameter's input: its label, what text it takes, and what an empty one means. */
+export const PARAM_SPECS: Record<string, NumberSpec & { input: string; unit?: string; placeholder?: string; title?: string }> = {
   capacity: { field: "capacity", label: "capacity", whole: true, ...PARAMETER_RANGES.capacity, engineRange: true, input: "Capacity" },
   refill_per_sec: { field: "refill_per_sec", label: "refill rate", whole: false, ...PARAMETER_RANGES.refill_per_sec, engineRange: true, input: "Refill / s" },
   limit: { field: "limit", label: "limit", whole: true, ...PARAMETER_RANGES.limit, engineRange: true, input: "Limit" },
   window_ms: { field: "window_ms", label: "window", whole: true, ...PARAMETER_RANGES.window_ms, engineRange: true, duration: true, input: "Window" },
   burst: { field: "burst", label: "burst", whole: true, ...PARAMETER_RANGES.burst, engineRange: true, input: "Burst" },
+  // Left empty, the engine's default (ratelockr::rule::DEFAULT_LEASE_MS, a minute).
+  lease_ms: {
+    field: "lease_ms",
+    label: "lease life",
+    whole: true,
+    ...PARAMETER_RANGES.lease_ms,
+    engineRange: true,
+    duration: true,
+    input: "Lease life",
+    placeholder: "default 1m",
+    title: "How long a lease lives when its request never releases it (a caller that died): 60s, 1m, 500ms. Empty: a minute.",
+  },
 };
+
+/** A parameter's label in `algorithm`'s editor ("In flight at once" for a concurrency limit's limit). */
+export function paramLabel(algorithm: string, param: string): string {
+  return algorithmInfo(algorithm).inputs?.[param] ?? PARAM_SPECS[param]?.input ?? param;
+}
 
 export type RuleForm = { name: string; algorithm: string } & Record<string, string>;
 
@@ -62,9 +82,12 @@ export function nameProblem(name: string, rules: { name: string }[], editing: st
   return null;
 }
 
-/** "10 per 1 s", "capacity 20, refills 5/s": a rule in a few words. */
+/** "10 per 1 s", "capacity 20, refills 5/s", "10 in flight, lease 1 min": a rule in a few words. */
 export function describeRule(rule: { algorithm: string } & Record<string, unknown>): string {
   const p = rule as Record<string, number | undefined>;
+  if (rule.algorithm === "concurrency" && p.limit !== undefined) {
+    return `${fmtInt(p.limit)} in flight, lease ${fmtDuration(p.lease_ms ?? DEFAULT_LEASE_MS)}`;
+  }
   if (p.capacity !== undefined && p.refill_per_sec !== undefined) {
     return `capacity ${fmtInt(p.capacity)}, refills ${fmtRate(p.refill_per_sec)}/s`;
   }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { fmtBytes, nextSelection, runStatusText } from "./runs";
-import { algorithmFromName, algorithmInfo, algorithmLabel, ALGORITHMS } from "./algorithms";
+import { algorithmFromName, algorithmInfo, algorithmLabel, ALGORITHMS, LIMIT_KINDS, RATE_ALGORITHMS } from "./algorithms";
+import { sweepParams } from "./sweep";
 import { fmtAxis, fmtDuration, fmtMicros, fmtOffset, fmtPercent, fmtRtt } from "./format";
 
 describe("runs", () => {
@@ -35,6 +36,18 @@ describe("algorithms as data", () => {
     expect(algorithmLabel("sliding_window_log")).toBe("Sliding window log");
     expect(algorithmInfo("brand_new").label).toBe("brand new");
     expect(algorithmInfo("gcra").params).toEqual(["limit", "window_ms", "burst"]);
+  });
+
+  it("offers every kind in the editors, but compares the five rate algorithms only", () => {
+    expect(LIMIT_KINDS).toEqual(["token_bucket", "gcra", "sliding_window_log", "sliding_window_counter", "fixed_window", "concurrency"]);
+    expect(RATE_ALGORITHMS.map((a) => a.kind)).toEqual(["token_bucket", "gcra", "sliding_window_log", "sliding_window_counter", "fixed_window"]);
+    expect(algorithmInfo("concurrency")).toMatchObject({ label: "Concurrency (in flight)", params: ["limit", "lease_ms"], rate: false });
+    // A rule that happens to end in the kind's name is no compare rule of it.
+    expect(algorithmFromName("compare-concurrency")).toBeUndefined();
+    expect(algorithmFromName("uploads-concurrency")).toBeUndefined();
+    expect(sweepParams("concurrency")).toEqual(["limit", "lease_ms"]);
+    expect(sweepParams("gcra")).toEqual(["limit", "window_ms", "burst"]);
+    expect(sweepParams("token_bucket")).toEqual(["capacity", "refill_per_sec"]);
   });
 
   it("reads the algorithm from a compare rule's name", () => {

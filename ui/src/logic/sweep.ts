@@ -5,6 +5,7 @@
  */
 import type { SweepAxis } from "../bindings/SweepAxis";
 import type { SweepPoint } from "../bindings/SweepPoint";
+import { algorithmInfo } from "./algorithms";
 
 /** `"10, 20 40"` as numbers; an empty text is no axis. */
 export function parseAxis(param: string, text: string): { ok: true; axis?: SweepAxis } | { ok: false; message: string } {
@@ -19,11 +20,9 @@ export function parseAxis(param: string, text: string): { ok: true; axis?: Sweep
   return { ok: true, axis: { param, values } };
 }
 
-/** The parameters a sweep may vary, per algorithm (the engine's names). */
+/** The parameters a sweep may vary, per algorithm (the engine's names: a rule's own parameters). */
 export function sweepParams(algorithm: string): string[] {
-  if (algorithm === "token_bucket") return ["capacity", "refill_per_sec"];
-  if (algorithm === "gcra") return ["limit", "window_ms", "burst"];
-  return ["limit", "window_ms"];
+  return [...algorithmInfo(algorithm).params];
 }
 
 export type HeatMetric = "denied_pct" | "keys_denied_pct";

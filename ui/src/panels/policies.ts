@@ -13,7 +13,7 @@ import type { FileVersion } from "../bindings/FileVersion";
 import type { Policy } from "../bindings/Policy";
 import type { PolicyFileStatus } from "../bindings/PolicyFileStatus";
 import { $, h, showFieldErrors } from "../dom";
-import { algorithmInfo, algorithmLabel } from "../logic/algorithms";
+import { algorithmInfo, algorithmLabel, LIMIT_KINDS } from "../logic/algorithms";
 import {
   describePolicy,
   draftFromForm,
@@ -28,11 +28,9 @@ import {
   type PolicyForm,
 } from "../logic/policies";
 import { fileLine, fileName, lookNote, statusChanged } from "../logic/policyfile";
-import { PARAM_SPECS } from "../logic/rules";
+import { PARAM_SPECS, paramLabel } from "../logic/rules";
 import type { FieldError } from "../logic/workload";
 import { emit, on, state } from "../store";
-
-const KINDS = ["token_bucket", "gcra", "sliding_window_log", "sliding_window_counter", "fixed_window"];
 
 let editing: string | null = null;
 let form: PolicyForm = newPolicy();
@@ -60,7 +58,7 @@ function limitRow(rows: LimitForm[], i: number, path: string): HTMLElement {
     row.name = name.value;
     validateSoon();
   });
-  const kind = h("select", { data: { field: `${at}.algorithm` }, ariaLabel: `${at} algorithm` }, ...KINDS.map((k) => new Option(algorithmLabel(k), k)));
+  const kind = h("select", { data: { field: `${at}.algorithm` }, ariaLabel: `${at} algorithm` }, ...LIMIT_KINDS.map((k) => new Option(algorithmLabel(k), k)));
   kind.value = row.algorithm;
   kind.addEventListener("change", () => {
     row.algorithm = kind.value;
@@ -77,13 +75,14 @@ function limitRow(rows: LimitForm[], i: number, path: string): HTMLElement {
   const params = algorithmInfo(row.algorithm).params.map((param) => {
     const spec = PARAM_SPECS[param];
     const input = h("input", { value: row[param] ?? "", data: { field: `${at}.${param}` }, ariaLabel: `${at} ${param}` });
-    input.inputMode = spec?.whole ? "numeric" : "decimal";
-    input.placeholder = param === "burst" ? "= limit" : spec?.duration ? "1s, 1m, 1d" : "";
+    input.inputMode = spec?.whole && !spec.duration ? "numeric" : "decimal";
+    input.placeholder = param === "burst" ? "= limit" : spec?.duration ? (spec.placeholder ?? "1s, 1m, 1d") : "";
+    if (spec?.title) input.title = spec.title;
     input.addEventListener("input", () => {
       row[param] = input.value;
       validateSoon();
     });
-    return h("div", { className: "param" }, h("label", { text: spec?.input ?? param }), input, slot(`${at}.${param}`));
+    return h("div", { className: "param" }, h("label", { text: paramLabel(row.algorithm, param) }), input, slot(`${at}.${param}`));
   });
   return h(
     "div",

@@ -3,31 +3,18 @@
 import { api, toAppError } from "../api";
 import { fileName } from "../logic/policyfile";
 import { checkDraft } from "./draft-check";
-import type { AlgorithmKind } from "../bindings/AlgorithmKind";
 import type { Rule } from "../bindings/Rule";
 import { $, h, showFieldErrors } from "../dom";
-import { algorithmInfo, algorithmLabel } from "../logic/algorithms";
+import { algorithmInfo, algorithmLabel, LIMIT_KINDS } from "../logic/algorithms";
 import { focusAfterRuleClick } from "../logic/live";
 import { logMemoryWarning } from "../logic/logmemory";
-import { describeRule, draftFromForm, formFromRule, nameProblem, PARAM_SPECS, type RuleForm } from "../logic/rules";
+import { describeRule, draftFromForm, formFromRule, nameProblem, PARAM_SPECS, paramLabel, type RuleForm } from "../logic/rules";
 import type { FieldError } from "../logic/workload";
 import { emit, on, state } from "../store";
 
-/**
- * The algorithms the rule form offers: the engine's AlgorithmKind values (typed, so a name the
- * engine does not know fails tsc); their parameters are in ../logic/algorithms.ts.
- */
-const RULE_KINDS: readonly AlgorithmKind[] = [
-  "token_bucket",
-  "gcra",
-  "sliding_window_log",
-  "sliding_window_counter",
-  "fixed_window",
-];
-
 /** Input ids kept from the first version (the E2E test and muscle memory use them). */
-const INPUT_ID: Record<string, string> = { capacity: "rule-capacity", refill_per_sec: "rule-refill", limit: "rule-limit", window_ms: "rule-window", burst: "rule-burst" };
-const DEFAULTS: Record<string, string> = { capacity: "10", refill_per_sec: "5", limit: "10", window_ms: "1000", burst: "10" };
+const INPUT_ID: Record<string, string> = { capacity: "rule-capacity", refill_per_sec: "rule-refill", limit: "rule-limit", window_ms: "rule-window", burst: "rule-burst", lease_ms: "rule-lease" };
+const DEFAULTS: Record<string, string> = { capacity: "10", refill_per_sec: "5", limit: "10", window_ms: "1000", burst: "10", lease_ms: "1m" };
 
 let editing: string | null = null;
 /** Parameter text per field, kept when the algorithm changes. */
@@ -41,17 +28,19 @@ const nameInput = () => $<HTMLInputElement>("rule-name");
 function renderParams() {
   const box = $("rule-params");
   for (const input of box.querySelectorAll("input")) values[input.dataset.field!] = input.value;
+  const algorithm = algorithmSelect().value;
   box.replaceChildren(
-    ...algorithmInfo(algorithmSelect().value).params.map((param) => {
+    ...algorithmInfo(algorithm).params.map((param) => {
       const spec = PARAM_SPECS[param];
       const input = h("input", { id: INPUT_ID[param] ?? `rule-${param}`, value: values[param] ?? "", data: { field: param } });
       input.inputMode = spec?.whole && !spec.duration ? "numeric" : "decimal";
-      if (spec?.duration) input.placeholder = "1s, 500ms, 1m, 1d";
+      if (spec?.duration) input.placeholder = spec.placeholder ?? "1s, 500ms, 1m, 1d";
+      if (spec?.title) input.title = spec.title;
       input.addEventListener("input", validateSoon);
       return h(
         "div",
         {},
-        h("label", { htmlFor: input.id, text: spec?.input ?? param }),
+        h("label", { htmlFor: input.id, text: paramLabel(algorithm, param) }),
         input,
         h("div", { className: "field-error", data: { errorFor: param } }),
       );
@@ -155,7 +144,7 @@ async function reset(key: string | undefined) {
 }
 
 export async function initRules() {
-  algorithmSelect().replaceChildren(...RULE_KINDS.map((k) => new Option(algorithmLabel(k), k)));
+  algorithmSelect().replaceChildren(...LIMIT_KINDS.map((k) => new Option(algorithmLabel(k), k)));
   nameInput().addEventListener("input", () => {
     nameTouched = true;
     validateSoon();
