@@ -5,8 +5,9 @@
 set -euo pipefail
 
 declare -A GROUP=(
+  # curl: the tower example's test downloads through a bounded curl load that hangs up.
   # lua5.4: `luac5.4 -p` checks that every script parses under Lua 5.4 (tests/engine/lua_compat.rs).
-  [engine]="redis-server redis-tools pkg-config libfontconfig1-dev libfreetype-dev lua5.4"
+  [engine]="redis-server redis-tools pkg-config libfontconfig1-dev libfreetype-dev lua5.4 curl"
   # Valkey comes from PyPI into target/ (scripts/valkey.sh); Debian's python3 needs venv for it.
   [valkey]="python3 python3-venv"
   [app]="build-essential pkg-config libssl-dev libwebkit2gtk-4.1-dev librsvg2-dev libayatana-appindicator3-dev"

@@ -23,7 +23,16 @@
 //! Stop Redis and the service goes on in the `--failure-mode` chosen (open: requests pass,
 //! marked `ratelimit-fail-open: 1`; closed: 429; degraded: this instance's share of the
 //! bucket); start it again and Redis decides again, with no restart of the service.
+//!
+//! `GET /download` is a slow endpoint: it streams its answer over about a second. Under a
+//! policy with a concurrency limit (`algorithm = "concurrency"`), each download holds a slot
+//! until its last byte is out, or until its client goes away mid-way:
+//!
+//! ```text
+//! curl -H 'x-api-key: alice' http://127.0.0.1:3000/download   # 429 once the slots are taken
+//! ```
 
+use axum::body::Body;
 use axum::routing::get;
 use axum::{Extension, Router};
 use clap::{Parser, ValueEnum};
@@ -95,7 +104,10 @@ fn app(args: &Args) -> anyhow::Result<(Router, Metrics)> {
         .fail_open_header(true)
         .missing_key_status(axum::http::StatusCode::UNAUTHORIZED)
         .build()?;
-    let routes = Router::new().route("/hello", get(hello)).layer(limit);
+    let routes = Router::new()
+        .route("/hello", get(hello))
+        .route("/download", get(download))
+        .layer(limit);
     Ok((routes, metrics))
 }
 
@@ -125,6 +137,28 @@ async fn hello(Extension(info): Extension<RateLimitInfo>) -> String {
     } else {
         format!("hello {}\n", info.key)
     }
+}
+
+/// How many pieces `/download` sends, and the pause before each.
+const DOWNLOAD_PIECES: u32 = 20;
+const DOWNLOAD_PAUSE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// A slow answer, streamed piece by piece over about a second: a request in flight for that
+/// long (the layer holds its lease until the last piece is out, or the client leaves).
+async fn download(Extension(info): Extension<RateLimitInfo>) -> Body {
+    let key = info.key;
+    let pieces = futures::stream::unfold(0, move |i| {
+        let key = key.clone();
+        async move {
+            if i == DOWNLOAD_PIECES {
+                return None;
+            }
+            tokio::time::sleep(DOWNLOAD_PAUSE).await;
+            let piece = format!("piece {} of {DOWNLOAD_PIECES} for {key}\n", i + 1);
+            Some((Ok::<_, std::convert::Infallible>(piece), i + 1))
+        }
+    });
+    Body::from_stream(pieces)
 }
 
 /// Binds `addr` and serves the routes beside `GET /api/metrics` until `shutdown`.
@@ -322,5 +356,108 @@ mod tests {
             .expect("policies");
         let err = app(&args).expect_err("field: is a log's");
         assert!(err.to_string().contains("field:user"), "{err}");
+    }
+
+    /// The live leases of the policy's in-flight limit for `key` (expiry > now, Redis clock).
+    async fn in_flight(server: &ratelockr::EmbeddedRedis, key: &str) -> u64 {
+        let set = ratelockr::KeySpace::default().policy_limit(
+            ratelockr::AlgorithmKind::Concurrency,
+            "api",
+            "in-flight",
+            key,
+        );
+        let client = redis::Client::open(server.url()).expect("url");
+        let mut conn = client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("connect");
+        let (secs, micros): (u64, u64) = redis::cmd("TIME")
+            .query_async(&mut conn)
+            .await
+            .expect("TIME");
+        let now = secs * 1000 + micros / 1000;
+        redis::cmd("ZCOUNT")
+            .arg(&set)
+            .arg(format!("({now}"))
+            .arg("+inf")
+            .query_async(&mut conn)
+            .await
+            .expect("ZCOUNT")
+    }
+
+    /// A slow endpoint under "4 in flight": a bounded load of curl processes, most of which
+    /// hang up mid-download, leaves no lease live once it is over (each lease is given back
+    /// when its body ends or is dropped, not after its 10-minute life), and the full four
+    /// downloads pass again.
+    #[tokio::test]
+    async fn downloads_cut_short_by_their_clients_give_their_slots_back() {
+        let server = common::redis();
+        let dir = common::tempdir("example-in-flight");
+        let file = dir.join("policies.toml");
+        let text = "[[policies]]\nname = \"api\"\n[[policies.limits]]\nname = \"in-flight\"\nalgorithm = \"concurrency\"\nlimit = 4\nlease_ms = 600000\n[[policies.limits]]\nname = \"per-minute\"\nalgorithm = \"fixed-window\"\nlimit = 1000\nwindow_ms = 60000\n";
+        std::fs::write(&file, text).expect("policies");
+        let args = Args {
+            policies: Some(file),
+            ..args(server.url(), Mode::Open)
+        };
+        let addr = serve(&args).await;
+        let url = format!("http://{addr}/download");
+        // 24 downloads in waves of 8: six of each wave hang up after 0.2 s (a second's
+        // download), two read to the end. Some find the four slots taken: 429.
+        let mut statuses = Vec::new();
+        for _ in 0..3 {
+            let wave: Vec<_> = (0..8)
+                .map(|i| {
+                    let mut curl = tokio::process::Command::new("curl");
+                    curl.args(["-s", "-o", "/dev/null", "-w", "%{http_code}"])
+                        .args(["-H", "x-api-key: erin"]);
+                    if i < 6 {
+                        curl.args(["--max-time", "0.2"]);
+                    }
+                    curl.arg(&url)
+                        .stdout(std::process::Stdio::piped())
+                        .spawn()
+                        .expect("curl (apt: curl)")
+                })
+                .collect();
+            for child in wave {
+                let out = child.wait_with_output().await.expect("curl ends");
+                statuses.push(String::from_utf8_lossy(&out.stdout).into_owned());
+            }
+        }
+        assert!(statuses.iter().any(|s| s == "200"), "{statuses:?}");
+        assert!(
+            statuses.iter().any(|s| s == "429"),
+            "the slots were taken: {statuses:?}"
+        );
+        // Every client is gone: no slot stays taken (a background release is a moment).
+        let freed = common::eventually(Duration::from_secs(10), || async {
+            in_flight(&server, "erin").await == 0
+        })
+        .await;
+        assert!(
+            freed,
+            "{} leases still live",
+            in_flight(&server, "erin").await
+        );
+        // The four slots are there again: four downloads at once pass, a fifth does not.
+        let held: Vec<_> = (0..4)
+            .map(|_| {
+                tokio::process::Command::new("curl")
+                    .args(["-s", "-o", "/dev/null", "-H", "x-api-key: erin", &url])
+                    .spawn()
+                    .expect("curl")
+            })
+            .collect();
+        let taken = common::eventually(Duration::from_secs(10), || async {
+            in_flight(&server, "erin").await == 4
+        })
+        .await;
+        assert!(taken, "four downloads hold the four slots");
+        let (status, _) = hello(addr, "erin").await;
+        assert_eq!(status, 429, "a fifth request waits for a slot");
+        for mut child in held {
+            child.wait().await.expect("curl ends");
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! What the layer decided, as a request and response extension the service can read.
 
-use ratelockr::Decision;
+use ratelockr::{Decision, Lease};
 
 /// One rule's decision for a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +47,17 @@ impl RateLimitInfo {
             Some(p) => p.fail_open(),
             None => self.decisions.iter().any(|d| d.decision.fail_open()),
         }
+    }
+
+    /// The leases the request holds in its concurrency limits (the policy's, or each rule's),
+    /// held by the layer until the response body ends.
+    pub fn leases(&self) -> impl Iterator<Item = &Lease> {
+        let policy = self.policy.iter().filter_map(|p| p.lease.as_ref());
+        let rules = self
+            .decisions
+            .iter()
+            .filter_map(|d| d.decision.lease.as_ref());
+        policy.chain(rules)
     }
 
     /// True when some rule was decided without Redis (fail-open, fail-closed or degraded).

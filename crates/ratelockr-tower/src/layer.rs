@@ -2,7 +2,9 @@
 
 use crate::info::{RateLimitInfo, RuleDecision};
 use crate::key::KeyExtractor;
+use crate::leased_body::LeasedBody;
 use crate::policy::PolicySource;
+use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -10,8 +12,8 @@ use futures::future::BoxFuture;
 use ratelockr::headers::{http_answer, HttpAnswer};
 use ratelockr::policy::PolicyWatch;
 use ratelockr::{
-    Decision, DenyCacheOptions, FailureMode, Limiter, LimiterOptions, Metrics, RedisTarget, Rule,
-    RuleError,
+    Decision, DenyCacheOptions, FailureMode, Lease, Limiter, LimiterOptions, Metrics, RedisTarget,
+    Rule, RuleError,
 };
 use std::fmt;
 use std::path::PathBuf;
@@ -401,9 +403,15 @@ where
                 return Ok(response);
             }
             request.extensions_mut().insert(info.clone());
+            let leases: Vec<Lease> = info.leases().cloned().collect();
             let mut response = inner.call(request).await?;
             shared.add_headers(&mut response, &answer, &info, shared.on_admitted);
             response.extensions_mut().insert(info);
+            // Slots in flight are held for the life of the response body: given back when its
+            // last frame is out, or when it is dropped unfinished (the client went away).
+            if !leases.is_empty() {
+                response = response.map(|body| Body::new(LeasedBody::new(body, leases)));
+            }
             Ok(response)
         })
     }
@@ -472,6 +480,11 @@ impl Shared {
     /// fails is counted and logged by the engine, and that allowance stays spent.
     async fn refund(&self, info: &mut RateLimitInfo) {
         for (rule, entry) in self.rules.iter().zip(info.decisions.iter_mut()) {
+            // What a concurrency rule took is its lease: released, not refunded.
+            if let Some(lease) = &entry.decision.lease {
+                entry.refunded = matches!(lease.release().await, Ok(true));
+                continue;
+            }
             if entry.decision.allowed && !entry.decision.is_fallback() {
                 entry.refunded = matches!(
                     self.limiter.refund(rule, &info.key, info.cost).await,

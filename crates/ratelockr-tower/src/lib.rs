@@ -82,6 +82,7 @@
 mod info;
 mod key;
 mod layer;
+mod leased_body;
 mod policy;
 
 pub use info::{RateLimitInfo, RuleDecision};
