@@ -360,6 +360,27 @@ async function openApp() {
   await browser.setWindowRect(0, 0, 1360, 900).catch(() => {});
 }
 
+/** The window's inside at `w` × `h` (the screenshots at 1280 × 720 are the brief's size). */
+async function windowAt(w, h) {
+  await browser.setWindowRect(0, 0, w, h).catch(() => browser.setWindowSize(w, h));
+  const size = await until(async () => {
+    const s = await browser.execute(() => [window.innerWidth, window.innerHeight]);
+    return s[0] === w && s[1] === h ? s : false;
+  }, 5_000, `the window is ${w} × ${h}`).catch(async () => browser.execute(() => [window.innerWidth, window.innerHeight]));
+  assert.deepEqual(size, [w, h], `the window's inside is ${w} × ${h}`);
+}
+
+const CROP = "1280x720+0+0";
+
+/** At 1280 × 720, a job's result is in view and nothing of it is cut off. */
+async function fits(what, results) {
+  await new Promise((r) => setTimeout(r, 600));
+  const cut = await clipped(results);
+  // E2E_FIT_SOFT=1 (while working on the layout): say what is cut off, and go on.
+  if (process.env.E2E_FIT_SOFT) console.log(`${what}: ${JSON.stringify(cut, null, 1)}`);
+  else assert.deepEqual(cut, [], `${what}: nothing cut off, the result in view`);
+}
+
 // The whole suite's limit, not one test's: its tests together now take over 4 minutes on the
 // 2-core runner (the views visited at 1280 × 720, the policies file edited in place), and the
 // 240 s it had cancelled the last two.
@@ -625,12 +646,25 @@ describe("RateLockr desktop app", { timeout: 600_000 }, () => {
   });
 
   it("runs the boundary-burst preset: the fixed window's peak bin is above the sliding log's", async () => {
+    // As a newcomer at 1280 × 720: the result of the demo's ▶ is in view, nothing cut off.
+    if (await visible("#warnings-banner")) await click('[data-testid="warnings-dismiss"]');
+    await windowAt(1280, 720);
     await view("compare");
     runsBefore = await runsFinished();
     // One click: the demo's ▶ fills the form and runs it.
     await click('[data-preset-run="boundary"]');
     assert.equal(await browser.execute(() => document.getElementById("sim-limit").value), "40", "the preset fills the form");
     await until(finished, 90_000, "the boundary burst ends");
+    try {
+      await until(() => browser.execute(() => Boolean(document.querySelector('#run-charts .run-panel[data-rule="compare-fixed-window"][data-peak-mark]'))), 20_000, "the peaks are marked");
+      const kinds = await browser.execute(() => Object.fromEntries([...document.querySelectorAll("#run-charts .run-panel")].map((el) => [el.dataset.rule, el.dataset.peakKind])));
+      assert.equal(kinds["compare-fixed-window"], "over", JSON.stringify(kinds));
+      for (const r of ["compare-token-bucket", "compare-gcra"]) assert.equal(kinds[r], "promise", `${r}'s burst + rate is its promise: ${JSON.stringify(kinds)}`);
+      await photograph(join(SHOTS, "view-compare.png"), [], CROP);
+      await fits("Compare", ["#run-charts", '#run-charts .run-panel[data-rule="compare-fixed-window"]', "#summary table", '#summary tr[data-rule="compare-fixed-window"] [data-testid="peak-window"]', "#sim-run"]);
+    } finally {
+      await windowAt(1360, 900).catch(() => {});
+    }
     // The run opens on its moment: each panel marks its rule's busiest 2 s with the count, and
     // the chart is zoomed to the fixed window's, without a click.
     const marks = await until(async () => {
@@ -1455,35 +1489,16 @@ describe("RateLockr desktop app", { timeout: 600_000 }, () => {
   });
 
   it("shows each job's result at 1280 × 720 without scrolling, with nothing cut off", async () => {
-    await browser.setWindowRect(0, 0, 1280, 720).catch(() => browser.setWindowSize(1280, 720));
-    const size = await until(async () => {
-      const s = await browser.execute(() => [window.innerWidth, window.innerHeight]);
-      return s[0] === 1280 && s[1] === 720 ? s : false;
-    }, 5_000, "the window is 1280 × 720").catch(async () => browser.execute(() => [window.innerWidth, window.innerHeight]));
-    assert.deepEqual(size, [1280, 720], "the window's inside is 1280 × 720");
-    const CROP = "1280x720+0+0";
-    const fits = async (what, results) => {
-      await new Promise((r) => setTimeout(r, 600));
-      const cut = await clipped(results);
-      // E2E_FIT_SOFT=1 (while working on the layout): say what is cut off, and go on.
-      if (process.env.E2E_FIT_SOFT) console.log(`${what}: ${JSON.stringify(cut, null, 1)}`);
-      else assert.deepEqual(cut, [], `${what}: nothing cut off, the result in view`);
-    };
+    await windowAt(1280, 720);
     if (await visible("#warnings-banner")) await click('[data-testid="warnings-dismiss"]');
     try {
-      // Compare: a newcomer clicks the boundary-burst demo's ▶; the five panels and the table.
+      // Compare's result at this size is the boundary-burst test's (its ▶ is run there, at
+      // 1280 × 720); here Compare keeps its run and workload while the other views are used.
       await view("compare");
-      runsBefore = await runsFinished();
-      await click('[data-preset-run="boundary"]');
-      await until(finished, 90_000, "the boundary burst ends");
-      await until(() => browser.execute(() => Boolean(document.querySelector('#run-charts .run-panel[data-rule="compare-fixed-window"][data-peak-mark]'))), 20_000, "the peaks are marked");
-      const kinds = await browser.execute(() => Object.fromEntries([...document.querySelectorAll("#run-charts .run-panel")].map((el) => [el.dataset.rule, el.dataset.peakKind])));
-      assert.equal(kinds["compare-fixed-window"], "over", JSON.stringify(kinds));
-      for (const r of ["compare-token-bucket", "compare-gcra"]) assert.equal(kinds[r], "promise", `${r}'s burst + rate is its promise: ${JSON.stringify(kinds)}`);
-      await photograph(join(SHOTS, "view-compare.png"), [], CROP);
-      await fits("Compare", ["#run-charts", '#run-charts .run-panel[data-rule="compare-fixed-window"]', "#summary table", '#summary tr[data-rule="compare-fixed-window"] [data-testid="peak-window"]', "#sim-run"]);
       const selected = () => browser.execute(() => document.querySelector("#run-list .run-item.selected")?.dataset.run);
       const compareRun = await selected();
+      const compareLimit = await browser.execute(() => document.getElementById("sim-limit").value);
+      runsBefore = await runsFinished();
 
       // Simulate: a rule made in the view and run; then a sweep of it, right there.
       await view("simulate");
@@ -1573,11 +1588,11 @@ describe("RateLockr desktop app", { timeout: 600_000 }, () => {
 
       // Back on Compare: its boundary run and its workload are as they were left.
       await view("compare");
-      assert.equal(await browser.execute(() => document.getElementById("sim-limit").value), "40", "Compare keeps its workload");
+      assert.equal(await browser.execute(() => document.getElementById("sim-limit").value), compareLimit, "Compare keeps its workload");
       assert.equal(await selected(), compareRun, "Compare shows its own run again");
     } finally {
       await settings(false).catch(() => {});
-      await browser.setWindowRect(0, 0, 1360, 900).catch(() => browser.setWindowSize(1360, 900));
+      await windowAt(1360, 900).catch(() => {});
     }
   });
 
