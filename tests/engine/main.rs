@@ -22,6 +22,7 @@ mod gcra;
 mod invariants;
 mod layering;
 mod lease;
+mod lease_property;
 mod lua_blocks;
 mod lua_compat;
 mod lua_scripts;
