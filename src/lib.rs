@@ -34,6 +34,7 @@
 //! - [`limiter`]   EVALSHA over one shared connection, deadlines, fail-open, failure kinds
 //! - [`lease`]     the slot a request holds in its concurrency limits: released, renewed, or
 //!   released in the background when dropped
+//! - [`settle`]    a request charged an estimate, settled with its actual cost in every limit
 //! - [`deny_cache`] opt-in: what Redis just denied is denied in process until Redis's time
 //! - [`headers`]   the HTTP status and RateLimit headers a decision implies
 //! - [`keys`]      the key layout under a prefix, rule names hash-tagged for Redis Cluster
@@ -106,6 +107,7 @@ pub(crate) mod rule_check;
 pub mod rules_file;
 pub mod scripts;
 pub mod server;
+pub mod settle;
 pub mod slot_route;
 pub(crate) mod target;
 pub mod telemetry;
@@ -134,5 +136,6 @@ pub use reset::ResetError;
 pub use rule::{Algorithm, AlgorithmKind, Rule, RuleError};
 pub use scripts::At;
 pub use server::{Scripting, ServerInfo, ServerKind};
+pub use settle::SettleError;
 pub use target::{RedisTarget, TargetError, TlsError, TlsField, TlsOptions, DEFAULT_REDIS_URL};
 pub use telemetry::StatsPoint;

@@ -44,11 +44,16 @@ pub fn lease_script() -> &'static Script {
     &LEASE
 }
 
+/// Settling a request's actual cost in every limit of its policy ([`crate::settle`]).
+pub const SETTLE_LUA: &str = include_str!("../lua/settle.lua");
+pub(crate) static SETTLE: LazyLock<Script> = LazyLock::new(|| Script::new(SETTLE_LUA));
+
 /// The scripts besides the algorithms', by name: what a sha is looked up in.
-fn other_scripts() -> [(&'static str, &'static Script, &'static str); 2] {
+fn other_scripts() -> [(&'static str, &'static Script, &'static str); 3] {
     [
         ("policy", &POLICY, POLICY_LUA),
         ("lease", &LEASE, LEASE_LUA),
+        ("settle", &SETTLE, SETTLE_LUA),
     ]
 }
 

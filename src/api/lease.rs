@@ -37,7 +37,7 @@ impl DecisionApi {
                 "the body must be {{\"policy\" or \"rule\", \"key\", \"lease\"}}: {e}"
             ))
         })?;
-        let policy = self.lease_policy(&request)?;
+        let policy = self.named_policy(request.policy.as_deref(), request.rule.as_deref())?;
         let lease = self
             .limiter
             .lease_of(&policy, &request.key, &request.lease)
@@ -65,10 +65,14 @@ impl DecisionApi {
         })
     }
 
-    /// The policy the lease was taken under: a loaded policy, or a loaded rule as the policy of
-    /// one limit it is decided as (the same keys).
-    fn lease_policy(&self, request: &LeaseRequest) -> Result<Policy, ApiError> {
-        match (&request.policy, &request.rule) {
+    /// The policy a request was decided under (the lease's, the settlement's): a loaded policy,
+    /// or a loaded rule as the policy of one limit it is decided as (the same keys).
+    pub(super) fn named_policy(
+        &self,
+        policy: Option<&str>,
+        rule: Option<&str>,
+    ) -> Result<Policy, ApiError> {
+        match (policy, rule) {
             (Some(name), None) => {
                 let unknown = |loaded: &str| ApiError {
                     status: 404,
@@ -100,7 +104,7 @@ impl DecisionApi {
                     })
             }
             _ => Err(ApiError::invalid_json(
-                "the body names the lease's \"policy\" or its \"rule\" (exactly one)",
+                "the body names the request's \"policy\" or its \"rule\" (exactly one)",
             )),
         }
     }

@@ -27,6 +27,7 @@
 //! - `policy`  a policy's decision from the file in force, and the list of what is loaded
 //! - `batch`   many decisions in one request, sent to Redis together
 //! - `lease`   a lease given back or renewed by its id
+//! - `settle`  a request charged an estimate, settled with its actual cost
 //! - `reply`   the header fields and the JSON body, each made once
 //! - `error`   a refusal in the error shape
 
@@ -37,6 +38,7 @@ mod policy;
 mod reply;
 mod request;
 mod rule;
+mod settle;
 
 pub use batch::MAX_BATCH;
 
@@ -70,6 +72,9 @@ pub const POLICIES_PATH: &str = "/api/policies";
 pub const RELEASE_PATH: &str = "/api/release";
 /// Where a lease is renewed: the same body → `{"renewed": bool}`.
 pub const RENEW_PATH: &str = "/api/renew";
+/// Where a request charged an estimate is settled: `{"policy" | "rule", "key", "charged",
+/// "actual"}` → `{"settled": bool}`.
+pub const SETTLE_PATH: &str = "/api/settle";
 
 /// The endpoint's state: one limiter, the rules loaded at start and the policies file in
 /// force (reloaded by its watch).
@@ -146,6 +151,12 @@ impl DecisionApi {
                     .layer(DefaultBodyLimit::max(MAX_BODY))
                     .fallback(method_not_allowed),
             )
+            .route(
+                SETTLE_PATH,
+                post(settle::settle)
+                    .layer(DefaultBodyLimit::max(MAX_BODY))
+                    .fallback(method_not_allowed),
+            )
             .route(RULES_PATH, get(list_rules))
             .route(POLICIES_PATH, get(list_policies))
             .with_state(self)
@@ -199,7 +210,7 @@ async fn method_not_allowed() -> Response {
         status: 405,
         code: "method_not_allowed",
         message: format!(
-            "{CHECK_PATH}, {CHECK_BATCH_PATH}, {RELEASE_PATH} and {RENEW_PATH} take POST with a JSON body"
+            "{CHECK_PATH}, {CHECK_BATCH_PATH}, {RELEASE_PATH}, {RENEW_PATH} and {SETTLE_PATH} take POST with a JSON body"
         ),
         field: None,
     }

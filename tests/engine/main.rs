@@ -37,6 +37,7 @@ mod policy_script;
 mod policy_stack;
 mod policy_watch;
 mod refund;
+mod settle;
 mod sliding_window_counter;
 mod sliding_window_log;
 mod telemetry;

@@ -1,0 +1,374 @@
+--[[
+ratelockr settle — charges an admitted request's actual cost in place of its estimate, in every
+limit of its policy at once, atomically.
+
+Why: a request may be charged an estimate (its cost) and settled when its actual cost is known,
+the way LLM APIs meter tokens. The difference goes to every limit of the policy in one call:
+  actual < charged  the unused part is given back, exactly as lua/refund.lua gives back a cost
+                    (bounded by the state that is there: never more than a full allowance, and a
+                    key that is gone gets nothing);
+  actual > charged  the rest is charged as a charge of (actual - charged) at now would charge
+                    it, but past the limit when need be: nothing is lost, the key then waits
+                    longer (a token bucket's debt moves its last refill into the future; a TAT
+                    moves further ahead; a log gets entries beyond its limit; a counter counts
+                    beyond it);
+  equal             nothing happens.
+Settled at the moment of its charge, 1,000 settled to 640 leaves every limit exactly as a charge
+of 640 would have, and 640 settled to 1,000 exactly as a charge of 1,000 (admitted) would have.
+A concurrency (cc) limit is not charged by cost (a lease is one slot whatever the cost): it is
+left alone and not counted. Settling a denied or peeked request is the caller's mistake: it
+charged nothing, so there is nothing to settle (the engine never sends one).
+
+KEYS
+  [1] .. [n]  the limits' state keys, one per limit in ARGV's order (the keys lua/policy.lua was
+              given: they share the policy's hash tag, so one slot)
+
+ARGV
+  [1] n          integer 1..8      how many limits
+  [2] now_ms     integer ms or ""  milliseconds since the epoch; "" = the Redis server's clock
+  [3] charged    integer >= 0      the cost the request was decided with
+  [4] actual     integer >= 0      its actual cost (both at most 10^15)
+  [5] member     string            a unique id, fresh for this call (NOT the decision's member):
+                                   the log's extra entries are member, member#2, ...; required
+                                   when a limit is a sliding window log and actual > charged
+  [6] fw clock   "1" or ""         when a fixed window's key is gone and the rest is charged,
+                                   the window opened is the caller's-clock hash ("1") or the
+                                   TTL counter (""), as lua/policy.lua's ARGV[7]; a key that is
+                                   there keeps its own mode
+  then four per limit i (ARGV[4i+3] .. ARGV[4i+6]): kind, then three parameters, as policy.lua
+      tb  capacity (integer >= 1), refill per second (number > 0), ""
+      gc  limit (integer >= 1), period_ms (integer >= 1), burst (integer >= 1)
+      sw  limit, window_ms (integers >= 1), ""
+      sc  limit, window_ms (integers >= 1), ""
+      fw  limit, window_ms (integers >= 1), ""
+      cc  limit, lease_ms (integers >= 1), ""   (left alone)
+
+REPLY  how many limits were settled (changed): 0 when actual = charged, when every limit is cc,
+       or when nothing was there to give back to.
+
+Per kind, for the extra d = actual - charged > 0 (the give-back is refund.lua's, per kind):
+  tb  refilled to now as a charge is, then tokens -= d; a bucket left below 0 tokens keeps its
+      debt as time: last_refill moves ceil(debt / rate) ms ahead and tokens hold what that
+      rounding over-refills (under 1 token up to 1,000 tokens a second; above, only its fraction
+      is kept: the bucket may lose under 1 ms of refill, never gain). Its TTL covers the debt.
+  gc  TAT = max(TAT, now) + d x T, exactly in the script's units (1/limit ms); PX until the TAT.
+  sw  d entries at max(now, newest) after trimming the window, PEXPIRE window_ms.
+  sc  the windows roll to now as a charge rolls them, then the current count += d.
+  fw  the count += d (TTL counter: INCRBY; caller's clock: the hash's count); a window that is
+      gone or over is opened with d, as a charge at now would open it.
+
+EXAMPLE  (a request decided with cost 1,000 by policy.lua, then settled: 640 used, 360 given
+back to both limits; the daily count is then 640)
+  redis-cli EVAL "$(cat policy.lua)" 2 ratelockr:tb:{llm}.per-minute:user42 \
+      ratelockr:fw:{llm}.daily:user42 2 "" 1000 enforce 120 "" "" tb 100000 1666.7 "" \
+      fw 1000000 86400000 ""
+  1) (integer) 1    2) (integer) 99000    ...
+  redis-cli EVAL "$(cat settle.lua)" 2 ratelockr:tb:{llm}.per-minute:user42 \
+      ratelockr:fw:{llm}.daily:user42 2 "" 1000 640 "" "" tb 100000 1666.7 "" fw 1000000 86400000 ""
+  (integer) 2
+]]
+
+local function fail(msg) return redis.error_reply('ratelockr settle: ' .. msg) end
+local function show(v) return '\'' .. tostring(v) .. '\'' end
+local function int(value, min, max) -- nil unless an integer in min .. max (NaN: x % 1 is NaN)
+  local x = tonumber(value)
+  if x and x % 1 == 0 and x >= min and x <= (max or 1e15) then return x end
+end
+
+local n = int(ARGV[1], 1, 8)
+if not n then
+  return fail('ARGV[1] n (the number of limits) must be an integer from 1 to 8, got ' .. show(ARGV[1]))
+end
+if #KEYS ~= n then return fail('expected ' .. n .. ' keys (one per limit), got ' .. #KEYS) end
+local charged = int(ARGV[3], 0)
+if not charged then return fail('ARGV[3] charged must be an integer >= 0, got ' .. show(ARGV[3])) end
+local actual = int(ARGV[4], 0)
+if not actual then return fail('ARGV[4] actual must be an integer >= 0, got ' .. show(ARGV[4])) end
+local member = ARGV[5]
+local fw_clock = ARGV[6] == '1'
+if not (ARGV[6] == nil or ARGV[6] == '' or fw_clock) then
+  return fail('ARGV[6] fw clock must be "1" or "", got ' .. show(ARGV[6]))
+end
+local delta = actual - charged
+
+local names = {
+  tb = {'token bucket', 'capacity', 'refill per second'},
+  gc = {'gcra', 'limit', 'period_ms', 'burst'},
+  sw = {'sliding window log', 'limit', 'window_ms'},
+  sc = {'sliding window counter', 'limit', 'window_ms'},
+  fw = {'fixed window', 'limit', 'window_ms'},
+  cc = {'concurrency', 'limit', 'lease_ms'},
+}
+local limits = {}
+for i = 1, n do
+  local at = 4 * i + 3
+  local kind = ARGV[at]
+  local name = names[kind]
+  if not name then
+    return fail('limit ' .. i .. ': ARGV[' .. at .. '] kind must be tb, gc, sw, sc, fw or cc, got ' .. show(kind))
+  end
+  local function param(j) return 'limit ' .. i .. ' (' .. name[1] .. '): ARGV[' .. (at + j) .. '] ' .. name[j + 1] end
+  local a = int(ARGV[at + 1], 1)
+  if not a then return fail(param(1) .. ' must be an integer >= 1, got ' .. show(ARGV[at + 1])) end
+  local b
+  if kind == 'tb' then
+    b = tonumber(ARGV[at + 2])
+    if b == nil or b ~= b or b <= 0 or b == math.huge then
+      return fail(param(2) .. ' must be a number > 0 (tokens per second), got ' .. show(ARGV[at + 2]))
+    end
+  else
+    b = int(ARGV[at + 2], 1)
+    if not b then return fail(param(2) .. ' must be an integer >= 1, got ' .. show(ARGV[at + 2])) end
+    if kind == 'gc' then
+      if not int(ARGV[at + 3], 1) then
+        return fail(param(3) .. ' must be an integer >= 1, got ' .. show(ARGV[at + 3]))
+      end
+      if math.abs(delta) * b > 4503599627370496 then
+        return fail(param(2) .. ': |actual - charged| x period_ms must be at most 2^52, got '
+          .. string.format('%.17g', math.abs(delta) * b))
+      end
+    elseif kind == 'sw' and delta > 0 and (member == nil or member == '') then
+      return fail('ARGV[5] member (a unique id for the extra entries) is required by limit ' .. i
+        .. ' (' .. name[1] .. ') when actual > charged')
+    end
+  end
+  limits[i] = {kind, a, b}
+end
+
+if delta == 0 then return 0 end
+
+local now = ARGV[2]
+if now == nil or now == '' then
+  local t = redis.call('TIME')
+  local us = t[2] + 0
+  now = t[1] * 1000 + (us - us % 1000) / 1000
+else
+  now = tonumber(now)
+  if not (now and now % 1 == 0 and now >= 0 and now <= 9007199254740992) then
+    return fail('ARGV[2] now_ms must be an integer >= 0 (at most 2^53) or "", got ' .. show(ARGV[2]))
+  end
+end
+
+-- Exact decimal of an integer below 2^53 (%d), else %.17g: how the scripts write times.
+local function exact(x)
+  if x < 9007199254740992 and x > -9007199254740992 then return string.format('%d', x) end
+  return string.format('%.17g', x)
+end
+
+-- Gives back `cost` to limit i as lua/refund.lua does for its kind; true when there was state
+-- to give to.
+local function give_back(i, kind, a, b, cost)
+  local key = KEYS[i]
+  if kind == 'tb' then
+    local capacity = a
+    local state = redis.call('GET', key)
+    if not state or #state ~= 16 then return false end
+    local tokens, last = struct.unpack('<dd', state)
+    redis.call('SET', key, struct.pack('<dd', math.min(capacity, tokens + cost), last), 'KEEPTTL')
+    return true
+  elseif kind == 'gc' then
+    local limit, period = a, b
+    local state = redis.call('GET', key)
+    if not state or #state ~= 24 then return false end
+    local tat_ms, frac, stored_limit = struct.unpack('<ddd', state)
+    if stored_limit ~= limit then return false end
+    local units = cost * period
+    local rest = units % limit
+    local whole = (units - rest) / limit
+    frac = frac - rest
+    if frac < 0 then
+      frac = frac + limit
+      whole = whole + 1
+    end
+    redis.call('SET', key, struct.pack('<ddd', tat_ms - whole, frac, limit), 'KEEPTTL')
+    return true
+  elseif kind == 'sw' then
+    return #redis.call('ZPOPMAX', key, cost) > 0
+  elseif kind == 'sc' then
+    local state = redis.call('HMGET', key, 'c', 'p')
+    local current, previous = tonumber(state[1]), tonumber(state[2])
+    if current == nil or previous == nil then return false end
+    local from_current = math.min(current, cost)
+    local from_previous = math.min(previous, cost - from_current)
+    redis.call('HSET', key, 'c', current - from_current, 'p', previous - from_previous)
+    return true
+  elseif kind == 'fw' then
+    local type = redis.call('TYPE', key)['ok']
+    if type == 'string' then
+      local used = tonumber(redis.call('GET', key))
+      if used == nil or used <= 0 then return false end
+      redis.call('DECRBY', key, math.min(used, cost))
+      return true
+    elseif type == 'hash' then
+      local used = tonumber(redis.call('HGET', key, 'count'))
+      if used == nil or used <= 0 then return false end
+      redis.call('HSET', key, 'count', used - math.min(used, cost))
+      return true
+    end
+  end
+  return false
+end
+
+-- Charges limit i `d` more as a charge at now would, past the limit when need be.
+local function charge_rest(i, kind, a, b, d)
+  local key = KEYS[i]
+  if kind == 'tb' then
+    local capacity, rate = a, b
+    local state = redis.call('GET', key)
+    local tokens, last = capacity, now
+    if state then
+      if #state == 16 then tokens, last = struct.unpack('<dd', state) end
+      if tokens == nil or tokens ~= tokens or last % 1 ~= 0 then
+        return fail(key .. ' holds ' .. #state .. ' bytes that are not a bucket')
+      end
+    end
+    local elapsed = now - last
+    if elapsed > 0 then
+      tokens = tokens + elapsed * rate / 1000
+      if tokens > capacity then tokens = capacity end
+    end
+    if now > last then last = now end
+    tokens = tokens - d
+    if tokens < 0 then
+      -- The debt as time: the least whole ms k after which the refill covers it.
+      local k = -tokens * 1000 / rate
+      local fraction = k % 1
+      if fraction > 0 then k = k - fraction + 1 end
+      while k > 1 and tokens + (k - 1) * rate / 1000 >= 0 do k = k - 1 end
+      while tokens + k * rate / 1000 < 0 do k = k + 1 end
+      tokens = tokens + k * rate / 1000
+      if tokens >= 1 then tokens = tokens % 1 end
+      last = last + k
+    end
+    local fill_ms = capacity * 1000 / rate * 2
+    fill_ms = fill_ms - fill_ms % 1 + 1000
+    local ahead = last - now
+    if ahead < 0 then ahead = 0 end
+    redis.call('SET', key, struct.pack('<dd', tokens, last), 'PX', exact(fill_ms + ahead))
+  elseif kind == 'gc' then
+    local limit, period = a, b
+    local state = redis.call('GET', key)
+    local tat_ms, frac = now, 0
+    if state then
+      local stored_limit
+      if #state == 24 then tat_ms, frac, stored_limit = struct.unpack('<ddd', state) end
+      if not (tat_ms and tat_ms % 1 == 0 and frac % 1 == 0 and frac >= 0 and stored_limit >= 1
+          and frac < stored_limit) then
+        return fail(key .. ' holds ' .. #state .. ' bytes that are not a TAT')
+      end
+      if stored_limit ~= limit and frac > 0 then tat_ms, frac = tat_ms + 1, 0 end
+    end
+    if tat_ms < now then tat_ms, frac = now, 0 end
+    local units = d * period
+    local rest = units % limit
+    local whole = (units - rest) / limit
+    frac = frac + rest
+    if frac >= limit then
+      frac = frac - limit
+      whole = whole + 1
+    end
+    tat_ms = tat_ms + whole
+    local ttl = tat_ms - now
+    if frac > 0 then ttl = ttl + 1 end
+    if ttl < 1 then ttl = 1 end
+    redis.call('SET', key, struct.pack('<ddd', tat_ms, frac, limit), 'PX', exact(ttl))
+  elseif kind == 'sw' then
+    local window = b
+    local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    local at = now
+    if newest[2] ~= nil then
+      local score = tonumber(newest[2])
+      if score > now then at = score end
+    end
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', exact(at - window))
+    local args = {at, member}
+    for j = 2, d do
+      args[#args + 1] = at
+      args[#args + 1] = member .. '#' .. j
+      if #args >= 2000 then
+        redis.call('ZADD', key, (table.unpack or unpack)(args))
+        args = {}
+      end
+    end
+    if #args > 0 then redis.call('ZADD', key, (table.unpack or unpack)(args)) end
+    redis.call('PEXPIRE', key, window)
+  elseif kind == 'sc' then
+    local window = b
+    local state = redis.call('HMGET', key, 'w', 'c', 'p', 't')
+    local at = now
+    local stored_index, current, previous = nil, 0, 0
+    if state[1] then
+      local w, c, p, t = tonumber(state[1]), tonumber(state[2]), tonumber(state[3]), tonumber(state[4])
+      if not (w and c and p and t and w % 1 == 0 and c % 1 == 0 and p % 1 == 0 and t % 1 == 0
+          and c >= 0 and p >= 0) then
+        return fail(key .. ' is not a counter hash (fields w, c, p, t: integers)')
+      end
+      if t > at then at = t end
+      stored_index, current, previous = w, c, p
+    end
+    local index = at / window
+    index = index - index % 1
+    local elapsed = at - index * window
+    if elapsed < 0 then
+      index = index - 1
+    elseif elapsed >= window then
+      index = index + 1
+    end
+    local same_window = stored_index == index
+    if stored_index ~= nil and stored_index < index then
+      if stored_index == index - 1 then previous = current else previous = 0 end
+      current = 0
+    end
+    current = current + d
+    if same_window then
+      redis.call('HSET', key, 'c', current, 't', exact(at))
+    else
+      redis.call('HSET', key, 'w', exact(index), 'c', current, 'p', previous, 't', exact(at))
+    end
+    redis.call('PEXPIRE', key, 2 * window)
+  elseif kind == 'fw' then
+    local window = b
+    local type = redis.call('TYPE', key)['ok']
+    if type == 'string' then
+      if not tonumber(redis.call('GET', key)) then
+        return fail(key .. ' holds ' .. show(redis.call('GET', key)) .. ', not a fixed window\'s integer count')
+      end
+      redis.call('INCRBY', key, d)
+      if redis.call('PTTL', key) < 0 then redis.call('PEXPIRE', key, window) end
+    elseif type == 'hash' then
+      local state = redis.call('HMGET', key, 'start', 'count')
+      local start, used = tonumber(state[1]), tonumber(state[2])
+      if start == nil or used == nil or now - start > window then
+        redis.call('HSET', key, 'start', exact(now), 'count', d)
+        redis.call('PEXPIRE', key, window)
+      else
+        redis.call('HSET', key, 'count', used + d)
+      end
+    elseif type == 'none' then
+      if fw_clock then
+        redis.call('HSET', key, 'start', exact(now), 'count', d)
+        redis.call('PEXPIRE', key, window)
+      else
+        redis.call('SET', key, d, 'PX', window)
+      end
+    else
+      return fail(key .. ' is a ' .. type .. ', not a fixed window')
+    end
+  end
+  return nil
+end
+
+local settled = 0
+for i = 1, n do
+  local kind, a, b = limits[i][1], limits[i][2], limits[i][3]
+  if kind ~= 'cc' then
+    if delta < 0 then
+      if give_back(i, kind, a, b, -delta) then settled = settled + 1 end
+    else
+      local err = charge_rest(i, kind, a, b, delta)
+      if err then return err end
+      settled = settled + 1
+    end
+  end
+end
+return settled

@@ -1,0 +1,177 @@
+//! Settling a request's actual cost (`lua/settle.lua`): a request decided with an estimate
+//! (its cost) is charged what it really took once that is known, the way LLM APIs meter
+//! tokens. The difference goes to every limit of its policy in one script call: a smaller
+//! actual cost gives back the unused part (as a refund does), a larger one charges the rest
+//! even past the limit (the key then waits longer; nothing is lost). Concurrency limits are
+//! not charged by cost (a lease is one slot whatever the cost): settling leaves them alone.
+//!
+//! Only an admission Redis charged can be settled: a denial, a peek (cost 0) or a fail-open
+//! answer charged nothing, and settling one does nothing (`Ok(false)`, no call).
+
+use crate::error::{FailureKind, RedisFailure};
+use crate::limiter::Limiter;
+use crate::policy::{Limit, Policy};
+use crate::rule::{validate_client_key, Algorithm, RuleError};
+use crate::scripts::{self, At};
+
+/// The most an actual cost may be (the scripts' bound on integers they count exactly).
+pub const MAX_ACTUAL: u64 = 1_000_000_000_000_000;
+
+/// Why a settlement did not happen.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SettleError {
+    /// An unusable client key.
+    #[error(transparent)]
+    Key(#[from] RuleError),
+    /// A `charged` or `actual` no decision of the policy could have had; `field` names it.
+    #[error("invalid {field} {value}: {reason}")]
+    Cost {
+        field: &'static str,
+        value: u64,
+        reason: String,
+    },
+    /// Redis failed; nothing was settled.
+    #[error("Redis failed a settlement: {0}")]
+    Redis(#[from] RedisFailure),
+}
+
+/// The EVALSHA of `lua/settle.lua` for `limits` at `keys`, as its header documents.
+pub(crate) fn settle_evalsha(
+    limits: &[Limit],
+    keys: &[String],
+    charged: u64,
+    actual: u64,
+    at: At,
+) -> redis::Cmd {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(scripts::SETTLE.get_hash()).arg(keys.len());
+    for key in keys {
+        cmd.arg(key.as_str());
+    }
+    cmd.arg(limits.len());
+    match at.millis() {
+        None => cmd.arg(""),
+        Some(ms) => cmd.arg(ms),
+    };
+    cmd.arg(charged).arg(actual);
+    let has_log = limits
+        .iter()
+        .any(|l| matches!(l.algorithm(), Algorithm::SlidingWindowLog { .. }));
+    // A fresh member: the decision's own (member, member#2, ...) are in the log already.
+    if has_log && actual > charged {
+        cmd.arg(&scripts::log_member()[..]);
+    } else {
+        cmd.arg("");
+    }
+    cmd.arg(if matches!(at, At::Millis(_)) { "1" } else { "" });
+    for limit in limits {
+        let kind = limit.kind().key_tag();
+        match *limit.algorithm() {
+            Algorithm::TokenBucket {
+                capacity,
+                refill_per_sec,
+            } => cmd.arg(kind).arg(capacity).arg(refill_per_sec).arg(""),
+            Algorithm::Gcra {
+                limit,
+                window_ms,
+                burst,
+            } => cmd.arg(kind).arg(limit).arg(window_ms).arg(burst),
+            Algorithm::SlidingWindowLog { limit, window_ms }
+            | Algorithm::SlidingWindowCounter { limit, window_ms }
+            | Algorithm::FixedWindow { limit, window_ms } => {
+                cmd.arg(kind).arg(limit).arg(window_ms).arg("")
+            }
+            Algorithm::Concurrency { limit, lease_ms } => {
+                cmd.arg(kind).arg(limit).arg(lease_ms).arg("")
+            }
+        };
+    }
+    cmd
+}
+
+impl Limiter {
+    /// Settles a request that `policy` admitted for `client_key` with cost `charged`, on the
+    /// Redis clock: its limits are charged `actual` in its place (see the module's note).
+    /// Returns whether some limit changed (false: `actual == charged`, `charged == 0` (a peek
+    /// or a denial charged nothing), the policy's limits are all concurrency limits, or the
+    /// state to give back to is gone).
+    pub async fn settle(
+        &self,
+        policy: &Policy,
+        client_key: &str,
+        charged: u64,
+        actual: u64,
+    ) -> Result<bool, SettleError> {
+        self.settle_at(policy, client_key, charged, actual, At::ServerClock)
+            .await
+    }
+
+    /// [`Limiter::settle`] at an explicit time (tests, replays): the clock the decision was
+    /// made on. Runs under the decision deadline; a Redis failure is counted and logged like a
+    /// decision's and nothing is settled.
+    pub async fn settle_at(
+        &self,
+        policy: &Policy,
+        client_key: &str,
+        charged: u64,
+        actual: u64,
+        at: At,
+    ) -> Result<bool, SettleError> {
+        validate_client_key(client_key)?;
+        let (_, limits) = policy.limits_for(client_key);
+        let charged_limits = || {
+            limits
+                .iter()
+                .filter(|l| !matches!(l.algorithm(), Algorithm::Concurrency { .. }))
+        };
+        if let Some(most) = charged_limits().map(|l| l.algorithm().max_cost()).min() {
+            if charged > most {
+                return Err(SettleError::Cost {
+                    field: "charged",
+                    value: charged,
+                    reason: format!(
+                        "no decision of policy {:?} charges more than {most} (its smallest capacity, burst or limit)",
+                        policy.name()
+                    ),
+                });
+            }
+        }
+        if actual > MAX_ACTUAL {
+            return Err(SettleError::Cost {
+                field: "actual",
+                value: actual,
+                reason: format!("an actual cost is at most {MAX_ACTUAL}"),
+            });
+        }
+        if charged == 0 || actual == charged || charged_limits().next().is_none() {
+            return Ok(false);
+        }
+        let keyspace = self.keys();
+        let keys: Vec<String> = limits
+            .iter()
+            .map(|l| keyspace.policy_limit(l.kind(), policy.name(), l.name(), client_key))
+            .collect();
+        let evalsha = settle_evalsha(limits, &keys, charged, actual, at);
+        let settled = match self.invoke_script(&evalsha).await {
+            Ok(redis::Value::Int(n)) if n >= 0 => n > 0,
+            Ok(other) => {
+                return Err(self
+                    .failed(RedisFailure::new(
+                        FailureKind::Reply,
+                        format!("expected an integer from the settle script, got {other:?}"),
+                    ))
+                    .into())
+            }
+            Err(failure) => return Err(self.failed(failure).into()),
+        };
+        // What was given back makes a cached denial stale; a larger charge only confirms it.
+        if actual < charged {
+            if let Some(cache) = self.deny_cache() {
+                for key in &keys {
+                    cache.forget(key);
+                }
+            }
+        }
+        Ok(settled)
+    }
+}
