@@ -104,6 +104,11 @@ pub struct SimulateArgs {
     /// many times per request (1 to 10).
     #[arg(long)]
     pub retry_attempts: Option<u32>,
+    /// How long each admitted request is in flight, in ms: `80`, `uniform:20..200` or
+    /// `lognormal:median=80,p99=900`. Under a concurrency limit a request holds its lease that
+    /// long (default: it gives it back as soon as it is decided).
+    #[arg(long, value_name = "MS")]
+    pub hold_ms: Option<String>,
     /// Decide on the rules' shared keys, continuing from the state earlier runs and `check`
     /// left (default: the run gets its own key namespace and every limiter starts full).
     #[arg(long)]
@@ -246,6 +251,7 @@ impl SimulateArgs {
             cost: Some(self.cost),
             seed: Some(self.seed),
             retry_attempts: self.retry_attempts,
+            hold_ms: self.hold_ms.clone(),
         })
     }
 

@@ -244,7 +244,14 @@ impl Fixture {
             case("burst", &["--burst", "3"], "--burst"),
             case(
                 "lease-ms",
-                &["--algorithm", "concurrency", "--window-ms", DROP, "--lease-ms", "0"],
+                &[
+                    "--algorithm",
+                    "concurrency",
+                    "--window-ms",
+                    DROP,
+                    "--lease-ms",
+                    "0",
+                ],
                 "--lease-ms",
             ),
             case("lease-ms", &["--lease-ms", "5"], "--lease-ms"),
@@ -411,6 +418,8 @@ fn simulate_refuses_every_bad_flag_by_name() {
             &["--retry-attempts", "1000"],
             "--retry-attempts",
         ),
+        case("hold-ms", &["--hold-ms", "uniform:200..20"], "--hold-ms"),
+        case("hold-ms", &["--hold-ms", "80ms"], "--hold-ms"),
         case("servers", &["--servers", "0"], "--servers"),
         case("connections", &["--connections", "0"], "--connections"),
         case(

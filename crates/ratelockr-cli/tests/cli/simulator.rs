@@ -481,3 +481,84 @@ fn the_cli_prints_a_json_summary_per_algorithm_and_writes_both_exports() {
     let svg = std::fs::read_to_string(&chart).expect("written");
     assert!(svg.contains("fixed-window admitted") && svg.contains("envelope"));
 }
+
+/// `--hold-ms`: a simulated request under a concurrency limit holds its lease for its time in
+/// flight, so two slots against 100 requests a second that each take 200 ms deny most of them;
+/// every lease goes back afterwards.
+#[test]
+fn held_requests_fill_a_concurrency_limit() {
+    let server = crate::common::redis();
+    let url = server.url();
+    let simulate = |extra: &[&str]| {
+        let mut args = vec![
+            "--redis",
+            url.as_str(),
+            "--json",
+            "simulate",
+            "--algorithm",
+            "concurrency",
+            "--limit",
+            "2",
+            "--lease-ms",
+            "60000",
+            "--rps",
+            "100",
+            "--requests",
+            "60",
+            "--servers",
+            "2",
+            "--continue-state",
+        ];
+        args.extend(extra);
+        std::process::Command::new(env!("CARGO_BIN_EXE_ratelockr"))
+            .args(&args)
+            .output()
+            .expect("runs")
+    };
+    let output = simulate(&["--hold-ms", "lognormal:median=200,p99=400"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    let summary = &json["algorithms"][0];
+    let (allowed, denied) = (summary["allowed"].as_u64(), summary["denied"].as_u64());
+    assert!(allowed >= Some(2) && denied > Some(0), "{summary}");
+    // Every hold ends: both slots come back (the holds end within the run's own second or so).
+    let free = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ratelockr"))
+            .args([
+                "--redis",
+                url.as_str(),
+                "--json",
+                "check",
+                "--algorithm",
+                "concurrency",
+            ])
+            .args([
+                "--limit",
+                "2",
+                "--lease-ms",
+                "60000",
+                "--key",
+                "client-0",
+                "--peek",
+            ])
+            .output()
+            .expect("runs");
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON")["remaining"] == 2
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !free() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the held slots never came back"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let bad = simulate(&["--hold-ms", "lognormal:median=80"]);
+    assert!(!bad.status.success());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("--hold-ms"), "{stderr}");
+}

@@ -19,6 +19,7 @@
 
 mod error;
 mod exact;
+pub mod hold;
 pub mod naive;
 pub mod peak;
 pub mod preview;

@@ -117,6 +117,7 @@ pub async fn run(
             .map(|t| (Arc::from(t.name()), t.subject()))
             .collect(),
     );
+    let holds: Holds = Arc::default();
     let servers: Vec<Server> = (0..workload.servers)
         .map(|index| Server {
             index,
@@ -130,6 +131,7 @@ pub async fn run(
             scope: spec.scope.clone().map(Arc::from),
             stop: stop.clone(),
             started_at_ms,
+            holds: holds.clone(),
         })
         .collect();
     drop(records_tx);
@@ -143,7 +145,14 @@ pub async fn run(
             tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?
-                .block_on(drive(servers, workload, stop, sent, start));
+                .block_on(async {
+                    drive(servers, workload, stop, sent, start).await;
+                    // The run ends when its last request does: the holds still running.
+                    let held: Vec<_> = std::mem::take(&mut *lock(&holds));
+                    for hold in held {
+                        let _ = hold.await;
+                    }
+                });
             Ok(())
         }
     };
@@ -290,6 +299,17 @@ struct Server {
     stop: CancellationToken,
     /// The run's start, ms since the epoch: records carry their offset from it.
     started_at_ms: u64,
+    /// Admitted requests still in flight ([`Workload::hold`]): the run waits for them.
+    holds: Holds,
+}
+
+/// The tasks holding leases for requests' time in flight.
+type Holds = Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>;
+
+fn lock(holds: &Holds) -> std::sync::MutexGuard<'_, Vec<tokio::task::JoinHandle<()>>> {
+    holds
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Offers the schedule: open-loop by the clock, or closed-loop per server for `rps = 0`.
@@ -395,10 +415,13 @@ impl Server {
         let records = self.records.clone();
         let cost = self.workload.cost;
         let retries = self.workload.retry.map_or(0, |r| r.max_attempts);
+        // The request's time in flight, the same for every target it is offered to.
+        let hold = self.workload.hold.map(|h| h.draw(self.workload.seed, seq));
         let server = self.index;
         let clock = self.clock;
         let stop = self.stop.clone();
         let started_at_ms = self.started_at_ms;
+        let holds = self.holds.clone();
         // The limiter sees the scoped name; records keep the client's own key.
         let scoped = self
             .scope
@@ -410,7 +433,7 @@ impl Server {
             let batch = futures::future::join_all(targets.iter().zip(names.iter()).map(
                 |(target, &(ref name, subject))| {
                     let decided_as = scoped.as_deref().unwrap_or(&key);
-                    let (limiter, key, stop) = (&limiter, &key, &stop);
+                    let (limiter, key, stop, holds) = (&limiter, &key, &stop, &holds);
                     async move {
                         let mut out = Vec::with_capacity(1);
                         for attempt in 0..=retries {
@@ -426,6 +449,21 @@ impl Server {
                             let started = Instant::now();
                             let decided = decide(limiter, target, decided_as, cost, at).await;
                             let decision = &decided.decision;
+                            // In flight for its hold, then its lease goes back (a stop ends the
+                            // hold at once: the run is over).
+                            if let (Some(lease), Some(hold)) = (&decision.lease, hold) {
+                                let (lease, stop) = (lease.clone(), stop.clone());
+                                let task = tokio::spawn(async move {
+                                    tokio::select! {
+                                        _ = stop.cancelled() => {}
+                                        _ = tokio::time::sleep(hold) => {}
+                                    }
+                                    let _ = lease.release().await;
+                                });
+                                let mut holds = lock(holds);
+                                holds.retain(|t| !t.is_finished());
+                                holds.push(task);
+                            }
                             out.push(Record {
                                 seq,
                                 sent_at_ms,
@@ -504,7 +542,11 @@ async fn decide(limiter: &Limiter, target: &Target, key: &str, cost: u64, at: At
             Ok(d) => {
                 let verdict = d.verdict();
                 Decided {
-                    decision: d.combined(),
+                    // The combined answer, with the lease it took (held for the request's hold).
+                    decision: Decision {
+                        lease: d.lease.clone(),
+                        ..d.combined()
+                    },
                     binding: verdict
                         .and_then(|v| v.binding.as_deref())
                         .map(Arc::from)

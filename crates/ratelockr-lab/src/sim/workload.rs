@@ -82,6 +82,10 @@ pub struct Workload {
     /// A retry storm: denied clients try again after the denial's `retry_after_ms`.
     #[serde(default)]
     pub retry: Option<Retry>,
+    /// How long an admitted request is in flight: under a concurrency limit it holds its
+    /// lease that long, then gives it back (`None`: it gives it back as soon as it is decided).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<super::hold::Hold>,
 }
 
 /// How denied clients retry: after exactly the wait the limiter named (the synchronised
@@ -106,6 +110,7 @@ impl Default for Workload {
             cost: 1,
             seed: 1,
             retry: None,
+            hold: None,
         }
     }
 }

@@ -74,6 +74,9 @@ pub struct WorkloadSpec {
     pub seed: Option<u64>,
     /// A retry storm: denied clients retry up to this many times per request.
     pub retry_attempts: Option<u32>,
+    /// How long an admitted request is in flight ([`super::hold::Hold`]'s text: `80`,
+    /// `uniform:20..200`, `lognormal:median=80,p99=900`).
+    pub hold_ms: Option<String>,
 }
 
 impl WorkloadSpec {
@@ -157,6 +160,15 @@ impl WorkloadSpec {
             retry: self
                 .retry_attempts
                 .map(|max_attempts| Retry { max_attempts }),
+            hold: match self.hold_ms.as_deref().map(str::trim) {
+                None | Some("") => None,
+                Some(text) => Some(text.parse::<super::hold::Hold>().map_err(|e| {
+                    SimError::InvalidWorkload {
+                        parameter: "hold_ms",
+                        reason: e.to_string(),
+                    }
+                })?),
+            },
         };
         workload.validate()?;
         Ok(workload)
@@ -188,6 +200,7 @@ mod tests {
                 cost: 1,
                 seed: 1,
                 retry: None,
+                hold: None,
             }
         );
         let burst = WorkloadSpec {
