@@ -7,7 +7,10 @@
 //!
 //! Only an admission Redis charged can be settled: a denial, a peek (cost 0) or a fail-open
 //! answer charged nothing, and settling one does nothing (`Ok(false)`, no call).
+//! [`Limiter::settle_decision`] checks that from the decision itself; [`Limiter::settle`] is
+//! for a caller that kept only the numbers (serve's `POST /api/settle`).
 
+use crate::decision::{DecidedBy, Decision};
 use crate::error::{FailureKind, RedisFailure};
 use crate::limiter::Limiter;
 use crate::policy::{Limit, Policy};
@@ -103,6 +106,49 @@ impl Limiter {
         actual: u64,
     ) -> Result<bool, SettleError> {
         self.settle_at(policy, client_key, charged, actual, At::ServerClock)
+            .await
+    }
+
+    /// Settles `decision`, which `policy` made for `client_key` with cost `charged`, with its
+    /// `actual` cost ([`Limiter::settle`]) on the Redis clock. A decision that charged nothing
+    /// settles nothing and asks Redis nothing (`Ok(false)`): a denial, a shadow policy's
+    /// would-be denial, a deny-cache hit, a fail-open or degraded answer, a peek (`charged` 0).
+    pub async fn settle_decision(
+        &self,
+        decision: &Decision,
+        policy: &Policy,
+        client_key: &str,
+        charged: u64,
+        actual: u64,
+    ) -> Result<bool, SettleError> {
+        self.settle_decision_at(
+            decision,
+            policy,
+            client_key,
+            charged,
+            actual,
+            At::ServerClock,
+        )
+        .await
+    }
+
+    /// [`Limiter::settle_decision`] at an explicit time: the clock the decision was made on.
+    pub async fn settle_decision_at(
+        &self,
+        decision: &Decision,
+        policy: &Policy,
+        client_key: &str,
+        charged: u64,
+        actual: u64,
+        at: At,
+    ) -> Result<bool, SettleError> {
+        let charged_by_redis =
+            decision.allowed && decision.by == DecidedBy::Redis && !decision.would_deny();
+        if !charged_by_redis {
+            validate_client_key(client_key)?;
+            return Ok(false);
+        }
+        self.settle_at(policy, client_key, charged, actual, at)
             .await
     }
 

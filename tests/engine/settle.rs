@@ -612,3 +612,67 @@ name = "llm"
     let (got, _, _) = http(addr, "GET", "/api/settle", "").await;
     assert_eq!(got, 405);
 }
+
+#[tokio::test]
+async fn a_decision_settles_only_what_redis_charged() {
+    let server = redis();
+    let limiter = limiter(&server, "settle-decision");
+    let limits = || {
+        vec![
+            Limit::token_bucket("tb", 100, 1.0).expect("valid"),
+            Limit::fixed_window("fw", 100, MINUTE).expect("valid"),
+        ]
+    };
+    let policy = Policy::new("decision", limits()).expect("valid");
+    let now = At::Millis(T0);
+    let admitted = limiter
+        .check_policy_at(&policy, "k", 80, now)
+        .await
+        .expect("valid");
+    assert!(admitted.allowed);
+    let denied = limiter
+        .check_policy_at(&policy, "k", 30, now)
+        .await
+        .expect("valid");
+    assert!(!denied.allowed);
+    let before = state(&limiter, &policy, "k").await;
+    // A denial, a fail-open answer and a fail-closed one charged nothing: nothing is settled.
+    for decision in [
+        &denied,
+        &ratelockr::Decision::FAIL_OPEN,
+        &ratelockr::Decision::FAIL_CLOSED,
+    ] {
+        assert!(!limiter
+            .settle_decision_at(decision, &policy, "k", 30, 1, now)
+            .await
+            .expect("nothing to do"));
+        assert_eq!(state(&limiter, &policy, "k").await, before);
+    }
+    // A shadow policy's would-be denial charged nothing either.
+    let shadow = Policy::new("decision", limits())
+        .expect("valid")
+        .with_mode(ratelockr::policy::Mode::Shadow);
+    let would_deny = limiter
+        .check_policy_at(&shadow, "k", 30, now)
+        .await
+        .expect("valid");
+    assert!(
+        would_deny.allowed && would_deny.would_deny(),
+        "{would_deny:?}"
+    );
+    assert!(!limiter
+        .settle_decision_at(&would_deny, &shadow, "k", 30, 1, now)
+        .await
+        .expect("nothing to do"));
+    assert_eq!(state(&limiter, &policy, "k").await, before);
+    // The admission is settled: 80 charged, 50 used; 30 more pass now.
+    assert!(limiter
+        .settle_decision_at(&admitted, &policy, "k", 80, 50, now)
+        .await
+        .expect("settles"));
+    let again = limiter
+        .check_policy_at(&policy, "k", 30, now)
+        .await
+        .expect("valid");
+    assert!(again.allowed && again.remaining == 20, "{again:?}");
+}
