@@ -45,16 +45,19 @@ if kind == 'tb' then
   if capacity == nil or capacity < 1 then
     return redis.error_reply('ratelockr refund: tb needs ARGV[3] capacity >= 1')
   end
+  -- shared: refund.tb
   local state = redis.call('GET', key)
   if not state or #state ~= 16 then return 0 end
   local tokens, last = struct.unpack('<dd', state)
   redis.call('SET', key, struct.pack('<dd', math.min(capacity, tokens + cost), last), 'KEEPTTL')
   return 1
+  -- end shared
 elseif kind == 'gc' then
   local limit, period = tonumber(ARGV[3]), tonumber(ARGV[4])
   if limit == nil or period == nil or limit < 1 or period < 1 then
     return redis.error_reply('ratelockr refund: gc needs ARGV[3] limit and ARGV[4] period_ms >= 1')
   end
+  -- shared: refund.gc
   local state = redis.call('GET', key)
   if not state or #state ~= 24 then return 0 end
   local tat_ms, frac, stored_limit = struct.unpack('<ddd', state)
@@ -70,11 +73,15 @@ elseif kind == 'gc' then
   end
   redis.call('SET', key, struct.pack('<ddd', tat_ms - whole, frac, limit), 'KEEPTTL')
   return 1
+  -- end shared
 elseif kind == 'sw' then
+  -- shared: refund.sw
   local popped = redis.call('ZPOPMAX', key, cost)
   if #popped == 0 then return 0 end
   return 1
+  -- end shared
 elseif kind == 'sc' then
+  -- shared: refund.sc
   local state = redis.call('HMGET', key, 'c', 'p')
   local current, previous = tonumber(state[1]), tonumber(state[2])
   if current == nil or previous == nil then return 0 end
@@ -82,7 +89,9 @@ elseif kind == 'sc' then
   local from_previous = math.min(previous, cost - from_current)
   redis.call('HSET', key, 'c', current - from_current, 'p', previous - from_previous)
   return 1
+  -- end shared
 elseif kind == 'fw' then
+  -- shared: refund.fw
   local type = redis.call('TYPE', key)['ok']
   if type == 'string' then
     local used = tonumber(redis.call('GET', key))
@@ -96,5 +105,6 @@ elseif kind == 'fw' then
     return 1
   end
   return 0
+  -- end shared
 end
 return redis.error_reply('ratelockr refund: unknown kind \'' .. tostring(kind) .. '\' (tb, gc, sw, sc, fw)')

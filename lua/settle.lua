@@ -155,23 +155,28 @@ local function exact(x)
   return string.format('%.17g', x)
 end
 
--- Gives back `cost` to limit i as lua/refund.lua does for its kind; true when there was state
--- to give to.
+-- Gives back `cost` to limit i as lua/refund.lua does for its kind, in refund.lua's own text
+-- (the blocks marked shared, held one text by tests/engine/lua_blocks.rs): 1 when there was
+-- state to give back to, else 0.
 local function give_back(i, kind, a, b, cost)
   local key = KEYS[i]
   if kind == 'tb' then
     local capacity = a
+    -- shared: refund.tb
     local state = redis.call('GET', key)
-    if not state or #state ~= 16 then return false end
+    if not state or #state ~= 16 then return 0 end
     local tokens, last = struct.unpack('<dd', state)
     redis.call('SET', key, struct.pack('<dd', math.min(capacity, tokens + cost), last), 'KEEPTTL')
-    return true
+    return 1
+    -- end shared
   elseif kind == 'gc' then
     local limit, period = a, b
+    -- shared: refund.gc
     local state = redis.call('GET', key)
-    if not state or #state ~= 24 then return false end
+    if not state or #state ~= 24 then return 0 end
     local tat_ms, frac, stored_limit = struct.unpack('<ddd', state)
-    if stored_limit ~= limit then return false end
+    if stored_limit ~= limit then return 0 end
+    -- cost x T ms = cost x period / limit ms = whole ms + rest / limit ms.
     local units = cost * period
     local rest = units % limit
     local whole = (units - rest) / limit
@@ -181,32 +186,42 @@ local function give_back(i, kind, a, b, cost)
       whole = whole + 1
     end
     redis.call('SET', key, struct.pack('<ddd', tat_ms - whole, frac, limit), 'KEEPTTL')
-    return true
+    return 1
+    -- end shared
   elseif kind == 'sw' then
-    return #redis.call('ZPOPMAX', key, cost) > 0
+    -- shared: refund.sw
+    local popped = redis.call('ZPOPMAX', key, cost)
+    if #popped == 0 then return 0 end
+    return 1
+    -- end shared
   elseif kind == 'sc' then
+    -- shared: refund.sc
     local state = redis.call('HMGET', key, 'c', 'p')
     local current, previous = tonumber(state[1]), tonumber(state[2])
-    if current == nil or previous == nil then return false end
+    if current == nil or previous == nil then return 0 end
     local from_current = math.min(current, cost)
     local from_previous = math.min(previous, cost - from_current)
     redis.call('HSET', key, 'c', current - from_current, 'p', previous - from_previous)
-    return true
+    return 1
+    -- end shared
   elseif kind == 'fw' then
+    -- shared: refund.fw
     local type = redis.call('TYPE', key)['ok']
     if type == 'string' then
       local used = tonumber(redis.call('GET', key))
-      if used == nil or used <= 0 then return false end
+      if used == nil or used <= 0 then return 0 end
       redis.call('DECRBY', key, math.min(used, cost))
-      return true
+      return 1
     elseif type == 'hash' then
       local used = tonumber(redis.call('HGET', key, 'count'))
-      if used == nil or used <= 0 then return false end
+      if used == nil or used <= 0 then return 0 end
       redis.call('HSET', key, 'count', used - math.min(used, cost))
-      return true
+      return 1
     end
+    return 0
+    -- end shared
   end
-  return false
+  return 0
 end
 
 -- Charges limit i `d` more as a charge at now would, past the limit when need be.
@@ -363,7 +378,7 @@ for i = 1, n do
   local kind, a, b = limits[i][1], limits[i][2], limits[i][3]
   if kind ~= 'cc' then
     if delta < 0 then
-      if give_back(i, kind, a, b, -delta) then settled = settled + 1 end
+      settled = settled + give_back(i, kind, a, b, -delta)
     else
       local err = charge_rest(i, kind, a, b, delta)
       if err then return err end

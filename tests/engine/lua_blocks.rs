@@ -10,8 +10,9 @@
 //! ```
 //!
 //! and this test holds each block of policy.lua to its one twin in the script its name starts
-//! with (`lua/token_bucket.lua`), line by line. Only the leading indentation may differ: the
-//! blocks sit deeper in policy.lua's loop. A block that drifts fails here with its name and its
+//! with (`lua/token_bucket.lua`), line by line. Any script may copy another's blocks the same
+//! way (settle.lua gives back what refund.lua gives back, in blocks `refund.tb` ...). Only the
+//! leading indentation may differ: the blocks sit deeper in policy.lua's loop. A block that drifts fails here with its name and its
 //! first differing line, so the two copies stay one text without anyone comparing them by hand.
 
 use std::collections::BTreeMap;
@@ -118,6 +119,9 @@ fn first_difference(
 }
 
 /// Every problem with the blocks of `sources` (file name → text; policy.lua among them).
+/// A block named after another script is a copy (policy.lua's, settle.lua's of refund.lua):
+/// it has one twin there. A block named after its own script is the original: some other
+/// script holds its copy.
 fn check(sources: &BTreeMap<String, String>) -> Vec<String> {
     let mut problems = Vec::new();
     let mut all: BTreeMap<&str, Vec<Block>> = BTreeMap::new();
@@ -129,55 +133,51 @@ fn check(sources: &BTreeMap<String, String>) -> Vec<String> {
             Err(e) => problems.push(e),
         }
     }
-    let policy_file = "lua/policy.lua";
-    let empty = Vec::new();
-    let policy = all.get(policy_file).unwrap_or(&empty);
-    for block in policy {
-        let script = block.name.split_once('.').map_or("", |(s, _)| s);
-        let script_file = format!("lua/{script}.lua");
-        let twins: Vec<&Block> = all
-            .get(script_file.as_str())
-            .map(|b| b.iter().filter(|t| t.name == block.name).collect())
-            .unwrap_or_default();
-        let in_policy = policy.iter().filter(|b| b.name == block.name).count();
-        if in_policy > 1 {
-            problems.push(format!(
-                "{}: block `{}` is marked {in_policy} times in {policy_file}; a name is one block",
-                block.at, block.name
-            ));
-        }
-        match twins.as_slice() {
-            [twin] => problems.extend(first_difference(block, policy_file, twin, &script_file)),
-            [] => problems.push(format!(
-                "{}: block `{}` has no twin in {script_file}",
-                block.at, block.name
-            )),
-            many => problems.push(format!(
-                "{}: block `{}` has {} twins in {script_file}, where a name is one block",
-                block.at,
-                block.name,
-                many.len()
-            )),
-        }
-    }
-    // A script's blocks bear its name and all have a twin in policy.lua: a marker left behind
-    // when policy.lua's copy went would otherwise guard nothing.
+    let stem = |file: &str| {
+        file.trim_start_matches("lua/")
+            .trim_end_matches(".lua")
+            .to_string()
+    };
     for (file, found) in &all {
-        if *file == policy_file {
-            continue;
-        }
         for block in found {
-            let stem = file.trim_start_matches("lua/").trim_end_matches(".lua");
-            if !block.name.starts_with(&format!("{stem}.")) {
+            let script = block.name.split_once('.').map_or("", |(s, _)| s);
+            if script == stem(file) {
+                // An original: a marker left behind when every copy went would guard nothing.
+                let copied = all.iter().any(|(other, theirs)| {
+                    other != file && theirs.iter().any(|b| b.name == block.name)
+                });
+                if !copied {
+                    problems.push(format!(
+                        "{}: block `{}` has no twin in lua/policy.lua or any other script",
+                        block.at, block.name
+                    ));
+                }
+                continue;
+            }
+            let script_file = format!("lua/{script}.lua");
+            let twins: Vec<&Block> = all
+                .get(script_file.as_str())
+                .map(|b| b.iter().filter(|t| t.name == block.name).collect())
+                .unwrap_or_default();
+            let here = found.iter().filter(|b| b.name == block.name).count();
+            if here > 1 {
                 problems.push(format!(
-                    "{}: block `{}` in {file} is named after another script; name it {stem}.<piece>",
+                    "{}: block `{}` is marked {here} times in {file}; a name is one block",
                     block.at, block.name
                 ));
-            } else if !policy.iter().any(|p| p.name == block.name) {
-                problems.push(format!(
-                    "{}: block `{}` has no twin in {policy_file}",
+            }
+            match twins.as_slice() {
+                [twin] => problems.extend(first_difference(block, file, twin, &script_file)),
+                [] => problems.push(format!(
+                    "{}: block `{}` has no twin in {script_file}",
                     block.at, block.name
-                ));
+                )),
+                many => problems.push(format!(
+                    "{}: block `{}` has {} twins in {script_file}, where a name is one block",
+                    block.at,
+                    block.name,
+                    many.len()
+                )),
             }
         }
     }
