@@ -149,6 +149,13 @@ else
   end
 end
 
+-- Fields of an HMGET as numbers (nil where absent or not a number).
+local function numbers_of(values)
+  local out = {}
+  for j = 1, #values do out[j] = tonumber(values[j]) end
+  return out[1], out[2], out[3], out[4]
+end
+
 -- Exact decimal of an integer below 2^53 (%d), else %.17g: how the scripts write times.
 local function exact(x)
   if x < 9007199254740992 and x > -9007199254740992 then return string.format('%d', x) end
@@ -371,6 +378,42 @@ local function charge_rest(i, kind, a, b, d)
     end
   end
   return nil
+end
+
+-- Every key is read before any is written: a key that holds something else fails the call
+-- with nothing settled anywhere (all or nothing, as the decision).
+local holds = {tb = 'string', gc = 'string', sw = 'zset', sc = 'hash', fw = 'string'}
+for i = 1, n do
+  local kind, key = limits[i][1], KEYS[i]
+  local type = kind ~= 'cc' and redis.call('TYPE', key)['ok']
+  if type and type ~= 'none' and type ~= holds[kind] and not (kind == 'fw' and type == 'hash') then
+    return fail(key .. ' is a ' .. type .. ', not the state of a ' .. names[kind][1])
+  end
+  local bad = false
+  if type == 'string' and (kind == 'tb' or kind == 'gc') then
+    local state = redis.call('GET', key)
+    if kind == 'tb' then
+      local tokens, last
+      if #state == 16 then tokens, last = struct.unpack('<dd', state) end
+      bad = tokens == nil or tokens ~= tokens or last % 1 ~= 0
+    else
+      local tat_ms, frac, stored_limit
+      if #state == 24 then tat_ms, frac, stored_limit = struct.unpack('<ddd', state) end
+      bad = not (tat_ms and tat_ms % 1 == 0 and frac % 1 == 0 and frac >= 0 and stored_limit >= 1
+        and frac < stored_limit)
+    end
+  elseif type == 'string' then
+    local count = tonumber(redis.call('GET', key))
+    bad = count == nil or count % 1 ~= 0
+  elseif type == 'hash' and kind == 'sc' then
+    local w, c, p, t = numbers_of(redis.call('HMGET', key, 'w', 'c', 'p', 't'))
+    bad = not (w and c and p and t and w % 1 == 0 and c % 1 == 0 and p % 1 == 0 and t % 1 == 0
+      and c >= 0 and p >= 0)
+  elseif type == 'hash' then
+    local start, count = numbers_of(redis.call('HMGET', key, 'start', 'count'))
+    bad = not (start and count and start % 1 == 0 and count % 1 == 0)
+  end
+  if bad then return fail(key .. ' does not hold the state of a ' .. names[kind][1]) end
 end
 
 local settled = 0

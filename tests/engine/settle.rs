@@ -676,3 +676,38 @@ async fn a_decision_settles_only_what_redis_charged() {
         .expect("valid");
     assert!(again.allowed && again.remaining == 20, "{again:?}");
 }
+
+#[tokio::test]
+async fn a_key_holding_something_else_fails_the_call_with_nothing_settled() {
+    let server = redis();
+    let limiter = limiter(&server, "settle-corrupt");
+    let policy = Policy::new(
+        "corrupt",
+        vec![
+            Limit::fixed_window("fw", 100, MINUTE).expect("valid"),
+            Limit::token_bucket("tb", 100, 1.0).expect("valid"),
+        ],
+    )
+    .expect("valid");
+    let key = |i: usize| {
+        let limit = &policy.limits()[i];
+        limiter
+            .keys()
+            .policy_limit(limit.kind(), policy.name(), limit.name(), "k")
+    };
+    let _: () = query(&limiter, redis::cmd("SET").arg(key(0)).arg(5)).await;
+    let _: () = query(&limiter, redis::cmd("SET").arg(key(1)).arg("not a bucket")).await;
+    for actual in [1, 9] {
+        match limiter.settle(&policy, "k", 5, actual).await {
+            Err(SettleError::Redis(failure)) => assert!(
+                failure
+                    .to_string()
+                    .contains("not hold the state of a token bucket"),
+                "{failure}"
+            ),
+            other => panic!("a corrupt bucket fails the call: {other:?}"),
+        }
+        let count: u64 = query(&limiter, redis::cmd("GET").arg(key(0))).await;
+        assert_eq!(count, 5, "the fixed window before it is left as it was");
+    }
+}
