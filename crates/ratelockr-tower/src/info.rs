@@ -69,3 +69,22 @@ impl RateLimitInfo {
         }
     }
 }
+
+/// What a request really cost, set by the handler in its response's extensions when the cost
+/// it was charged ([`crate::RateLimitBuilder::cost`]) was an estimate (tokens an LLM call will
+/// use, say): the layer then settles it, charging every limit the difference before the
+/// response goes out ([`ratelockr::Limiter::settle_decision`]): the unused part is given back,
+/// a larger cost charged past the limit (the key then waits longer). Only what Redis charged
+/// is settled: never a denial, a fail-open admission or a rule refunded after a later denial.
+///
+/// ```
+/// # use axum::response::{IntoResponse, Response};
+/// # use ratelockr_tower::ActualCost;
+/// async fn complete() -> Response {
+///     let mut response = "...".into_response();
+///     response.extensions_mut().insert(ActualCost(640));
+///     response
+/// }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActualCost(pub u64);

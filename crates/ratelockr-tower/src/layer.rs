@@ -1,6 +1,6 @@
 //! The layer, its builder and the service it wraps around a route.
 
-use crate::info::{RateLimitInfo, RuleDecision};
+use crate::info::{ActualCost, RateLimitInfo, RuleDecision};
 use crate::key::KeyExtractor;
 use crate::leased_body::LeasedBody;
 use crate::policy::PolicySource;
@@ -405,6 +405,9 @@ where
             request.extensions_mut().insert(info.clone());
             let leases: Vec<Lease> = info.leases().cloned().collect();
             let mut response = inner.call(request).await?;
+            if let Some(ActualCost(actual)) = response.extensions_mut().remove::<ActualCost>() {
+                shared.settle(&info, actual).await;
+            }
             shared.add_headers(&mut response, &answer, &info, shared.on_admitted);
             response.extensions_mut().insert(info);
             // Slots in flight are held for the life of the response body: given back when its
@@ -491,6 +494,42 @@ impl Shared {
                     Ok(true)
                 );
             }
+        }
+    }
+
+    /// Charges the policy's limits (or every rule that admitted the request and was not
+    /// refunded) `actual` in place of the cost they were charged. A settlement Redis fails is
+    /// counted and logged by the engine, and the estimate stands.
+    async fn settle(&self, info: &RateLimitInfo, actual: u64) {
+        let settled = if let (Some(source), Some(decision)) = (&self.policy, &info.policy) {
+            match source.watch.policy(&source.name) {
+                Some(policy) => {
+                    self.limiter
+                        .settle_decision(decision, &policy, &info.key, info.cost, actual)
+                        .await
+                }
+                None => Ok(false),
+            }
+        } else {
+            let mut result = Ok(false);
+            for (rule, entry) in self.rules.iter().zip(&info.decisions) {
+                if entry.refunded {
+                    continue;
+                }
+                let policy = ratelockr::Policy::from_rule(rule);
+                result = self
+                    .limiter
+                    .settle_decision(&entry.decision, &policy, &info.key, info.cost, actual)
+                    .await;
+                if result.is_err() {
+                    break;
+                }
+            }
+            result
+        };
+        // Redis's failures the engine has logged; an impossible actual cost is the handler's.
+        if let Err(err @ ratelockr::SettleError::Cost { .. }) = settled {
+            tracing::warn!("key {:?}: {err}", info.key);
         }
     }
 

@@ -35,6 +35,10 @@
 //! Every decided request carries a [`RateLimitInfo`] in its extensions (the handler's
 //! request and the response alike).
 //!
+//! A cost that was an estimate is settled by the handler: an [`ActualCost`] in its response's
+//! extensions charges every limit (every rule that admitted the request) the difference
+//! before the response goes out.
+//!
 //! # Several rules
 //! A request passes only if every rule admits it. Each rule's name is its own Redis Cluster
 //! hash tag ([`ratelockr::keys`]), so no two rules can be decided by one atomic script.
@@ -85,7 +89,7 @@ mod layer;
 mod leased_body;
 mod policy;
 
-pub use info::{RateLimitInfo, RuleDecision};
+pub use info::{ActualCost, RateLimitInfo, RuleDecision};
 /// CIDR networks, for [`KeyExtractor::forwarded_ip`]'s trusted proxies.
 pub use ipnet::IpNet;
 pub use key::{ExpressionError, KeyExtractor, X_FORWARDED_FOR};
