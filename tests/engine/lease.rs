@@ -30,6 +30,12 @@ async fn live(limiter: &ratelockr::Limiter, key: &str) -> u64 {
     .await
 }
 
+/// Gives back a decision's lease: true when it freed a live slot.
+async fn release(decision: &ratelockr::Decision) -> bool {
+    let lease = decision.lease.as_ref().expect("a lease");
+    lease.release().await.expect("Redis")
+}
+
 #[tokio::test]
 async fn a_concurrency_rule_admits_its_limit_and_a_release_frees_one_slot_once() {
     let server = redis();
@@ -192,7 +198,7 @@ async fn a_stack_takes_one_lease_in_each_concurrency_limit_and_none_when_denied(
     // slot free in flight, so the window alone denies).
     let four = limiter.check_policy(&policy, "dave").await.expect("valid");
     assert!(four.allowed && four.lease.is_some());
-    assert!(two.lease.as_ref().expect("lease").release().await.expect("Redis"));
+    assert!(release(&two).await);
     let five = limiter.check_policy(&policy, "dave").await.expect("valid");
     assert!(!five.allowed && five.lease.is_none());
     assert_eq!(five.binding(), Some("per-minute"));
@@ -221,13 +227,7 @@ async fn a_concurrency_denial_is_never_repeated_by_the_deny_cache() {
     let held = limiter.check(&rule, "frank").await.expect("valid");
     let denied = limiter.check(&rule, "frank").await.expect("valid");
     assert!(!denied.allowed && !denied.cached());
-    assert!(held
-        .lease
-        .as_ref()
-        .expect("lease")
-        .release()
-        .await
-        .expect("Redis"));
+    assert!(release(&held).await);
     // The denial's wait (a minute) is only an upper bound: the slot is free now.
     let next = limiter.check(&rule, "frank").await.expect("valid");
     assert!(next.allowed && next.lease.is_some(), "{next:?}");
