@@ -11,8 +11,9 @@ use std::process::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct ReleaseArgs {
-    /// The lease's id, as `check` printed it (`"lease"` in its JSON).
-    #[arg(long)]
+    /// The lease's id, as `check` printed it (`"lease"` in its JSON). An id may start with
+    /// `-` (ids are URL-safe characters), so the value is taken as it is.
+    #[arg(long, allow_hyphen_values = true)]
     pub lease: String,
     /// The client key the lease was taken for.
     #[arg(long)]

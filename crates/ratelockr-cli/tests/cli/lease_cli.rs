@@ -88,6 +88,9 @@ fn check_takes_a_lease_that_outlives_it_and_release_gives_it_back() {
         "{}",
         text(&out.stderr)
     );
+    // An id may start with '-' (one in 64 do): it is the flag's value, not another flag.
+    let out = run("release", &["--lease", "-Uabc"]);
+    assert!(text(&out.stdout).starts_with("nothing"), "{}", text(&out.stderr));
     let out = run("release", &["--lease", "a b"]);
     assert!(!out.status.success());
     assert!(
