@@ -90,7 +90,11 @@ fn check_takes_a_lease_that_outlives_it_and_release_gives_it_back() {
     );
     // An id may start with '-' (one in 64 do): it is the flag's value, not another flag.
     let out = run("release", &["--lease", "-Uabc"]);
-    assert!(text(&out.stdout).starts_with("nothing"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with("nothing"),
+        "{}",
+        text(&out.stderr)
+    );
     let out = run("release", &["--lease", "a b"]);
     assert!(!out.status.success());
     assert!(
