@@ -178,6 +178,18 @@ fn classify(err: &redis::RedisError) -> FailureKind {
     }
 }
 
+/// The reply of a script that answers a count (lease.lua, settle.lua): a whole number >= 0,
+/// anything else a failure of the reply naming `script`.
+pub(crate) fn count_reply(reply: &redis::Value, script: &str) -> Result<u64, RedisFailure> {
+    match *reply {
+        redis::Value::Int(n) if n >= 0 => Ok(n as u64),
+        ref other => Err(RedisFailure::new(
+            FailureKind::Reply,
+            format!("expected an integer from the {script} script, got {other:?}"),
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

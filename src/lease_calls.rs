@@ -2,8 +2,7 @@
 //! its decisions took ([`crate::lease::Lease`]), and names a lease by id for a caller in
 //! another process (serve's `/api/release` and `/api/renew`, `ratelockr release`).
 
-use crate::conn::Conn;
-use crate::error::{FailureKind, RedisFailure};
+use crate::error::RedisFailure;
 use crate::lease::{Lease, LeaseHolder, LeaseOp};
 use crate::limiter::Limiter;
 use crate::policy::Policy;
@@ -33,20 +32,6 @@ pub(crate) fn lease_evalsha(op: LeaseOp, id: &str, sets: &[(String, u64)], at: A
     cmd
 }
 
-/// How many of the sets held the lease live (and now freed or renewed it), or the failure.
-pub(crate) async fn lease_reply(
-    conn: &mut Conn,
-    evalsha: &redis::Cmd,
-) -> Result<u64, RedisFailure> {
-    match scripts::invoke(conn, evalsha).await? {
-        redis::Value::Int(n) if n >= 0 => Ok(n as u64),
-        other => Err(RedisFailure::new(
-            FailureKind::Reply,
-            format!("expected an integer from the lease script, got {other:?}"),
-        )),
-    }
-}
-
 impl Limiter {
     /// One call of the lease script under the decision deadline; a failure is counted and
     /// logged like a decision's.
@@ -60,12 +45,11 @@ impl Limiter {
             return Ok(0);
         }
         let evalsha = lease_evalsha(op, id, sets, At::ServerClock);
-        let mut conn = self.connection();
-        let deadline = self.options().deadline;
-        let result = match tokio::time::timeout(deadline, lease_reply(&mut conn, &evalsha)).await {
-            Ok(result) => result,
-            Err(_) => Err(RedisFailure::timeout(deadline)),
-        };
+        // How many of the sets held the lease live (and now freed or renewed it).
+        let result = self
+            .invoke_script(&evalsha)
+            .await
+            .and_then(|reply| crate::error::count_reply(&reply, "lease"));
         if let Some(observer) = self.observer() {
             if let Ok(n) = result {
                 observer.lease_ended(op, n > 0);

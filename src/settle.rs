@@ -11,7 +11,7 @@
 //! for a caller that kept only the numbers (serve's `POST /api/settle`).
 
 use crate::decision::{DecidedBy, Decision};
-use crate::error::{FailureKind, RedisFailure};
+use crate::error::RedisFailure;
 use crate::limiter::Limiter;
 use crate::policy::{Limit, Policy};
 use crate::rule::{validate_client_key, Algorithm, RuleError};
@@ -68,26 +68,7 @@ pub(crate) fn settle_evalsha(
     }
     cmd.arg(if matches!(at, At::Millis(_)) { "1" } else { "" });
     for limit in limits {
-        let kind = limit.kind().key_tag();
-        match *limit.algorithm() {
-            Algorithm::TokenBucket {
-                capacity,
-                refill_per_sec,
-            } => cmd.arg(kind).arg(capacity).arg(refill_per_sec).arg(""),
-            Algorithm::Gcra {
-                limit,
-                window_ms,
-                burst,
-            } => cmd.arg(kind).arg(limit).arg(window_ms).arg(burst),
-            Algorithm::SlidingWindowLog { limit, window_ms }
-            | Algorithm::SlidingWindowCounter { limit, window_ms }
-            | Algorithm::FixedWindow { limit, window_ms } => {
-                cmd.arg(kind).arg(limit).arg(window_ms).arg("")
-            }
-            Algorithm::Concurrency { limit, lease_ms } => {
-                cmd.arg(kind).arg(limit).arg(lease_ms).arg("")
-            }
-        };
+        crate::policy::script::limit_argv(&mut cmd, limit);
     }
     cmd
 }
@@ -198,18 +179,12 @@ impl Limiter {
             .map(|l| keyspace.policy_limit(l.kind(), policy.name(), l.name(), client_key))
             .collect();
         let evalsha = settle_evalsha(limits, &keys, charged, actual, at);
-        let settled = match self.invoke_script(&evalsha).await {
-            Ok(redis::Value::Int(n)) if n >= 0 => n > 0,
-            Ok(other) => {
-                return Err(self
-                    .failed(RedisFailure::new(
-                        FailureKind::Reply,
-                        format!("expected an integer from the settle script, got {other:?}"),
-                    ))
-                    .into())
-            }
-            Err(failure) => return Err(self.failed(failure).into()),
-        };
+        let settled = self
+            .invoke_script(&evalsha)
+            .await
+            .and_then(|reply| crate::error::count_reply(&reply, "settle"))
+            .map_err(|failure| self.failed(failure))?
+            > 0;
         // What was given back makes a cached denial stale; a larger charge only confirms it.
         if actual < charged {
             if let Some(cache) = self.deny_cache() {

@@ -62,9 +62,7 @@ impl DecisionApi {
                 },
             })?;
         // The caller holds the lease by its id (`POST /api/release`), not this reply.
-        if let Some(lease) = &decision.lease {
-            lease.keep();
-        }
+        decision.keep_lease();
         let answer = policy_answer(policy, &decision);
         Ok(PolicyReply {
             decision,

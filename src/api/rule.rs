@@ -51,9 +51,7 @@ impl DecisionApi {
                 other => ApiError::bad("invalid_rule", "rule", other.to_string()),
             })?;
         // The caller holds the lease by its id (`POST /api/release`), not this reply.
-        if let Some(lease) = &decision.lease {
-            lease.keep();
-        }
+        decision.keep_lease();
         let answer = http_answer(&rule, &decision);
         Ok(RuleReply {
             rule,

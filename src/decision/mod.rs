@@ -104,6 +104,15 @@ impl Decision {
         }
     }
 
+    /// Keeps this decision's lease, if it took one, past this value: the caller holds it by
+    /// its id elsewhere (serve's reply, `ratelockr check`) and gives it back with that id
+    /// ([`Lease::keep`]).
+    pub fn keep_lease(&self) {
+        if let Some(lease) = &self.lease {
+            lease.keep();
+        }
+    }
+
     /// True when the request was let through because Redis could not be asked (fail-open, or
     /// a degraded-mode admission).
     pub fn fail_open(&self) -> bool {

@@ -69,29 +69,35 @@ impl PolicyCall<'_> {
             ""
         });
         for limit in self.limits {
-            let kind = limit.kind().key_tag();
-            match *limit.algorithm() {
-                Algorithm::TokenBucket {
-                    capacity,
-                    refill_per_sec,
-                } => cmd.arg(kind).arg(capacity).arg(refill_per_sec).arg(""),
-                Algorithm::Gcra {
-                    limit,
-                    window_ms,
-                    burst,
-                } => cmd.arg(kind).arg(limit).arg(window_ms).arg(burst),
-                Algorithm::SlidingWindowLog { limit, window_ms }
-                | Algorithm::SlidingWindowCounter { limit, window_ms }
-                | Algorithm::FixedWindow { limit, window_ms } => {
-                    cmd.arg(kind).arg(limit).arg(window_ms).arg("")
-                }
-                Algorithm::Concurrency { limit, lease_ms } => {
-                    cmd.arg(kind).arg(limit).arg(lease_ms).arg("")
-                }
-            };
+            limit_argv(&mut cmd, limit);
         }
         cmd
     }
+}
+
+/// A limit's four ARGV as policy.lua (and settle.lua) take them: its kind, then three
+/// parameters.
+pub(crate) fn limit_argv(cmd: &mut redis::Cmd, limit: &Limit) {
+    let kind = limit.kind().key_tag();
+    match *limit.algorithm() {
+        Algorithm::TokenBucket {
+            capacity,
+            refill_per_sec,
+        } => cmd.arg(kind).arg(capacity).arg(refill_per_sec).arg(""),
+        Algorithm::Gcra {
+            limit,
+            window_ms,
+            burst,
+        } => cmd.arg(kind).arg(limit).arg(window_ms).arg(burst),
+        Algorithm::SlidingWindowLog { limit, window_ms }
+        | Algorithm::SlidingWindowCounter { limit, window_ms }
+        | Algorithm::FixedWindow { limit, window_ms } => {
+            cmd.arg(kind).arg(limit).arg(window_ms).arg("")
+        }
+        Algorithm::Concurrency { limit, lease_ms } => {
+            cmd.arg(kind).arg(limit).arg(lease_ms).arg("")
+        }
+    };
 }
 
 /// The head of the script's reply, read without allocating: what the replay needs per call.

@@ -8,52 +8,14 @@
 //! The scripts are read from lua/ (no engine path loads them yet).
 
 use crate::common;
+use crate::script_calls::{connect, evalsha, load, source};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use redis::aio::MultiplexedConnection;
 use redis::RedisResult;
 use std::collections::HashMap;
-use std::path::Path;
 use std::time::Duration;
-
-fn source(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("lua").join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
-}
-
-async fn connect(server: &ratelockr::EmbeddedRedis) -> MultiplexedConnection {
-    redis::Client::open(server.url())
-        .expect("a valid URL")
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect")
-}
-
-async fn load(conn: &mut MultiplexedConnection, name: &str) -> String {
-    redis::cmd("SCRIPT")
-        .arg("LOAD")
-        .arg(source(name))
-        .query_async(conn)
-        .await
-        .expect("SCRIPT LOAD")
-}
-
-/// One EVALSHA of a loaded script.
-async fn evalsha<T: redis::FromRedisValue>(
-    conn: &mut MultiplexedConnection,
-    sha: &str,
-    keys: &[&str],
-    argv: &[&str],
-) -> RedisResult<T> {
-    redis::cmd("EVALSHA")
-        .arg(sha)
-        .arg(keys.len())
-        .arg(keys)
-        .arg(argv)
-        .query_async(conn)
-        .await
-}
 
 /// One EVAL of a script's source.
 async fn eval<T: redis::FromRedisValue>(
@@ -564,7 +526,7 @@ async fn every_argument_error_is_named_and_writes_nothing() {
             ),
             (
                 "EVALSHA",
-                evalsha::<redis::Value>(&mut conn, &shas[name], keys, argv).await,
+                evalsha::<redis::Value, _>(&mut conn, &shas[name], keys, argv).await,
             ),
         ];
         for (how, result) in results {

@@ -5,8 +5,8 @@
 //! frees a slot before its wait); and serve's `/api/release` and `/api/renew` give back by id.
 
 use crate::common::{eventually, http, limiter, limiter_with, options, query, redis};
-use ratelockr::api::DecisionApi;
-use ratelockr::policy::{parse_policies, Format, Mode};
+use crate::served::json;
+use ratelockr::policy::Mode;
 use ratelockr::{DenyCacheOptions, LeaseError, Limit, LimiterOptions, Policy, Rule};
 use serde_json::Value;
 use std::net::SocketAddr;
@@ -264,25 +264,7 @@ async fn a_lease_is_named_only_where_a_concurrency_limit_holds_it() {
 }
 
 async fn serve(limiter: ratelockr::Limiter, policies: &str) -> (SocketAddr, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("policies.toml");
-    std::fs::write(&file, policies).expect("write");
-    parse_policies(policies, Format::Toml).expect("valid policies");
-    let watch = ratelockr::policy::PolicyWatch::load(&file).expect("loads");
-    let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let rules = vec![in_flight(1)];
-    let app = DecisionApi::new(limiter, rules)
-        .with_policies(watch)
-        .router();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (addr, dir)
-}
-
-fn json(body: &str) -> Value {
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+    crate::served::serve_policies(limiter, vec![in_flight(1)], policies).await
 }
 
 #[tokio::test]

@@ -37,6 +37,8 @@ mod policy_script;
 mod policy_stack;
 mod policy_watch;
 mod refund;
+mod script_calls;
+mod served;
 mod settle;
 mod sliding_window_counter;
 mod sliding_window_log;

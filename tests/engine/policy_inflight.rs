@@ -11,26 +11,12 @@
 
 use crate::common;
 use crate::common::models::{Bucket, Model, MICRO};
+use crate::script_calls::{connect, evalsha, source};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use redis::aio::MultiplexedConnection;
-use redis::RedisResult;
 use std::collections::BTreeMap;
-use std::path::Path;
-
-fn source(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("lua").join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
-}
-
-async fn connect(server: &ratelockr::EmbeddedRedis) -> MultiplexedConnection {
-    redis::Client::open(server.url())
-        .expect("a valid URL")
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect")
-}
 
 /// The three scripts, loaded once: their SHA1s.
 struct Shas {
@@ -40,37 +26,11 @@ struct Shas {
 }
 
 async fn load(conn: &mut MultiplexedConnection) -> Shas {
-    let one = |name: &'static str| {
-        let mut conn = conn.clone();
-        async move {
-            redis::cmd("SCRIPT")
-                .arg("LOAD")
-                .arg(source(name))
-                .query_async::<String>(&mut conn)
-                .await
-                .expect("SCRIPT LOAD")
-        }
-    };
     Shas {
-        policy: one("policy.lua").await,
-        concurrency: one("concurrency.lua").await,
-        lease: one("lease.lua").await,
+        policy: crate::script_calls::load(conn, "policy.lua").await,
+        concurrency: crate::script_calls::load(conn, "concurrency.lua").await,
+        lease: crate::script_calls::load(conn, "lease.lua").await,
     }
-}
-
-async fn evalsha<T: redis::FromRedisValue>(
-    conn: &mut MultiplexedConnection,
-    sha: &str,
-    keys: &[&str],
-    argv: &[String],
-) -> RedisResult<T> {
-    redis::cmd("EVALSHA")
-        .arg(sha)
-        .arg(keys.len())
-        .arg(keys)
-        .arg(argv)
-        .query_async(conn)
-        .await
 }
 
 async fn cmd<T: redis::FromRedisValue>(conn: &mut MultiplexedConnection, cmd: &redis::Cmd) -> T {
@@ -697,7 +657,7 @@ async fn cc_argument_errors_are_named_like_the_other_kinds() {
         ),
     ];
     for (keys, argv, words) in cases {
-        let err = evalsha::<redis::Value>(&mut conn, &sha.policy, &keys, &argv)
+        let err = evalsha::<redis::Value, _>(&mut conn, &sha.policy, &keys, &argv)
             .await
             .expect_err("refused");
         assert!(err.to_string().contains(words), "{argv:?}: {err}");
@@ -716,7 +676,7 @@ async fn cc_argument_errors_are_named_like_the_other_kinds() {
     .await
     .expect("admitted");
     assert_eq!(reply, [1, 2, 0, 10_000, 0, 1, 1, 2, 0, 10_000]);
-    let err = evalsha::<redis::Value>(
+    let err = evalsha::<redis::Value, _>(
         &mut conn,
         &sha.policy,
         &["k", "t"],

@@ -9,9 +9,8 @@
 //! - a peek or a denial settles nothing; the endpoint answers and refuses bad input by field.
 
 use crate::common::{http, limiter, query, redis, T0};
+use crate::served::json;
 use proptest::test_runner::{Config, TestRunner};
-use ratelockr::api::DecisionApi;
-use ratelockr::policy::{parse_policies, Format};
 use ratelockr::{At, Limit, Limiter, Policy, SettleError};
 use serde_json::Value;
 use std::net::SocketAddr;
@@ -444,25 +443,12 @@ async fn the_script_refuses_bad_arguments_by_name() {
 }
 
 async fn serve(limiter: Limiter, policies: &str) -> (SocketAddr, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("policies.toml");
-    std::fs::write(&file, policies).expect("write");
-    parse_policies(policies, Format::Toml).expect("valid policies");
-    let watch = ratelockr::policy::PolicyWatch::load(&file).expect("loads");
-    let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let rules = vec![ratelockr::Rule::fixed_window("daily", 5000, MINUTE).expect("valid")];
-    let app = DecisionApi::new(limiter, rules)
-        .with_policies(watch)
-        .router();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (addr, dir)
-}
-
-fn json(body: &str) -> Value {
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+    crate::served::serve_policies(
+        limiter,
+        vec![ratelockr::Rule::fixed_window("daily", 5000, MINUTE).expect("valid")],
+        policies,
+    )
+    .await
 }
 
 #[tokio::test]

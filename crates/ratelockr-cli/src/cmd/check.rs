@@ -90,9 +90,7 @@ pub async fn run(global: &Global, args: &CheckArgs) -> anyhow::Result<ExitCode> 
         }
     };
     // The lease outlives this process: `ratelockr release --lease ID` gives it back.
-    if let Some(lease) = &decision.lease {
-        lease.keep();
-    }
+    decision.keep_lease();
     if args.headers {
         let answer = ratelockr::headers::http_answer(&rule, &decision);
         crate::console::print_answer(&answer, global.json)?;

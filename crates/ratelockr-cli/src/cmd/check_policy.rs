@@ -83,9 +83,7 @@ pub async fn run(global: &Global, args: PolicyCheck<'_>) -> anyhow::Result<ExitC
         );
     }
     // The lease outlives this process: `ratelockr release --lease ID` gives it back.
-    if let Some(lease) = &decision.lease {
-        lease.keep();
-    }
+    decision.keep_lease();
     if args.headers {
         let answer = ratelockr::headers::policy_answer(&policy, &decision);
         crate::console::print_answer(&answer, global.json)?;
