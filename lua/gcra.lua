@@ -19,6 +19,8 @@ KEYS
   [2] optional: the telemetry counter of allowed decisions (INCR'd when allowed)
   [3] optional: the telemetry counter of denied decisions (INCR'd when denied)
       KEYS[2] and KEYS[3] go together; give both or neither.
+  [4] optional, with [2] and [3]: the counter of delayed admissions (INCR'd instead of [2] when
+      admitted with delay_ms > 0; without it they count as allowed)
 
 ARGV
   [1] limit        integer >= 1      requests per period (the long-run rate)
@@ -28,12 +30,22 @@ ARGV
   [5] cost         integer >= 0      units this request takes (optional, default 1; <= burst);
                                      0 is a peek: nothing is consumed, written or counted
   [6] stats TTL    integer seconds   TTL of the telemetry counters (optional, default 120)
+  [7] max_delay_ms integer >= 0      optional: delay instead of deny. A request that would pass
+                                     within max_delay_ms is admitted now with delay_ms, the
+                                     wait, and pushes the TAT as though it arrived delay_ms
+                                     later (the caller waits that long, then serves); one that
+                                     would wait longer is denied and pushes nothing.
+                                     burst x period_ms + max_delay_ms x limit <= 2^52.
+                                     Given (even "0" or ""), the reply has a 5th integer.
 
-REPLY  {allowed, remaining, retry_after_ms, reset_after_ms}
+REPLY  {allowed, remaining, retry_after_ms, reset_after_ms}, and delay_ms when ARGV[7] is given
   allowed         1 or 0; a denied request pushes nothing
   remaining       whole requests that could still pass now (floor)
   retry_after_ms  0 when allowed, else the exact wait (rounded up) after which this cost passes
   reset_after_ms  the wait until the allowance is full again, ceil(TAT - now)
+  delay_ms        0, or the wait before an admitted request may start; with max_delay_ms a
+                  delayed admission leaves remaining 0, and a denial's retry_after_ms is the
+                  wait until the request would pass delayed by max_delay_ms at most
 
 With t = max(TAT, now): admit iff t + cost x T - now <= burst x T, then TAT = t + cost x T.
 Both waits are measured from the caller's now_ms. A clock that goes backwards mints nothing:
@@ -54,15 +66,19 @@ EXAMPLE  (10 per 1000 ms, bursts of 5, server clock, cost 1)
 local nkeys = #KEYS
 local limit, period, burst = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local cost, stats_ttl = ARGV[5], ARGV[6]
+local max_delay, delaying = ARGV[7], ARGV[7] ~= nil
+if max_delay == nil or max_delay == '' or max_delay == '0' then max_delay = 0 else max_delay = tonumber(max_delay) end
 if cost == '1' or cost == nil or cost == '' then cost = 1 else cost = tonumber(cost) end
 if stats_ttl == '120' or stats_ttl == nil or stats_ttl == '' then stats_ttl = 120 else stats_ttl = tonumber(stats_ttl) end
-if not ((nkeys == 1 or nkeys == 3)
+if not ((nkeys == 1 or nkeys == 3 or nkeys == 4)
     and limit and limit % 1 == 0 and limit >= 1 and limit <= 1e15
     and period and period % 1 == 0 and period >= 1 and period <= 1e15
     and burst and burst % 1 == 0 and burst >= 1 and burst <= 1e15
     and burst * period <= 4503599627370496
     and cost and cost % 1 == 0 and cost >= 0 and cost <= burst
-    and stats_ttl and stats_ttl % 1 == 0 and stats_ttl >= 1 and stats_ttl <= 1e15) then
+    and stats_ttl and stats_ttl % 1 == 0 and stats_ttl >= 1 and stats_ttl <= 1e15
+    and max_delay and max_delay % 1 == 0 and max_delay >= 0
+    and burst * period + max_delay * limit <= 4503599627370496) then
   local function fail(msg)
     return redis.error_reply('ratelockr gcra: ' .. msg)
   end
@@ -79,8 +95,8 @@ if not ((nkeys == 1 or nkeys == 3)
     return n
   end
 
-  if nkeys ~= 1 and nkeys ~= 3 then
-    return fail('expected 1 key (TAT) or 3 (TAT, allowed counter, denied counter), got ' .. nkeys)
+  if nkeys ~= 1 and nkeys ~= 3 and nkeys ~= 4 then
+    return fail('expected 1 key (TAT), 3 (TAT, allowed counter, denied counter) or 4 (and delayed counter), got ' .. nkeys)
   end
   local err
   limit, err = integer_arg(ARGV[1], 'limit', nil, 1)
@@ -100,6 +116,12 @@ if not ((nkeys == 1 or nkeys == 3)
   end
   stats_ttl, err = integer_arg(ARGV[6], 'stats TTL', 120, 1)
   if not stats_ttl then return fail(err) end
+  max_delay, err = integer_arg(ARGV[7], 'max_delay_ms', 0, 0)
+  if not max_delay then return fail(err) end
+  if burst * period + max_delay * limit > 4503599627370496 then
+    return fail('burst x period_ms + max_delay_ms x limit must be at most 2^52 (4503599627370496), got '
+      .. string.format('%.17g', burst * period + max_delay * limit))
+  end
   return fail('invalid arguments')
 end
 
@@ -141,14 +163,40 @@ if state then
   if stored_limit ~= limit and frac > 0 then tat_ms, frac = tat_ms + 1, 0 end
 end
 -- diff = max(TAT - now, 0) in units; far ahead (a caller's clock far behind) in whole ms
--- instead, where it could exceed 2^53 units; such a request is denied anyway.
+-- instead, where it could exceed 2^53 units; such a request is denied anyway (a delayed
+-- admission may push the TAT max_delay ms further: that is not far).
 local ahead, diff, far = 0, 0, false
 if tat_ms and tat_ms >= now then
   ahead = tat_ms - now
-  if ahead <= span / limit + 2 then diff = ahead * limit + frac else far = true end
+  if ahead <= span / limit + max_delay + 2 then diff = ahead * limit + frac else far = true end
 end
 local yes = not far and diff <= (burst - cost) * period
 -- end shared
+-- shared: gcra.delay
+-- Delay instead of deny: the wait after which this cost passes, ceil((diff + cost x T - span)
+-- / limit), when it may be within max_delay (far ahead never is).
+local delay = 0
+if not yes and max_delay > 0 then
+  delay = max_delay + 1
+  if not far then
+    local need = diff + cost * period - span
+    local q = need / limit
+    q = q - q % 1
+    local r = need - q * limit
+    if r < 0 then q, r = q - 1, r + limit elseif r >= limit then q, r = q + 1, r - limit end
+    if r > 0 then q = q + 1 end
+    delay = q
+  end
+end
+-- end shared
+-- Admitted `delay` ms from now: the TAT is pushed as though the request arrived then,
+-- t = max(TAT, now + delay).
+if delay > 0 and delay <= max_delay then
+  yes = true
+  if diff < delay * limit then diff = delay * limit end
+else
+  delay = 0
+end
 
 local charge = cost > 0
 local allowed, remaining, retry_after, reset_after = 0, 0, 0, 0
@@ -214,9 +262,17 @@ else
 end
 -- end shared
 
-if nkeys == 3 and cost > 0 then
+-- A denial under max_delay: the wait until the request would pass, delayed by max_delay.
+if allowed == 0 and max_delay > 0 then retry_after = retry_after - max_delay end
+if remaining < 0 then remaining = 0 end -- a delayed admission: nothing passes now
+
+if nkeys >= 3 and cost > 0 then
   local counter = KEYS[3 - allowed]
+  if delay > 0 and nkeys == 4 then counter = KEYS[4] end
   if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, stats_ttl) end
 end
 
+if delaying then
+  return {allowed, math.floor(remaining), math.floor(retry_after), math.floor(reset_after), math.floor(delay)}
+end
 return {allowed, math.floor(remaining), math.floor(retry_after), math.floor(reset_after)}

@@ -11,6 +11,8 @@ KEYS
   [2] optional: the telemetry counter of allowed decisions (INCR'd when allowed)
   [3] optional: the telemetry counter of denied decisions (INCR'd when denied)
       KEYS[2] and KEYS[3] go together; give both or neither.
+  [4] optional, with [2] and [3]: the counter of delayed admissions (INCR'd instead of [2] when
+      admitted with delay_ms > 0; without it they count as allowed)
 
 ARGV
   [1] capacity      integer >= 1      tokens the bucket holds when full
@@ -19,8 +21,16 @@ ARGV
   [4] cost          integer >= 0      tokens this request takes (optional, default 1; <= capacity);
                                     0 is a peek: nothing is consumed, written or counted
   [5] stats TTL     integer seconds   TTL of the telemetry counters (optional, default 120)
+  [6] max_delay_ms  integer >= 0      optional: delay instead of deny. A request the bucket
+                                    would admit within max_delay_ms is admitted now with
+                                    delay_ms, the wait, and takes its tokens as though it came
+                                    delay_ms later: the tokens go below zero (at most
+                                    max_delay_ms x rate / 1000 below), and the next call's
+                                    refill pays the debt back; one that would wait longer is
+                                    denied and debits nothing. Given (even "0" or ""), the
+                                    reply has a 5th integer.
 
-REPLY  {allowed, remaining, retry_after_ms, reset_after_ms}
+REPLY  {allowed, remaining, retry_after_ms, reset_after_ms}, and delay_ms when ARGV[6] is given
   allowed         1 or 0; a denied request debits nothing
   remaining       whole tokens left after this decision
   retry_after_ms  0 when allowed, else the least whole wait after which this cost passes
@@ -28,11 +38,15 @@ REPLY  {allowed, remaining, retry_after_ms, reset_after_ms}
   Both are measured from the caller's now_ms, even when it is behind last_refill, and found
   in the very arithmetic the next call performs on the stored state, so they hold exactly
   however long the float refills have run.
+  delay_ms        0, or the wait before an admitted request may start; with max_delay_ms a
+                  delayed admission leaves remaining 0, and a denial's retry_after_ms is the
+                  wait until the request would pass delayed by max_delay_ms at most
 
 Refill is lazy: tokens = min(capacity, tokens + max(now - last_refill, 0) * rate / 1000).
 A new bucket starts full. A clock that goes backwards mints nothing: elapsed time is clamped at
 zero and last_refill never moves back. Only an admission writes: one SET that stores the state
-and sets the TTL, ceil(capacity / rate * 2) seconds, so idle buckets evict themselves. On the
+and sets the TTL, ceil((capacity / rate + max_delay_ms / 1000) * 2) seconds (the time to fill
+from the deepest debt, twice), so idle buckets evict themselves. On the
 server's clock the TTL is set by the first admission of each half-TTL period (now_ms floored to
 a multiple of TTL/2) and kept (KEEPTTL) by the others, so after any admission at least half the
 TTL is left; on a caller's clock every admission sets it. A denial writes nothing (below
@@ -53,13 +67,16 @@ EXAMPLE  (10 tokens, 5 per second, server clock, cost 1)
 local nkeys = #KEYS
 local capacity, rate = tonumber(ARGV[1]), tonumber(ARGV[2])
 local cost, stats_ttl = ARGV[4], ARGV[5]
+local max_delay, delaying = ARGV[6], ARGV[6] ~= nil
+if max_delay == nil or max_delay == '' or max_delay == '0' then max_delay = 0 else max_delay = tonumber(max_delay) end
 if cost == '1' or cost == nil or cost == '' then cost = 1 else cost = tonumber(cost) end
 if stats_ttl == '120' or stats_ttl == nil or stats_ttl == '' then stats_ttl = 120 else stats_ttl = tonumber(stats_ttl) end
-if not ((nkeys == 1 or nkeys == 3)
+if not ((nkeys == 1 or nkeys == 3 or nkeys == 4)
     and capacity and capacity % 1 == 0 and capacity >= 1 and capacity <= 1e15
     and rate and rate > 0 and rate <= 1.7976931348623157e308
     and cost and cost % 1 == 0 and cost >= 0 and cost <= capacity
-    and stats_ttl and stats_ttl % 1 == 0 and stats_ttl >= 1 and stats_ttl <= 1e15) then
+    and stats_ttl and stats_ttl % 1 == 0 and stats_ttl >= 1 and stats_ttl <= 1e15
+    and max_delay and max_delay % 1 == 0 and max_delay >= 0 and max_delay <= 1e15) then
   local function fail(msg)
     return redis.error_reply('ratelockr token_bucket: ' .. msg)
   end
@@ -77,8 +94,8 @@ if not ((nkeys == 1 or nkeys == 3)
     return n
   end
 
-  if #KEYS ~= 1 and #KEYS ~= 3 then
-    return fail('expected 1 key (bucket) or 3 (bucket, allowed counter, denied counter), got ' .. #KEYS)
+  if #KEYS ~= 1 and #KEYS ~= 3 and #KEYS ~= 4 then
+    return fail('expected 1 key (bucket), 3 (bucket, allowed counter, denied counter) or 4 (and delayed counter), got ' .. #KEYS)
   end
 
   local capacity, err = integer_arg(ARGV[1], 'capacity')
@@ -96,6 +113,9 @@ if not ((nkeys == 1 or nkeys == 3)
   local stats_ttl
   stats_ttl, err = integer_arg(ARGV[5], 'stats TTL', 120)
   if not stats_ttl then return fail(err) end
+  local max_delay
+  max_delay, err = integer_arg(ARGV[6], 'max_delay_ms', 0, 0)
+  if not max_delay then return fail(err) end
   return fail('invalid arguments')
 end
 
@@ -145,13 +165,44 @@ if elapsed > 0 then
 end
 local yes = tokens >= cost
 -- end shared
+-- shared: token_bucket.delay
+-- Delay instead of deny: the least whole ms d after `last` at which the refill of the stored
+-- tokens reaches the cost (found as the waits below find it), as a wait from the caller's clock.
+local delay = 0
+if not yes and max_delay > 0 then
+  local d = (cost - stored) * 1000 / rate
+  local fraction = d % 1
+  if fraction > 0 then d = d - fraction + 1 end
+  while d > 1 and stored + (d - 1) * rate / 1000 >= cost do d = d - 1 end
+  while stored + d * rate / 1000 < cost do d = d + 1 end
+  delay = last + d - now
+end
+-- end shared
+if delay > 0 and delay <= max_delay then
+  yes = true
+  -- shared: token_bucket.delayed
+  -- Admitted `delay` ms from now, it takes the tokens it finds then; stored as of the clock the
+  -- charge keeps (max(now, last)), less the refill until then, which the next call adds back:
+  -- the stored tokens go below zero, and nothing more passes before the debt is paid.
+  local from = last
+  if now > from then from = now end
+  tokens = stored
+  if now + delay > last then
+    tokens = stored + (now + delay - last) * rate / 1000
+    if tokens > capacity then tokens = capacity end
+  end
+  if now + delay > from then tokens = tokens - (now + delay - from) * rate / 1000 end
+  -- end shared
+else
+  delay = 0
+end
 
 local allowed, retry_after, reset_after = 0, 0, 0
 if yes then
   allowed = 1
   if cost > 0 then
     -- One SET writes the state (the next call starts from these very doubles) and, when the
-    -- TTL is due, the TTL: ceil(capacity / rate * 2) seconds. On the server's clock (the one
+    -- TTL is due, the TTL: ceil((capacity / rate + max_delay / 1000) * 2) seconds. On the server's clock (the one
     -- Redis expires keys by) the TTL is renewed by the first admission of each half-TTL
     -- period: one in that period set it, so at least half of it is left, and half is at least
     -- the time an empty bucket takes to fill. KEEPTTL costs Redis less than a new TTL
@@ -163,7 +214,7 @@ if yes then
     local previous = last
     if now > last then last = now end
     stored = tokens
-    local ttl = capacity / rate * 2
+    local ttl = (capacity / rate + max_delay / 1000) * 2
     local fraction = ttl % 1
     if fraction > 0 then ttl = ttl - fraction + 1 end
     local half = ttl * 500
@@ -200,9 +251,18 @@ for target_is_capacity = allowed, 1 do
 end
 -- end shared
 
-if nkeys == 3 and cost > 0 then
+-- A denial under max_delay: the wait until the request would pass, delayed by max_delay.
+if allowed == 0 and max_delay > 0 then retry_after = retry_after - max_delay end
+local remaining = tokens
+if remaining < 0 then remaining = 0 end -- a debt left by delayed admissions: nothing passes now
+
+if nkeys >= 3 and cost > 0 then
   local counter = KEYS[3 - allowed]
+  if delay > 0 and nkeys == 4 then counter = KEYS[4] end
   if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, stats_ttl) end
 end
 
-return {allowed, math.floor(tokens), math.floor(retry_after), math.floor(reset_after)}
+if delaying then
+  return {allowed, math.floor(remaining), math.floor(retry_after), math.floor(reset_after), math.floor(delay)}
+end
+return {allowed, math.floor(remaining), math.floor(retry_after), math.floor(reset_after)}

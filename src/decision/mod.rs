@@ -56,6 +56,10 @@ pub struct Decision {
     pub retry_after_ms: u64,
     /// The wait until the limiter is back to its full allowance.
     pub reset_after_ms: u64,
+    /// 0, or the wait before an admitted request may start (a policy's `max_delay_ms`: delay
+    /// instead of deny): its allowance was taken as though it came this much later, so the
+    /// caller waits this long, then serves.
+    pub delay_ms: u64,
     /// How the decision was made.
     pub by: DecidedBy,
     /// A policy's decision: what the policy adds. `None` for a rule's.
@@ -80,6 +84,7 @@ impl Decision {
             remaining: 0,
             retry_after_ms: 0,
             reset_after_ms: 0,
+            delay_ms: 0,
             by,
             policy: None,
             lease: None,
@@ -98,6 +103,7 @@ impl Decision {
             remaining,
             retry_after_ms,
             reset_after_ms,
+            delay_ms: 0,
             by: DecidedBy::Redis,
             policy: None,
             lease: None,
@@ -181,6 +187,16 @@ pub struct DecisionJson {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
     pub lease: Option<String>,
+    /// The wait before an admitted request may start (delay instead of deny): wait this long,
+    /// then serve. Absent when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub delay_ms: Option<u64>,
+}
+
+/// For `skip_serializing_if`: a delay of 0 (or none) is left out of the JSON.
+pub(crate) fn is_zero(delay_ms: &Option<u64>) -> bool {
+    delay_ms.is_none_or(|ms| ms == 0)
 }
 
 impl From<&Decision> for DecisionJson {
@@ -193,6 +209,7 @@ impl From<&Decision> for DecisionJson {
             fail_open: d.fail_open(),
             degraded: d.by == DecidedBy::Degraded,
             lease: d.lease.as_ref().map(|l| l.id().to_string()),
+            delay_ms: (d.delay_ms > 0).then_some(d.delay_ms),
         }
     }
 }
@@ -214,6 +231,7 @@ impl From<DecisionJson> for Decision {
             remaining: u64::try_from(j.remaining).unwrap_or(0),
             retry_after_ms: j.retry_after_ms,
             reset_after_ms: j.reset_after_ms,
+            delay_ms: j.delay_ms.unwrap_or(0),
             by,
             policy: None,
             lease: j.lease.map(Lease::from_id),
@@ -259,25 +277,30 @@ pub enum PolicyOutcome {
     Denied,
     /// Admitted in shadow mode although a limit denied it.
     ShadowDenied,
+    /// Admitted with a delay (`delay_ms` > 0) under a policy's `max_delay_ms`.
+    Delayed,
     FailOpen,
     /// Denied in process by the local deny cache, without asking Redis.
     CacheDenied,
 }
 
 impl PolicyOutcome {
-    pub const ALL: [PolicyOutcome; 5] = [
+    pub const ALL: [PolicyOutcome; 6] = [
         PolicyOutcome::Allowed,
         PolicyOutcome::Denied,
         PolicyOutcome::ShadowDenied,
+        PolicyOutcome::Delayed,
         PolicyOutcome::FailOpen,
         PolicyOutcome::CacheDenied,
     ];
 
-    /// The results Redis counts per policy and second, in the order of the script's KEYS.
-    pub const COUNTED: [PolicyOutcome; 3] = [
+    /// The results Redis counts per policy and second, in the order of the script's KEYS
+    /// (the fourth, `delayed`, is sent only for a policy with a `max_delay_ms`).
+    pub const COUNTED: [PolicyOutcome; 4] = [
         PolicyOutcome::Allowed,
         PolicyOutcome::Denied,
         PolicyOutcome::ShadowDenied,
+        PolicyOutcome::Delayed,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -285,6 +308,7 @@ impl PolicyOutcome {
             PolicyOutcome::Allowed => "allowed",
             PolicyOutcome::Denied => "denied",
             PolicyOutcome::ShadowDenied => "shadow_denied",
+            PolicyOutcome::Delayed => "delayed",
             PolicyOutcome::FailOpen => "fail_open",
             PolicyOutcome::CacheDenied => "cache_denied",
         }

@@ -110,6 +110,8 @@ impl Decision {
             PolicyOutcome::Denied
         } else if self.would_deny() {
             PolicyOutcome::ShadowDenied
+        } else if self.delay_ms > 0 {
+            PolicyOutcome::Delayed
         } else {
             PolicyOutcome::Allowed
         }
@@ -124,6 +126,7 @@ impl Decision {
             remaining: self.remaining,
             retry_after_ms: self.retry_after_ms,
             reset_after_ms: self.reset_after_ms,
+            delay_ms: self.delay_ms,
             // As Redis's: the simulator and replay count a repeated denial as a denial.
             by: match self.by {
                 DecidedBy::Cache => DecidedBy::Redis,
@@ -172,6 +175,11 @@ pub struct PolicyDecisionJson {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
     pub lease: Option<String>,
+    /// The wait before the admitted request may start (the policy's `max_delay_ms`: delay
+    /// instead of deny): wait this long, then serve. Absent when 0.
+    #[serde(default, skip_serializing_if = "super::is_zero")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub delay_ms: Option<u64>,
 }
 
 /// The same, borrowed: what a decision serializes through without copying its strings.
@@ -190,6 +198,8 @@ struct PolicyDecisionView<'a> {
     limits: &'a [LimitResult],
     #[serde(skip_serializing_if = "Option::is_none")]
     lease: Option<&'a str>,
+    #[serde(skip_serializing_if = "super::is_zero")]
+    delay_ms: Option<u64>,
 }
 
 impl<'a> PolicyDecisionView<'a> {
@@ -207,6 +217,7 @@ impl<'a> PolicyDecisionView<'a> {
             tier: v.tier.as_deref(),
             limits: &v.limits,
             lease: d.lease.as_ref().map(Lease::id),
+            delay_ms: (d.delay_ms > 0).then_some(d.delay_ms),
         }
     }
 }
@@ -226,6 +237,7 @@ impl From<PolicyDecisionJson> for Decision {
             remaining: u64::try_from(j.remaining).unwrap_or(0),
             retry_after_ms: j.retry_after_ms,
             reset_after_ms: j.reset_after_ms,
+            delay_ms: j.delay_ms.unwrap_or(0),
             by,
             policy: None,
             lease: j.lease.map(Lease::from_id),

@@ -185,19 +185,27 @@ impl Subject for PolicySubject<'_> {
             PolicyOutcome::COUNTED
                 .map(|outcome| keys.policy_stats(self.policy.name(), second, outcome))
         });
+        // A policy that delays also counts its delayed admissions (the fourth counter).
+        let max_delay_ms = self.policy.max_delay_ms();
         PolicyCall {
             limits: self.limits,
             keys: &self.state_keys,
             stats_keys: stats
                 .as_ref()
-                .map(|[a, d, s]| [a.as_str(), d.as_str(), s.as_str()]),
+                .map(|[a, d, s, _]| [a.as_str(), d.as_str(), s.as_str()]),
             stats_ttl_secs: COUNTER_TTL_SECS,
             cost,
             mode: self.policy.mode(),
             at,
             member: self.lease_id.as_deref(),
         }
-        .evalsha()
+        .evalsha_delaying(
+            max_delay_ms,
+            stats
+                .as_ref()
+                .filter(|_| max_delay_ms > 0)
+                .map(|[_, _, _, delayed]| delayed.as_str()),
+        )
     }
 
     fn lease(&self, limiter: &Limiter) -> Option<Lease> {

@@ -30,6 +30,7 @@
 pub mod changes;
 pub mod check;
 pub mod decision;
+mod delay;
 pub mod file;
 mod glob;
 pub mod script;
@@ -263,6 +264,10 @@ pub struct Policy {
     #[cfg_attr(feature = "ts", ts(optional, as = "Option<Vec<Override>>"))]
     #[serde(skip_serializing_if = "Vec::is_empty")]
     overrides: Vec<Override>,
+    /// Delay instead of deny ([`Policy::with_max_delay_ms`]); 0, the default, denies at once.
+    #[cfg_attr(feature = "ts", ts(optional, as = "Option<u64>"))]
+    #[serde(skip_serializing_if = "delay::is_zero")]
+    max_delay_ms: u64,
 }
 
 impl Policy {
@@ -279,6 +284,7 @@ impl Policy {
             mode: Mode::Enforce,
             limits,
             overrides: Vec::new(),
+            max_delay_ms: 0,
         })
     }
 
@@ -294,6 +300,7 @@ impl Policy {
                 algorithm: *rule.algorithm(),
             }],
             overrides: Vec::new(),
+            max_delay_ms: 0,
         }
     }
 
@@ -329,6 +336,7 @@ impl Policy {
             }
         }
         self.overrides = overrides;
+        self.check_delay()?;
         Ok(self)
     }
 

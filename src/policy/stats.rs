@@ -1,5 +1,5 @@
-//! Policies' per-second telemetry: the allowed, denied and shadow_denied counters the policy
-//! script increments, read for the last 30 seconds as 90 GETs per policy, every policy in one
+//! Policies' per-second telemetry: the allowed, denied, shadow_denied and delayed counters the
+//! policy script increments, read for the last 30 seconds as 120 GETs per policy, every policy in one
 //! pipeline (one round trip however many are watched; on a Redis Cluster, where a pipeline may
 //! not cross slots, one pipeline per policy, all in flight at once), with this process's
 //! fail-open counts.
@@ -20,12 +20,14 @@ pub struct PolicyStatsPoint {
     pub denied: u64,
     /// Admitted in shadow mode although a limit denied them.
     pub shadow_denied: u64,
+    /// Admitted with a delay (the policy's `max_delay_ms`): not counted in `allowed`.
+    pub delayed: u64,
     /// Let through because Redis failed, counted in this process only.
     pub fail_open: u64,
 }
 
 /// Reads the 30 seconds ending with `now_second` of each policy, oldest first, zero-padded:
-/// one series per policy, in the order given. One pipeline of 90 GETs per policy.
+/// one series per policy, in the order given. One pipeline of 120 GETs per policy.
 pub async fn read_windows<C: redis::aio::ConnectionLike>(
     conn: &mut C,
     keys: &KeySpace,
@@ -34,7 +36,8 @@ pub async fn read_windows<C: redis::aio::ConnectionLike>(
 ) -> Result<Vec<Vec<PolicyStatsPoint>>, RedisFailure> {
     let first = now_second.saturating_sub(WINDOW_SECS - 1);
     let seconds = first..=now_second;
-    let per_policy = 3 * seconds.clone().count();
+    let counted = PolicyOutcome::COUNTED.len();
+    let per_policy = counted * seconds.clone().count();
     if policies.is_empty() {
         return Ok(Vec::new());
     }
@@ -62,12 +65,13 @@ pub async fn read_windows<C: redis::aio::ConnectionLike>(
         .map(|series| {
             seconds
                 .clone()
-                .zip(series.chunks_exact(3))
+                .zip(series.chunks_exact(counted))
                 .map(|(second, c)| PolicyStatsPoint {
                     second,
                     allowed: c[0].unwrap_or(0),
                     denied: c[1].unwrap_or(0),
                     shadow_denied: c[2].unwrap_or(0),
+                    delayed: c[3].unwrap_or(0),
                     fail_open: 0,
                 })
                 .collect()

@@ -12,6 +12,7 @@ mod bad_input_serve;
 mod cluster_routing;
 mod concurrency_script;
 mod degraded;
+mod delay;
 mod deny_cache;
 mod eviction;
 mod failure;
