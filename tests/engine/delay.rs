@@ -12,8 +12,10 @@
 
 use crate::common;
 use crate::script_calls::{connect, evalsha, load};
+use crate::served::json;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use ratelockr::policy::{parse_policies, Format};
 use ratelockr::{At, Decision, Limit, Limiter, Metrics, Policy, PolicyOutcome};
 use std::sync::Arc;
 use std::time::Duration;
@@ -144,6 +146,75 @@ async fn only_buckets_and_gcra_limits_delay() {
         .await
         .expect_err("refused");
     assert!(err.to_string().contains("max_delay_ms"), "{err}");
+}
+
+const SMOOTH: &str = r#"
+[[policies]]
+name = "smooth"
+max_delay_ms = 1000
+
+  [[policies.limits]]
+  name = "per-second"
+  algorithm = "gcra"
+  limit = 10
+  window_ms = 1000
+  burst = 1
+"#;
+
+#[test]
+fn a_policies_file_sets_max_delay_ms_and_refuses_it_beside_other_kinds() {
+    let policies = parse_policies(SMOOTH, Format::Toml).expect("valid");
+    assert_eq!(policies[0].max_delay_ms(), 1000);
+    // Written back as a file, it reads the same.
+    let text = ratelockr::policy::write::render(&policies, Format::Toml);
+    assert!(text.contains("max_delay_ms = 1000"), "{text}");
+    assert_eq!(
+        parse_policies(&text, Format::Toml).expect("reads back"),
+        policies
+    );
+    let plain =
+        parse_policies(&SMOOTH.replace("max_delay_ms = 1000\n", ""), Format::Toml).expect("valid");
+    assert_eq!(plain[0].max_delay_ms(), 0, "the default denies at once");
+    let windowed = SMOOTH
+        .replace("\"gcra\"", "\"fixed-window\"")
+        .replace("  burst = 1\n", "");
+    let err = parse_policies(&windowed, Format::Toml).expect_err("a window cannot delay");
+    assert_eq!(
+        (err.field(), err.line),
+        (Some("max_delay_ms"), Some(4)),
+        "{err}"
+    );
+    assert!(err.message.contains("\"per-second\""), "{err}");
+    let err = parse_policies(
+        &SMOOTH.replace("max_delay_ms = 1000", "max_delay_ms = -5"),
+        Format::Toml,
+    )
+    .expect_err("negative");
+    assert_eq!(err.field(), Some("max_delay_ms"), "{err}");
+    assert!(err.message.contains(">= 0"), "{err}");
+}
+
+#[tokio::test]
+async fn serve_returns_delay_ms_for_its_caller_to_wait() {
+    let server = common::redis();
+    let limiter = common::limiter(&server, "delay-serve");
+    let (addr, _dir) = crate::served::serve_policies(limiter, Vec::new(), SMOOTH).await;
+    let check = r#"{"policy": "smooth", "key": "ann"}"#;
+    let (status, _, first) = common::http(addr, "POST", "/api/check", check).await;
+    assert_eq!(status, 200, "{first}");
+    assert!(json(&first).get("delay_ms").is_none(), "{first}");
+    let (status, headers, second) = common::http(addr, "POST", "/api/check", check).await;
+    let second = json(&second);
+    assert_eq!(
+        (status, &second["allowed"]),
+        (200, &serde_json::json!(true))
+    );
+    let delay = second["delay_ms"].as_u64().expect("a delay");
+    assert!(delay > 0 && delay <= 100, "{second}");
+    assert!(
+        !headers.contains_key("retry-after"),
+        "an admission: {headers:?}"
+    );
 }
 
 /// One call of a standalone script and of policy.lua's stack of one on a twin key: the same

@@ -60,6 +60,17 @@ impl RateLimitInfo {
         policy.chain(rules)
     }
 
+    /// How long the layer waits before serving the request: a policy's `delay_ms` (its
+    /// `max_delay_ms`, delay instead of deny: the allowance was taken as of the request's start
+    /// time); 0 when it is served at once. A shadow policy's delay is never waited (shadow mode
+    /// changes no response): its decision still says it.
+    pub fn delay_ms(&self) -> u64 {
+        self.policy
+            .as_ref()
+            .filter(|p| !p.shadow())
+            .map_or(0, |p| p.delay_ms)
+    }
+
     /// True when some rule was decided without Redis (fail-open, fail-closed or degraded).
     pub fn degraded(&self) -> bool {
         match &self.policy {

@@ -402,6 +402,12 @@ where
                 response.extensions_mut().insert(info);
                 return Ok(response);
             }
+            // Delay instead of deny: the allowance was taken as of the request's start time,
+            // `delay_ms` from now; it is served then.
+            let delay_ms = info.delay_ms();
+            if delay_ms > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
+            }
             request.extensions_mut().insert(info.clone());
             let leases: Vec<Lease> = info.leases().cloned().collect();
             let mut response = inner.call(request).await?;

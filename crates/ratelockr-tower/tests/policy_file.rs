@@ -158,3 +158,72 @@ fn build_errors_name_the_file_and_the_policy() {
         .build();
     assert_eq!(both.err(), Some(BuildError::RulesWithPolicy));
 }
+
+/// Delay instead of deny: GCRA 10 per second, burst 1, max_delay 1000 ms. Five requests at
+/// once are all served (200), each handler no earlier than its delay after the request was
+/// sent (a lower bound the layer's sleep guarantees, whatever the machine's load: no upper
+/// bound is asserted), and some of them waited.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_delayed_request_is_served_after_its_delay() {
+    use std::sync::{Arc, Mutex};
+    use tokio::time::Instant;
+    let server = redis();
+    let dir = common::tempdir("tower-delay");
+    let path = dir.join("policies.toml");
+    let file = r#"
+[[policies]]
+name = "smooth"
+max_delay_ms = 1000
+
+  [[policies.limits]]
+  name = "per-second"
+  algorithm = "gcra"
+  limit = 10
+  window_ms = 1000
+  burst = 1
+"#;
+    replace_file(&path, file, 1_700_000_000);
+    let layer = RateLimitLayer::builder(KeyExtractor::peer_ip())
+        .redis(RedisTarget::parse(&server.url()).expect("url"))
+        .options(options("tower-delay"))
+        .from_file(&path, "smooth")
+        .build()
+        .expect("layer");
+    // When each handler ran, by the delay it was given.
+    let served: Arc<Mutex<Vec<(u64, Instant)>>> = Arc::default();
+    let seen = served.clone();
+    let app = Router::new()
+        .route(
+            "/",
+            get(move |Extension(info): Extension<RateLimitInfo>| {
+                let seen = seen.clone();
+                async move {
+                    let delay = info.delay_ms();
+                    seen.lock().expect("lock").push((delay, Instant::now()));
+                    format!("delay_ms={delay}")
+                }
+            }),
+        )
+        .layer(layer);
+    let addr = support::serve_app(app).await;
+    let sent = Instant::now();
+    let replies =
+        futures::future::join_all((0..5).map(|_| http_with(addr, "GET", "/", &[], ""))).await;
+    for (status, _, body) in &replies {
+        assert_eq!(*status, 200, "{body}");
+    }
+    let served = served.lock().expect("lock").clone();
+    assert_eq!(served.len(), 5);
+    for (delay, at) in &served {
+        assert!(
+            at.duration_since(sent) >= Duration::from_millis(*delay),
+            "served {:?} after sending, before its delay of {delay} ms",
+            at.duration_since(sent)
+        );
+    }
+    let mut delays: Vec<u64> = served.iter().map(|(d, _)| *d).collect();
+    delays.sort_unstable();
+    assert_eq!(delays[0], 0, "the first passes at once: {delays:?}");
+    // Five within one emission interval x 4 of each other: some waited (up to 1000 ms).
+    assert!(delays[4] > 0 && delays[4] <= 1000, "{delays:?}");
+}
