@@ -13,6 +13,7 @@ pub mod replay;
 pub mod replay_changes;
 pub mod reset;
 pub mod serve;
+pub mod settle;
 pub mod simulate;
 pub mod simulate_print;
 pub mod simulate_sweep;
@@ -43,6 +44,8 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Give back (or --renew) the lease a check under concurrency limits took.
     Release(release::ReleaseArgs),
+    /// Charge a request decided with an estimate its actual cost, in every limit of its policy.
+    Settle(settle::SettleArgs),
     /// Show the last 30 seconds of a rule's decisions.
     Stats(stats::StatsArgs),
     /// Delete a rule's limiter state (one client key, or all of them).
@@ -76,6 +79,7 @@ pub async fn run(cli: Cli, stop: CancellationToken) -> anyhow::Result<ExitCode> 
             Command::Replay(args) => return replay::run(global, args, stop).await,
             Command::Check(args) => Box::pin(check::run(global, args)),
             Command::Release(args) => Box::pin(release::run(global, args)),
+            Command::Settle(args) => Box::pin(settle::run(global, args)),
             Command::Stats(args) => Box::pin(stats::run(global, args)),
             Command::Reset(args) => Box::pin(reset::run(global, args)),
             Command::Bench(args) => Box::pin(bench::run(global, args)),

@@ -25,6 +25,7 @@ mod lease_cli;
 mod policy_cli;
 mod replay_cli;
 mod server_info;
+mod settle_cli;
 mod simulator;
 mod simulator_sweep;
 mod stop_signals;
