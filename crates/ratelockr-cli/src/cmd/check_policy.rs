@@ -97,9 +97,17 @@ pub async fn run(global: &Global, args: PolicyCheck<'_>) -> anyhow::Result<ExitC
 
 /// The verdict, the binding limit and tier on one line, then one line per limit.
 fn print_human(d: &Decision, key: &str, peek: bool) {
+    let delayed;
     let verdict = match (peek, d.allowed, d.would_deny()) {
         (true, ..) => "peek",
         (false, true, true) => "shadow-denied (admitted: the policy is in shadow mode)",
+        (false, true, false) if d.delay_ms > 0 => {
+            delayed = format!(
+                "delayed (admitted: delay_ms {}, wait that long, then serve)",
+                d.delay_ms
+            );
+            &delayed
+        }
         (false, true, false) => "allowed",
         (false, false, _) => "denied",
     };

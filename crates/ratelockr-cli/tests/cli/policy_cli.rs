@@ -375,3 +375,67 @@ fn simulate_and_replay_take_the_same_file() {
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
+
+/// Delay instead of deny: `check` says the delay (human and JSON) and denies past max_delay.
+#[test]
+fn check_prints_the_delay_of_a_delayed_admission() {
+    let server = common::redis();
+    let prefix = common::unique("pcli-delay");
+    let url = server.url();
+    let dir = common::tempdir("pcli-delay");
+    let file = write(
+        &dir,
+        "policies.toml",
+        r#"
+[[policies]]
+name = "smooth"
+max_delay_ms = 150
+  [[policies.limits]]
+  name = "per-second"
+  algorithm = "gcra"
+  limit = 10
+  window_ms = 1000
+  burst = 1
+"#,
+    );
+    let check = |json_out: bool| {
+        let mut args = vec![
+            "check",
+            "--redis",
+            &url,
+            "--prefix",
+            &prefix,
+            "--policies",
+            &file,
+            "--policy",
+            "smooth",
+            "--key",
+            "k",
+            "--now-ms",
+            "1700000000000",
+        ];
+        if json_out {
+            args.push("--json");
+        }
+        ratelockr(&args)
+    };
+    let first = json(&check(true));
+    assert!(
+        first.get("delay_ms").is_none(),
+        "no delay, no field: {first}"
+    );
+    let human = check(false);
+    assert!(human.status.success(), "{}", text(&human.stderr));
+    let out = text(&human.stdout);
+    assert!(
+        out.starts_with("delayed") && out.contains("delay_ms 100"),
+        "{out}"
+    );
+    let second = json(&check(true));
+    assert_eq!(
+        (&second["allowed"], &second["delay_ms"]),
+        (&serde_json::json!(false), &serde_json::Value::Null),
+        "200 ms is past max_delay: {second}"
+    );
+    assert_eq!(second["retry_after_ms"], 50, "{second}");
+}
