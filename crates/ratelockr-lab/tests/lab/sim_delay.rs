@@ -1,0 +1,75 @@
+//! The simulator under a policy that delays instead of denying (`max_delay_ms`), against a
+//! real redis-server on the client clock: a delayed admission is recorded as sent at its start
+//! time (decision time + delay_ms), so the records (and the CSV and charts made of them) show
+//! the smoothed line: admitted starts one emission interval apart, never over the limit.
+
+use crate::common::{limiter, redis};
+use ratelockr::policy::{parse_policies, Format};
+use ratelockr_lab::sim::{self, Length, Record, SimObserver, SimSpec, Workload};
+use std::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<Record>>);
+
+impl SimObserver for Recorder {
+    fn on_record(&self, record: &Record) {
+        self.0.lock().expect("not poisoned").push(record.clone());
+    }
+}
+
+const SMOOTH: &str = r#"
+[[policies]]
+name = "smooth"
+max_delay_ms = 1000
+  [[policies.limits]]
+  name = "per-second"
+  algorithm = "gcra"
+  limit = 10
+  window_ms = 1000
+  burst = 1
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delayed_request_is_recorded_at_its_start_time() {
+    let server = redis();
+    let limiter = limiter(&server, "sim-delay");
+    let policies = parse_policies(SMOOTH, Format::Toml).expect("valid");
+    // One client sending as fast as Redis answers: far faster than 10 a second.
+    let workload = Workload {
+        rps: 0.0,
+        length: Length::Requests(30),
+        servers: 1,
+        keys: ratelockr_lab::sim::KeyDistribution::Uniform { keys: 1 },
+        ..Workload::default()
+    };
+    let mut spec = SimSpec::policies(policies, workload).expect("spec");
+    spec.scope = Some(SimSpec::fresh_scope("delay"));
+    let recorder = Recorder::default();
+    let report = sim::run(&limiter, &spec, None, &recorder, CancellationToken::new())
+        .await
+        .expect("runs");
+    let t = &report.targets[0];
+    assert_eq!((t.requests, t.fail_open, t.over_admitted), (30, 0, 0));
+    let records = recorder.0.into_inner().expect("not poisoned");
+    let mut starts: Vec<u64> = records
+        .iter()
+        .filter(|r| r.allowed)
+        .map(|r| r.sent_at_ms)
+        .collect();
+    starts.sort_unstable();
+    // The burst of one passes at once; the next ten wait their turn, up to 1000 ms.
+    assert!(starts.len() >= 11, "{} admitted", starts.len());
+    for pair in starts.windows(2) {
+        assert!(
+            pair[1] - pair[0] >= 100,
+            "starts closer than 100 ms: {starts:?}"
+        );
+    }
+    let sent: Vec<u64> = records.iter().map(|r| r.sent_at_ms).collect();
+    let first = *sent.iter().min().expect("records");
+    assert!(
+        starts.last().expect("admitted") - first >= 1000,
+        "the smoothed line spans the delays: {starts:?}"
+    );
+}
