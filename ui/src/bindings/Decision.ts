@@ -30,4 +30,9 @@ fail_open: boolean,
  * The lease this request holds in its concurrency limits: give it back when the request
  * ends (`POST /api/release`, `ratelockr release`). Absent when none was taken.
  */
-lease?: string, };
+lease?: string, 
+/**
+ * The wait before an admitted request may start (delay instead of deny): wait this long,
+ * then serve. Absent when 0.
+ */
+delay_ms?: number, };

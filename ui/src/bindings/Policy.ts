@@ -13,4 +13,8 @@ export type Policy = { name: string,
  * The key expression of replay, serve and the layer (`ip`, `header:x-api-key`, ...);
  * kept as written: each front parses it.
  */
-key?: string, mode: Mode, limits: Array<Limit>, overrides?: Array<Override>, };
+key?: string, mode: Mode, limits: Array<Limit>, overrides?: Array<Override>, 
+/**
+ * Delay instead of deny ([`Policy::with_max_delay_ms`]); 0, the default, denies at once.
+ */
+max_delay_ms?: number, };

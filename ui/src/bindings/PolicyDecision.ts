@@ -59,4 +59,9 @@ limits: Array<LimitResult>,
  * The lease this request holds in the policy's concurrency limits: give it back when the
  * request ends (`POST /api/release`). Absent when none was taken.
  */
-lease?: string, };
+lease?: string, 
+/**
+ * The wait before the admitted request may start (the policy's `max_delay_ms`: delay
+ * instead of deny): wait this long, then serve. Absent when 0.
+ */
+delay_ms?: number, };

@@ -9,6 +9,10 @@ export type PolicyStatsPoint = { second: number, allowed: number, denied: number
  */
 shadow_denied: number, 
 /**
+ * Admitted with a delay (the policy's `max_delay_ms`): not counted in `allowed`.
+ */
+delayed: number, 
+/**
  * Let through because Redis failed, counted in this process only.
  */
 fail_open: number, };

@@ -3,7 +3,7 @@ import type { WatchStatus } from "../bindings/WatchStatus";
 import type { WatchedPolicy } from "../bindings/WatchedPolicy";
 import { createPoller, describeLimit, fmtModified, modeChange, modeText, shouldPoll, stackedColumns, watchColumns, watchMessages, watchTotals } from "./watch";
 
-const point = (second: number, allowed: number, denied: number, shadow_denied: number, fail_open = 0) => ({ second, allowed, denied, shadow_denied, fail_open });
+const point = (second: number, allowed: number, denied: number, shadow_denied: number, fail_open = 0, delayed = 0) => ({ second, allowed, denied, shadow_denied, fail_open, delayed });
 
 function policy(name: string, extra: Partial<WatchedPolicy> = {}): WatchedPolicy {
   return {
@@ -26,6 +26,9 @@ describe("Watch", () => {
   it("totals the whole window, the current second included", () => {
     expect(watchTotals(points)).toEqual({ allowed: 5, denied: 6, shadow_denied: 11, fail_open: 1 });
     expect(watchTotals([])).toEqual({ allowed: 0, denied: 0, shadow_denied: 0, fail_open: 0 });
+    // A delayed admission (max_delay_ms) was admitted: it counts as allowed.
+    expect(watchTotals([point(1, 2, 0, 0, 0, 3)]).allowed).toBe(5);
+    expect(watchColumns([point(1, 2, 0, 0, 0, 3), point(2, 0, 0, 0)])[1]).toEqual([5]);
   });
 
   it("charts completed seconds only: allowed, denied and shadow-denied each a line", () => {

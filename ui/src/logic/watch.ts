@@ -18,11 +18,14 @@ export interface WatchTotals {
   fail_open: number;
 }
 
-/** Sums over the whole window, the current second included: every decision of the policy. */
+/**
+ * Sums over the whole window, the current second included: every decision of the policy. A
+ * delayed admission (the policy's max_delay_ms) is admitted: it counts as allowed here.
+ */
 export function watchTotals(points: PolicyStatsPoint[]): WatchTotals {
   return points.reduce<WatchTotals>(
     (t, p) => ({
-      allowed: t.allowed + p.allowed,
+      allowed: t.allowed + p.allowed + p.delayed,
       denied: t.denied + p.denied,
       shadow_denied: t.shadow_denied + p.shadow_denied,
       fail_open: t.fail_open + p.fail_open,
@@ -32,12 +35,13 @@ export function watchTotals(points: PolicyStatsPoint[]): WatchTotals {
 }
 
 /**
- * Chart columns for uPlot: x (unix seconds), allowed, denied, shadow-denied. The second in
+ * Chart columns for uPlot: x (unix seconds), allowed (delayed admissions included), denied,
+ * shadow-denied. The second in
  * progress is left out, as on the live chart: drawn as a full one, every line dips at "now".
  */
 export function watchColumns(points: PolicyStatsPoint[]): [number[], number[], number[], number[]] {
   const done = points.slice(0, -1);
-  return [done.map((p) => p.second), done.map((p) => p.allowed), done.map((p) => p.denied), done.map((p) => p.shadow_denied)];
+  return [done.map((p) => p.second), done.map((p) => p.allowed + p.delayed), done.map((p) => p.denied), done.map((p) => p.shadow_denied)];
 }
 
 /**
