@@ -13,6 +13,7 @@
 //! that decided (serve's `/api/release`), it is released there.
 
 use crate::error::RedisFailure;
+pub use crate::lease_calls::lease_evalsha;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;

@@ -9,8 +9,8 @@ use indicatif::ProgressBar;
 use ratelockr::Rule;
 use ratelockr_lab::export;
 use ratelockr_lab::replay::{
-    self, FieldNames, LogFormat, LogSource, ParseSpec, ReplayObserver, ReplayProgress,
-    ReplayReport, ReplaySpec, SweepAxis,
+    self, DurationUnit, FieldNames, LogFormat, LogSource, ParseSpec, ReplayObserver,
+    ReplayProgress, ReplayReport, ReplaySpec, SweepAxis,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,6 +30,21 @@ impl From<FormatArg> for LogFormat {
             FormatArg::Common => LogFormat::Common,
             FormatArg::Jsonl => LogFormat::Jsonl,
             FormatArg::Csv => LogFormat::Csv,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DurationUnitArg {
+    Ms,
+    S,
+}
+
+impl From<DurationUnitArg> for DurationUnit {
+    fn from(u: DurationUnitArg) -> Self {
+        match u {
+            DurationUnitArg::Ms => DurationUnit::Ms,
+            DurationUnitArg::S => DurationUnit::S,
         }
     }
 }
@@ -56,6 +71,16 @@ pub struct ReplayArgs {
     /// JSON lines / CSV: the cost's field (default: every request costs 1).
     #[arg(long)]
     pub cost_field: Option<String>,
+    /// The request's duration field: an admitted request holds a concurrency limit's lease
+    /// that long, and the report says how many requests each key had in flight. JSON lines /
+    /// CSV: a field (ms; 250ms or 1.5s say their unit); combined: a named --extra-fields
+    /// field, or else the first field after them (nginx's $request_time, in seconds).
+    #[arg(long, value_name = "NAME")]
+    pub duration_field: Option<String>,
+    /// The unit of the duration field's bare numbers (default: s for nginx's $request_time,
+    /// a combined or common line or a field named request_time; else ms).
+    #[arg(long, value_enum, requires = "duration_field")]
+    pub duration_unit: Option<DurationUnitArg>,
     /// Combined format: names of the fields after the user agent, in order (the headers the
     /// log captures, e.g. x-api-key), for header:NAME and field:NAME.
     #[arg(long, value_delimiter = ',')]
@@ -148,6 +173,8 @@ impl ReplayArgs {
                 time: self.time_field.clone(),
                 cost: self.cost_field.clone(),
                 extra: self.extra_fields.clone(),
+                duration: self.duration_field.clone(),
+                duration_unit: self.duration_unit.map(Into::into),
             },
             key,
             methods: self.method.clone(),
@@ -440,6 +467,9 @@ fn print_report(r: &ReplayReport, args: &ReplayArgs) {
                 p.window_ms, p.keys, p.p50, p.p90, p.p99, p.max
             );
         }
+        if let Some(f) = &rule.in_flight {
+            print_in_flight(f);
+        }
         if let Some(s) = &rule.suggestion {
             println!("  suggestion: {} ({})", s.sentence, s.method);
         }
@@ -489,4 +519,29 @@ fn warn_log_memory(rules: Vec<Rule>) -> Vec<Rule> {
         crate::console::warn_log_memory("replay", rule.name(), rule.algorithm());
     }
     rules
+}
+
+/// Requests in flight per key, from the log's durations.
+fn print_in_flight(f: &replay::InFlight) {
+    let capped = f
+        .capped_at_ms
+        .map(|ms| format!(" (each for at most its lease, {ms} ms)"))
+        .unwrap_or_default();
+    println!(
+        "  per-key peak in flight over {} keys{capped}: p50 {}, p90 {}, p99 {}, max {}",
+        f.keys, f.p50, f.p90, f.p99, f.max
+    );
+    if f.top_keys.is_empty() {
+        return;
+    }
+    println!(
+        "  {:<40} {:>9} {:>9} {:>9}",
+        "top keys in flight", "peak", "requests", "denied"
+    );
+    for k in &f.top_keys {
+        println!(
+            "  {:<40} {:>9} {:>9} {:>9}",
+            k.key, k.peak, k.requests, k.denied
+        );
+    }
 }

@@ -4,7 +4,7 @@
 use crate::common;
 use crate::helper_cli as cli;
 
-use cli::{json, ratelockr};
+use cli::{json, ratelockr, text};
 
 use std::path::{Path, PathBuf};
 
@@ -201,4 +201,104 @@ fn rules_files_sweeps_and_previews() {
         assert!(err.contains(flag), "{flag}: {err}");
     }
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn durations_from_nginx_request_time_hold_leases_and_the_report_says_who_had_most_in_flight() {
+    let server = common::redis();
+    let url = server.url();
+    let prefix = common::unique("cli-replay-dur");
+    let dir = common::tempdir("cli-replay-dur");
+    // nginx's "combined + $request_time": 10.0.0.1 sends three slow requests a second apart
+    // (each 2.5 s: up to three in flight), 10.0.0.2 quick ones.
+    let line = |ip: &str, second: u32, took: &str| {
+        format!("{ip} - - [14/Nov/2023:22:13:{second:02} +0000] \"GET /report HTTP/1.1\" 200 5 \"-\" \"curl/8\" {took}\n")
+    };
+    let log: String = [
+        line("10.0.0.1", 10, "2.500"),
+        line("10.0.0.2", 10, "0.010"),
+        line("10.0.0.1", 11, "2.500"),
+        line("10.0.0.2", 11, "0.010"),
+        line("10.0.0.1", 12, "2.500"),
+        line("10.0.0.1", 14, "0.100"),
+    ]
+    .concat();
+    let path = dir.join("access.log");
+    std::fs::write(&path, log).expect("write the log");
+    let path = path.display().to_string();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "replay",
+            "--redis",
+            url.as_str(),
+            "--prefix",
+            prefix.as_str(),
+            "--log",
+            path.as_str(),
+            "--algorithm",
+            "concurrency",
+            "--limit",
+            "2",
+        ];
+        args.extend(extra);
+        ratelockr(&args)
+    };
+    let r = json(&run(&["--duration-field", "request_time", "--json"]));
+    assert_eq!(r["malformed"], 0, "{r}");
+    let rule = &r["rules"][0];
+    // The third slow request finds two in flight; at 14 s the first has ended (12.5 s).
+    assert_eq!(
+        (rule["allowed"].clone(), rule["denied"].clone()),
+        (5.into(), 1.into()),
+        "{rule}"
+    );
+    let in_flight = &rule["in_flight"];
+    assert_eq!(in_flight["top_keys"][0]["key"], "10.0.0.1", "{in_flight}");
+    assert_eq!(in_flight["top_keys"][0]["peak"], 3, "{in_flight}");
+    assert_eq!(in_flight["max"], 3);
+    assert_eq!(rule["suggestion"]["value"], 3, "{rule}");
+    // Human output says it too.
+    let out = run(&["--duration-field", "request_time"]);
+    let shown = text(&out.stdout);
+    assert!(
+        shown.contains("top keys in flight") && shown.contains("peak in flight"),
+        "{shown}"
+    );
+    // Without durations every lease is held its whole lease_ms: the fourth is denied too.
+    let r = json(&run(&["--json"]));
+    assert_eq!(r["rules"][0]["denied"], 2, "{r}");
+    assert!(r["rules"][0].get("in_flight").is_none());
+    // A duration that is not one: the error names the line, the field and the value.
+    let jsonl = dir.join("log.jsonl");
+    std::fs::write(
+        &jsonl,
+        "{\"ts\":1700000000000,\"ip\":\"a\",\"took\":\"soon\"}\n",
+    )
+    .expect("write");
+    let mut args = vec![
+        "replay",
+        "--redis",
+        url.as_str(),
+        "--prefix",
+        prefix.as_str(),
+    ];
+    let jsonl = jsonl.display().to_string();
+    args.extend([
+        "--log",
+        jsonl.as_str(),
+        "--algorithm",
+        "concurrency",
+        "--limit",
+        "2",
+    ]);
+    args.extend(["--duration-field", "took"]);
+    let out = ratelockr(&args);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("line 1")
+            && err.contains("duration field \"took\"")
+            && err.contains("\"soon\""),
+        "{err}"
+    );
 }

@@ -3,6 +3,7 @@
 //! the rule or policy that sent it ([`collect`]), a failure failing that decision open.
 
 use super::decide;
+use super::leases::{lease_id, lease_sets, Releases};
 use super::read::Req;
 use ratelockr::keys::KeySpace;
 use ratelockr::limiter::Limiter;
@@ -45,21 +46,40 @@ impl Decider {
 /// tier of a policy's decision (0 for a rule's), found once when its call was built.
 pub(super) type Sent = Vec<(decide::Pending, Vec<(usize, usize)>)>;
 
-/// Sends one batch: every request through every rule (or policy), each key on its lane.
-/// Returns, per lane, the pending replies and the (request × rules + rule) slot of each.
+/// The slot of a lease's release ([`super::leases`]): its reply decides nothing.
+const RELEASE: usize = usize::MAX;
+
+/// Sends one batch: every request through every rule (or policy), each key on its lane, the
+/// leases of requests that ended by then given back first. Returns, per lane, the pending
+/// replies and the (request × rules + rule) slot of each.
 pub(super) async fn dispatch(
     lanes: &decide::Lanes,
     keys: &KeySpace,
     deciders: &[Decider],
     reqs: &[Req],
+    releases: &mut Releases,
 ) -> Sent {
     let n = lanes.count();
     let mut commands: Vec<Vec<redis::Cmd>> = (0..n).map(|_| Vec::new()).collect();
     let mut slots: Vec<Vec<(usize, usize)>> = (0..n).map(|_| Vec::new()).collect();
     for (j, req) in reqs.iter().enumerate() {
+        for (key_hash, release) in releases.due_by(req.ms) {
+            let lane = lanes.lane_of(key_hash);
+            commands[lane].push(release);
+            slots[lane].push((RELEASE, 0));
+        }
         let lane = lanes.lane_of(req.key_hash);
         for (i, decider) in deciders.iter().enumerate() {
-            let mut tier = 0;
+            let tier = match &decider.policy {
+                None => 0,
+                Some(policy) => policy.tier_index(&req.key),
+            };
+            // With its duration, a request's lease has an id of its own, to give it back.
+            let lease = req.duration_ms.and_then(|_| {
+                let sets = lease_sets(decider, tier, keys, &req.key);
+                (!sets.is_empty()).then(|| (lease_id(req), sets))
+            });
+            let id = lease.as_ref().map(|(id, _)| id.as_str());
             let command = match &decider.policy {
                 None => {
                     let limiter_key = keys.limiter(&decider.rule, &req.key);
@@ -70,14 +90,13 @@ pub(super) async fn dispatch(
                         stats_ttl_secs: COUNTER_TTL_SECS,
                         cost: req.cost,
                         at: At::Millis(req.ms),
-                        // A fresh lease per request, never released: without durations in
-                        // the log it is held its whole lease_ms (on the log's clock).
-                        lease_id: None,
+                        // Without a duration, a fresh lease per request, never released:
+                        // it is held its whole lease_ms (on the log's clock).
+                        lease_id: id,
                     }
                     .evalsha()
                 }
                 Some(policy) => {
-                    tier = policy.tier_index(&req.key);
                     let limits = policy.tier_limits(tier);
                     let state_keys: Vec<String> = limits
                         .iter()
@@ -91,11 +110,15 @@ pub(super) async fn dispatch(
                         cost: req.cost,
                         mode: policy.mode(),
                         at: At::Millis(req.ms),
-                        member: None,
+                        member: id,
                     }
-                    .evalsha()
+                    // A policy that delays admits what would pass within max_delay_ms.
+                    .evalsha_delaying(policy.max_delay_ms(), None)
                 }
             };
+            if let Some((id, sets)) = lease {
+                releases.hold(req, i, id, sets);
+            }
             commands[lane].push(command);
             slots[lane].push((j * deciders.len() + i, tier));
         }
@@ -146,6 +169,9 @@ pub(super) async fn collect(
     for (rx, slots) in pending {
         let outcomes = rx.await.unwrap_or_default();
         for (k, (slot, tier)) in slots.into_iter().enumerate() {
+            if slot == RELEASE {
+                continue;
+            }
             let Some(outcome) = outcomes.get(k) else {
                 limiter
                     .ledger()

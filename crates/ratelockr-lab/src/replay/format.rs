@@ -4,6 +4,7 @@
 
 use super::clf::{self, ClfLine};
 use super::csvlog::{self, CsvLine, Header};
+use super::duration::{self, DurationUnit};
 use super::jsonl::{self, JsonLine};
 use super::line_error::LineError;
 use super::time::{self, Timestamp};
@@ -87,6 +88,18 @@ pub struct FieldNames {
     /// The combined format's fields after the user agent, in order (`x-api-key`, ...): how
     /// `header:NAME` and `field:NAME` find a header the log captured.
     pub extra: Vec<String>,
+    /// The request's duration field (a number of ms, or of seconds for nginx's
+    /// `$request_time`; `250ms` and `1.5s` say their unit); default: none (a lease is held its
+    /// whole `lease_ms`). In the combined and common formats, a name not among `extra` is the
+    /// first field after them: nginx's `$request_time` after a combined line.
+    #[cfg_attr(feature = "ts", ts(optional))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration: Option<String>,
+    /// The unit of the duration's bare numbers; default: seconds for nginx's `$request_time`
+    /// (combined and common lines, a field named `request_time`), else ms.
+    #[cfg_attr(feature = "ts", ts(optional))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_unit: Option<DurationUnit>,
 }
 
 const TIME_FIELDS: [&str; 7] = [
@@ -120,11 +133,13 @@ pub enum Parsed<'a> {
     Csv(CsvLine<'a>),
 }
 
-/// A request: its time, its cost and the parsed line its key is built from.
+/// A request: its time, its cost, its duration and the parsed line its key is built from.
 #[derive(Debug)]
 pub struct Request<'a> {
     pub time: Timestamp,
     pub cost: u64,
+    /// How long it was in flight, in ms, when the log says (`FieldNames::duration`).
+    pub duration_ms: Option<u64>,
     pub line: Parsed<'a>,
 }
 
@@ -179,11 +194,41 @@ impl LogParser {
                 }
             }
         };
+        let duration_ms = match &self.fields.duration {
+            None => None,
+            Some(name) => Some(self.duration(&parsed, name)?),
+        };
         Ok(Some(Request {
             time,
             cost,
+            duration_ms,
             line: parsed,
         }))
+    }
+
+    /// The duration field `name` in ms. In a combined or common line, a name that is not a
+    /// field or a named extra is the first field after the named extras ($request_time).
+    fn duration(&self, parsed: &Parsed<'_>, name: &str) -> Result<u64, LineError> {
+        let clf = matches!(parsed, Parsed::Clf(_));
+        let raw = self.field(parsed, name).or_else(|| match parsed {
+            Parsed::Clf(line) => {
+                // The combined format's trailing fields start with the referer and agent.
+                let skip = if self.format == LogFormat::Combined {
+                    2
+                } else {
+                    0
+                };
+                let i = skip + self.fields.extra.len();
+                line.trailing.get(i).map(|v| Cow::Borrowed(*v))
+            }
+            _ => None,
+        });
+        let raw = raw.ok_or_else(|| LineError::NoDurationField(name.to_string()))?;
+        let unit = self
+            .fields
+            .duration_unit
+            .unwrap_or_else(|| DurationUnit::default_for(clf, name));
+        duration::parse(&raw, unit, name)
     }
 
     fn time(&self, parsed: &Parsed<'_>) -> Result<Timestamp, LineError> {

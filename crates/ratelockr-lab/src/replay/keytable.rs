@@ -14,10 +14,14 @@
 //!   of limit L denies a key at least once exactly when its peak exceeds L;
 //! - for a token bucket of refill rate r, the Lindley recursion `level = max(level - r·dt, 0) +
 //!   cost`: a bucket of capacity C at rate r denies the key at least once exactly when the
-//!   level ever exceeds C.
+//!   level ever exceeds C;
+//! - with durations in the log, its peak in flight: the most of its requests under way at once
+//!   (each from its time for its duration, capped at `lease_ms` under a concurrency rule): a
+//!   concurrency limit of L denies the key at least once exactly when that peak exceeds L.
 
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 
 pub const DEFAULT_CAPACITY: usize = 65_536;
 
@@ -44,6 +48,17 @@ pub struct TopKey {
     #[cfg_attr(feature = "ts", ts(optional, type = "Record<string, number>"))]
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub denied_by: BTreeMap<String, u64>,
+}
+
+/// One client key among those with the most requests in flight at once.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyInFlight {
+    pub key: String,
+    /// The most of its requests in flight at once, as the log's durations say.
+    pub peak: u64,
+    pub requests: u64,
+    pub denied: u64,
 }
 
 /// A percentage, rounded to 1/1000 so that reports print the same everywhere.
@@ -77,6 +92,10 @@ pub struct Entry {
     /// A policy's run: the key's denials by the limit that decided them, by the limit's
     /// index in the policy's names (see [`KeyTable::note_binding`]).
     pub by_limit: Vec<u64>,
+    /// With durations: when its requests in flight end, soonest first.
+    ends: BinaryHeap<Reverse<u64>>,
+    /// With durations: the most of its requests in flight at once.
+    pub peak_in_flight: u64,
 }
 
 /// The table.
@@ -182,6 +201,8 @@ impl KeyTable {
             level_ms: ms,
             level_peak: 0.0,
             by_limit: Vec::new(),
+            ends: BinaryHeap::new(),
+            peak_in_flight: 0,
         };
         let i = if self.entries.len() < self.capacity {
             self.entries.push(fresh(0, self.ticks));
@@ -199,6 +220,44 @@ impl KeyTable {
         self.order.insert((self.entries[i].denied, self.ticks, i));
         self.index.insert(key.to_string(), i);
         i
+    }
+
+    /// The request of `key` just added ([`KeyTable::add`]), at `ms`, is in flight for
+    /// `hold_ms`. Every request counts, admitted or not: the peak says what the key sent.
+    pub fn add_in_flight(&mut self, key: &str, ms: u64, hold_ms: u64) {
+        let Some(&i) = self.index.get(key) else {
+            return;
+        };
+        let e = &mut self.entries[i];
+        while e.ends.peek().is_some_and(|&Reverse(end)| end <= ms) {
+            e.ends.pop();
+        }
+        e.ends.push(Reverse(ms.saturating_add(hold_ms)));
+        e.peak_in_flight = e.peak_in_flight.max(e.ends.len() as u64);
+    }
+
+    /// The `n` keys with the most requests in flight at once (then the most requests, then by
+    /// name).
+    pub fn top_in_flight(&self, n: usize) -> Vec<KeyInFlight> {
+        let mut held: Vec<&Entry> = self
+            .entries
+            .iter()
+            .filter(|e| e.peak_in_flight > 0)
+            .collect();
+        held.sort_by(|a, b| {
+            (b.peak_in_flight, b.requests)
+                .cmp(&(a.peak_in_flight, a.requests))
+                .then_with(|| a.key.cmp(&b.key))
+        });
+        held.into_iter()
+            .take(n)
+            .map(|e| KeyInFlight {
+                key: e.key.clone(),
+                peak: e.peak_in_flight,
+                requests: e.requests,
+                denied: e.denied,
+            })
+            .collect()
     }
 
     /// A policy's denial of `key` (just added) was decided by limit `index` of its names.
@@ -273,6 +332,24 @@ mod tests {
         // Lindley at 1 token/s: 1, 1.9, 2.8, then 2.5 s later max(2.8-2.5,0)+1 = 1.3, 2.2.
         assert!((a.level_peak - 2.8).abs() < 1e-9, "{}", a.level_peak);
         assert!(t.is_exact());
+    }
+
+    #[test]
+    fn the_peak_in_flight_counts_requests_under_way_at_once() {
+        let mut t = KeyTable::new(8, 1000, None);
+        // a: [0, 500), [100, 200), [150, 400), [200, 300): three at 150 and again at 200 (the
+        // one that ended at 200 is no longer in flight), then one at a time.
+        for (ms, hold) in [(0, 500), (100, 100), (150, 250), (200, 100), (600, 10)] {
+            t.add("a", ms, 1, true, false);
+            t.add_in_flight("a", ms, hold);
+        }
+        t.add("b", 0, 1, true, false);
+        t.add_in_flight("b", 0, 0);
+        t.add("c", 0, 1, false, false);
+        let top = t.top_in_flight(10);
+        let peaks: Vec<(&str, u64)> = top.iter().map(|k| (k.key.as_str(), k.peak)).collect();
+        assert_eq!(peaks, [("a", 3), ("b", 1)]);
+        assert_eq!((top[0].requests, top[0].denied), (5, 0));
     }
 
     #[test]

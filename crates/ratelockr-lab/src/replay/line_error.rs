@@ -31,6 +31,12 @@ pub enum LineError {
     NoCostField(String),
     #[error("cost {0:?} is not a whole number >= 1")]
     Cost(String),
+    /// The duration field named with `--duration-field` is missing.
+    #[error("no duration field {0:?} (--duration-field)")]
+    NoDurationField(String),
+    /// A duration that is not a time (see [`super::duration`]).
+    #[error("duration field {field:?}: {value:?} is not a duration (ms, or s for request_time; 250ms and 1.5s say their unit; from 0 to a day)")]
+    Duration { field: String, value: String },
     /// The time field named with `--time-field` is missing.
     #[error("no time field {0:?}")]
     NoTimeField(String),

@@ -20,6 +20,8 @@ pub struct Req {
     pub key: String,
     pub key_hash: u64,
     pub cost: u64,
+    /// How long it was in flight (ms), when the log says.
+    pub duration_ms: Option<u64>,
 }
 
 /// What reading found, besides the requests.
@@ -66,7 +68,7 @@ pub fn read(
         ..ReadStats::default()
     };
     let mut parser: Option<LogParser> = spec.format.map(|f| LogParser::new(f, spec.fields.clone()));
-    let mut reorder: Reorder<(String, u64)> = Reorder::new(spec.lookahead_ms);
+    let mut reorder: Reorder<(String, u64, Option<u64>)> = Reorder::new(spec.lookahead_ms);
     let mut open = true;
     let mut joiner = RecordJoiner::default();
     while open {
@@ -187,7 +189,7 @@ pub fn read(
             ms: request.time.ms,
             whole_second: request.time.whole_second,
             line: number,
-            item: (key, request.cost),
+            item: (key, request.cost, request.duration_ms),
         };
         if let Err(late) = reorder.push(timed) {
             stats.out_of_order += 1;
@@ -245,11 +247,11 @@ fn next(lines: &mut Lines) -> std::io::Result<Option<(u64, Line<'_>)>> {
 
 fn emit_one(
     stats: &mut ReadStats,
-    t: Timed<(String, u64)>,
+    t: Timed<(String, u64, Option<u64>)>,
     emit: &mut impl FnMut(Req) -> bool,
 ) -> bool {
     stats.requests += 1;
-    let (key, cost) = t.item;
+    let (key, cost, duration_ms) = t.item;
     let key_hash = super::distinct::hash_key(&key);
     emit(Req {
         line: t.line,
@@ -257,5 +259,6 @@ fn emit_one(
         key,
         key_hash,
         cost,
+        duration_ms,
     })
 }

@@ -3,7 +3,7 @@
 
 pub use super::changes::{KeyChange, RuleChange};
 use super::format::LogFormat;
-pub use super::keytable::{pct, TopKey};
+pub use super::keytable::{pct, KeyInFlight, TopKey};
 use crate::subject::Subject;
 use ratelockr::policy::Policy;
 use ratelockr::rule::Rule;
@@ -53,6 +53,24 @@ pub struct PeakRates {
     pub p90: u64,
     pub p99: u64,
     pub max: u64,
+}
+
+/// With durations in the log: how many requests each key had in flight at once (every
+/// request, admitted or not: what the key sent), as percentiles over keys and the keys with
+/// the most.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InFlight {
+    /// Under a concurrency rule, a request is counted in flight for at most its `lease_ms`
+    /// (its lease expires then); otherwise for its whole duration.
+    pub capped_at_ms: Option<u64>,
+    pub keys: u64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub max: u64,
+    /// The most in flight first (`--top` of them).
+    pub top_keys: Vec<KeyInFlight>,
 }
 
 /// The smallest allowance under which at most `max_keys_denied_pct` of keys are ever denied.
@@ -127,6 +145,10 @@ pub struct RuleReport {
     /// suggestion are exact.
     pub top_keys_exact: bool,
     pub peak_rates: Option<PeakRates>,
+    /// With durations in the log (`--duration-field`): requests in flight per key.
+    #[cfg_attr(feature = "ts", ts(optional))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<InFlight>,
     pub suggestion: Option<Suggestion>,
     /// A policy's run: the policy, and what it counts besides a rule's. `params` is then its
     /// first limit under its name (what `peak_rates` and `top_keys` measure on), and for a

@@ -7,6 +7,7 @@ use super::distinct::Distinct;
 use super::error::ReplayError;
 use super::format::LogFormat;
 use super::input::LogSource;
+use super::leases::Releases;
 use super::read::{self, ReadStats, Req};
 use super::report::{pct, ReplayReport, RuleReport, Suggestion, SweepPoint};
 use super::spec::ReplaySpec;
@@ -236,6 +237,7 @@ pub async fn run(
         last_ms: None,
     };
     let mut in_flight: VecDeque<(Vec<Req>, Sent)> = VecDeque::new();
+    let mut releases = Releases::default();
     let mut last_progress = Instant::now();
     let mut pace = pace::PaceWatch::new(&pace_rules);
     let progress = |requests: u64, log_ms: Option<u64>| ReplayProgress {
@@ -257,7 +259,7 @@ pub async fn run(
                 if let Some(last) = reqs.last() {
                     pace.observe(started.elapsed().as_millis() as u64, last.ms);
                 }
-                let pending = dispatch(&lanes, &keys, &deciders, &reqs).await;
+                let pending = dispatch(&lanes, &keys, &deciders, &reqs, &mut releases).await;
                 in_flight.push_back((reqs, pending));
                 // Two batches in flight: Redis decides one while the other's replies are read.
                 if in_flight.len() > 2 {
@@ -413,6 +415,9 @@ impl Tally<'_> {
                     d,
                     verdict.would_deny,
                 );
+                if let Some(duration_ms) = req.duration_ms {
+                    run.stats.add_in_flight(&req.key, req.ms, duration_ms);
+                }
                 run.stats.add_policy(
                     &req.key,
                     req.key_hash,
@@ -443,6 +448,7 @@ impl Tally<'_> {
                             binding: binding.into(),
                             tier: tier.into(),
                             would_deny: verdict.would_deny,
+                            ..Record::default()
                         };
                         if let Err(e) = sink.write(&record) {
                             self.sink_error = Some(e);

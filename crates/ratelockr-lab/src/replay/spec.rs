@@ -89,6 +89,7 @@ impl ParseSpec {
         for (parameter, name) in [
             ("time-field", self.fields.time.as_deref()),
             ("cost-field", self.fields.cost.as_deref()),
+            ("duration-field", self.fields.duration.as_deref()),
         ] {
             if name.is_some_and(|n| n.trim().is_empty()) {
                 return Err(invalid(

@@ -5,7 +5,7 @@
 use super::distinct::Distinct;
 use super::keytable::KeyTable;
 use super::report::pct;
-use super::report::{PeakRates, PolicyFigures, RuleReport, Suggestion};
+use super::report::{InFlight, PeakRates, PolicyFigures, RuleReport, Suggestion};
 use super::series::SeriesBuilder;
 use crate::subject::Subject;
 use ratelockr::policy::{Limit, Policy};
@@ -27,7 +27,13 @@ fn requirement_basis(algorithm: &Algorithm) -> (u64, Option<f64>) {
         | Algorithm::FixedWindow { window_ms, .. } => (window_ms, None),
         // Without durations a lease is held its whole life: the peak over one lease_ms.
         Algorithm::Concurrency { lease_ms, .. } => (lease_ms, None),
+        Algorithm::Calendar { period, .. } => (period.nominal_ms(), None),
     }
+}
+
+/// The `q` quantile of `sorted` (not empty), as the report's percentiles take it.
+fn quantile(sorted: &[u64], q: f64) -> u64 {
+    sorted[((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1]
 }
 
 /// One rule's running tallies in a replay, turned into a [`RuleReport`] at the end.
@@ -42,6 +48,8 @@ pub struct RuleTally {
     denied_keys: Distinct,
     table: KeyTable,
     policy: Option<PolicyTally>,
+    /// The log gave durations: the key table counts requests in flight.
+    durations: bool,
 }
 
 /// What a policy's run counts besides a rule's.
@@ -73,6 +81,7 @@ impl RuleTally {
             denied_keys: Distinct::default(),
             table: KeyTable::new(capacity, window_ms, rate),
             policy: None,
+            durations: false,
         }
     }
 
@@ -155,6 +164,17 @@ impl RuleTally {
             .add(key, ms, cost, d.allowed && !would_deny, d.fail_open());
     }
 
+    /// The request just added ([`RuleTally::add`]) was in flight for `duration_ms`: under a
+    /// concurrency rule, for at most its `lease_ms` (its lease expires then).
+    pub fn add_in_flight(&mut self, key: &str, ms: u64, duration_ms: u64) {
+        self.durations = true;
+        let hold = match *self.rule.algorithm() {
+            Algorithm::Concurrency { lease_ms, .. } => duration_ms.min(lease_ms),
+            _ => duration_ms,
+        };
+        self.table.add_in_flight(key, ms, hold);
+    }
+
     /// A policy's part of one decision (after [`RuleTally::add`]): its tier, the binding
     /// limit of a denial.
     pub fn add_policy(
@@ -217,6 +237,7 @@ impl RuleTally {
         let keys_denied = self.keys_denied();
         let decided = self.allowed + self.denied;
         let peak_rates = self.peak_rates();
+        let in_flight = self.in_flight(top);
         // A stack's allowance is not one parameter: no suggestion for a policy.
         let suggestion = match self.policy {
             None => self.suggestion(max_keys_denied_pct),
@@ -242,6 +263,7 @@ impl RuleTally {
             top_keys,
             top_keys_exact: self.table.is_exact(),
             peak_rates,
+            in_flight,
             suggestion,
             series: self.series.finish(),
         }
@@ -267,14 +289,44 @@ impl RuleTally {
         keys
     }
 
+    /// With durations: percentiles over keys of each key's peak in flight, and the keys with
+    /// the highest.
+    fn in_flight(&self, top: usize) -> Option<InFlight> {
+        if !self.durations {
+            return None;
+        }
+        let mut peaks: Vec<u64> = self
+            .table
+            .entries()
+            .iter()
+            .map(|e| e.peak_in_flight)
+            .collect();
+        if peaks.is_empty() {
+            return None;
+        }
+        peaks.sort_unstable();
+        let at = |q: f64| quantile(&peaks, q);
+        Some(InFlight {
+            capped_at_ms: match *self.rule.algorithm() {
+                Algorithm::Concurrency { lease_ms, .. } => Some(lease_ms),
+                _ => None,
+            },
+            keys: peaks.len() as u64,
+            p50: at(0.5),
+            p90: at(0.9),
+            p99: at(0.99),
+            max: at(1.0),
+            top_keys: self.table.top_in_flight(top),
+        })
+    }
+
     fn peak_rates(&self) -> Option<PeakRates> {
         let mut peaks: Vec<u64> = self.table.entries().iter().map(|e| e.peak).collect();
         if peaks.is_empty() {
             return None;
         }
         peaks.sort_unstable();
-        let at =
-            |q: f64| peaks[((q * peaks.len() as f64).ceil() as usize).clamp(1, peaks.len()) - 1];
+        let at = |q: f64| quantile(&peaks, q);
         Some(PeakRates {
             window_ms: self.table.window_ms(),
             keys: peaks.len() as u64,
@@ -303,9 +355,14 @@ impl RuleTally {
                     .collect(),
             ),
             Algorithm::FixedWindow { .. } => ("limit", entries.iter().map(|e| e.peak).collect()),
+            // In flight: exact from each key's peak, when the log gave durations.
+            Algorithm::Concurrency { .. } if self.durations => {
+                ("limit", entries.iter().map(|e| e.peak_in_flight).collect())
+            }
             Algorithm::SlidingWindowLog { .. }
             | Algorithm::SlidingWindowCounter { .. }
-            | Algorithm::Concurrency { .. } => return None,
+            | Algorithm::Concurrency { .. }
+            | Algorithm::Calendar { .. } => return None,
         };
         if needs.is_empty() {
             return None;
