@@ -13,6 +13,7 @@
 //! <prefix>:<tag>:{<policy>}.<limit>:<client key>  a policy's limit (src/policy/)
 //! <prefix>:<tag>:{<policy>}:<client key>          a limit named as its policy: the rule's key
 //! <prefix>:stats:{<policy>}:<unix second>:shadow_denied  a shadow policy's would-be denials
+//! <prefix>:stats:{<policy>}:<unix second>:delayed  admissions given a delay (max_delay_ms)
 //! ```
 //!
 //! The rule name is always wrapped in a hash tag, so a rule's limiters and its counters share one
