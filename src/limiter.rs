@@ -146,6 +146,9 @@ pub trait DecisionObserver: Send + Sync {
     /// A lease given back (`op` release) or renewed; `freed`: it was live (and is now freed,
     /// or renewed), else it had expired or been released before.
     fn lease_ended(&self, _op: crate::lease::LeaseOp, _freed: bool) {}
+    /// A request settled with its actual cost ([`crate::settle`]): `outcome` says whether
+    /// that gave back, charged more, or changed nothing.
+    fn settled(&self, _outcome: crate::settle::Settled) {}
 }
 
 /// Why `try_check` gave no decision.

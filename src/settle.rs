@@ -20,6 +20,30 @@ use crate::scripts::{self, At};
 /// The most an actual cost may be (the scripts' bound on integers they count exactly).
 pub const MAX_ACTUAL: u64 = 1_000_000_000_000_000;
 
+/// What a settlement did, as metrics count it (`ratelockr_settles_total{result}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    /// The actual cost was smaller: the unused part went back.
+    GaveBack,
+    /// The actual cost was larger: the rest was charged.
+    ChargedMore,
+    /// No limit changed (the same cost, a charge of 0, only concurrency limits, or the state
+    /// to settle was gone).
+    Nothing,
+}
+
+impl Settled {
+    pub const ALL: [Settled; 3] = [Settled::GaveBack, Settled::ChargedMore, Settled::Nothing];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Settled::GaveBack => "gave_back",
+            Settled::ChargedMore => "charged_more",
+            Settled::Nothing => "nothing",
+        }
+    }
+}
+
 /// Why a settlement did not happen.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SettleError {
@@ -68,7 +92,7 @@ pub(crate) fn settle_evalsha(
     }
     cmd.arg(if matches!(at, At::Millis(_)) { "1" } else { "" });
     for limit in limits {
-        crate::policy::script::limit_argv(&mut cmd, limit);
+        crate::policy::script::limit_argv(&mut cmd, limit, at);
     }
     cmd
 }
@@ -170,8 +194,18 @@ impl Limiter {
                 reason: format!("an actual cost is at most {MAX_ACTUAL}"),
             });
         }
+        let counted = |settled: bool| {
+            if let Some(observer) = self.observer() {
+                observer.settled(match (settled, actual < charged) {
+                    (false, _) => Settled::Nothing,
+                    (true, true) => Settled::GaveBack,
+                    (true, false) => Settled::ChargedMore,
+                });
+            }
+            settled
+        };
         if charged == 0 || actual == charged || charged_limits().next().is_none() {
-            return Ok(false);
+            return Ok(counted(false));
         }
         let keyspace = self.keys();
         let keys: Vec<String> = limits
@@ -185,6 +219,7 @@ impl Limiter {
             .and_then(|reply| crate::error::count_reply(&reply, "settle"))
             .map_err(|failure| self.failed(failure))?
             > 0;
+        let settled = counted(settled);
         // What was given back makes a cached denial stale; a larger charge only confirms it.
         if actual < charged {
             if let Some(cache) = self.deny_cache() {

@@ -27,6 +27,7 @@ use crate::error::FailureKind;
 use crate::lease::LeaseOp;
 use crate::limiter::DecisionObserver;
 use crate::rule::{AlgorithmKind, Rule};
+use crate::settle::Settled;
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
     Registry, TextEncoder,
@@ -63,6 +64,8 @@ struct Inner {
     /// `[op][result]`: release and renew, each freed (it was live) or gone (released before,
     /// or expired).
     leases: [[IntCounter; 2]; 2],
+    /// Indexed like `Settled::ALL`.
+    settles: [IntCounter; Settled::ALL.len()],
 }
 
 impl std::fmt::Debug for Metrics {
@@ -151,9 +154,18 @@ impl Metrics {
             &["op", "result"],
         )
         .expect("static metric definition");
+        let settles = IntCounterVec::new(
+            Opts::new(
+                "ratelockr_settles_total",
+                "Requests settled with their actual cost: result=gave_back (it cost less than charged), charged_more (it cost more), nothing (no limit changed).",
+            ),
+            &["result"],
+        )
+        .expect("static metric definition");
         for collector in [
             Box::new(evaluations.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(leases.clone()),
+            Box::new(settles.clone()),
             Box::new(durations.clone()),
             Box::new(redis_errors.clone()),
             Box::new(active_rules.clone()),
@@ -186,6 +198,7 @@ impl Metrics {
                 leases: [LeaseOp::Release, LeaseOp::Renew].map(|op| {
                     ["live", "gone"].map(|result| leases.with_label_values(&[op.as_str(), result]))
                 }),
+                settles: Settled::ALL.map(|s| settles.with_label_values(&[s.as_str()])),
             }),
         }
     }
@@ -301,6 +314,11 @@ impl DecisionObserver for Metrics {
     fn lease_ended(&self, op: LeaseOp, freed: bool) {
         self.inner.leases[usize::from(op == LeaseOp::Renew)][usize::from(!freed)].inc();
     }
+
+    fn settled(&self, outcome: Settled) {
+        let i = Settled::ALL.iter().position(|&s| s == outcome).unwrap_or(0);
+        self.inner.settles[i].inc();
+    }
 }
 
 fn algorithm_index(kind: AlgorithmKind) -> usize {
@@ -311,6 +329,7 @@ fn algorithm_index(kind: AlgorithmKind) -> usize {
         AlgorithmKind::SlidingWindowCounter => 3,
         AlgorithmKind::FixedWindow => 4,
         AlgorithmKind::Concurrency => 5,
+        AlgorithmKind::Calendar => 6,
     }
 }
 

@@ -306,3 +306,59 @@ async fn a_taken_port_is_a_clear_error() {
     assert!(err.to_string().contains("already in use"), "{err}");
     assert!(err.to_string().contains("--addr"), "{err}");
 }
+
+#[tokio::test]
+async fn leases_given_back_and_requests_settled_are_counted() {
+    let redis = EmbeddedRedis::start().expect("redis-server on PATH");
+    let target = RedisTarget::parse(&redis.url()).expect("url");
+    let metrics = Metrics::new();
+    let limiter =
+        Limiter::new(&target, options("metrics-lease")).with_observer(Arc::new(metrics.clone()));
+    let in_flight = Rule::concurrency("cc", 2, Duration::from_secs(60)).expect("rule");
+    let d = limiter.check(&in_flight, "ann").await.expect("decision");
+    let lease = d.lease.clone().expect("a lease");
+    assert!(lease.renew().await.expect("renewed"));
+    assert!(lease.release().await.expect("released"));
+    let policy = ratelockr::Policy::from_rule(&in_flight);
+    let again = limiter
+        .lease_of(&policy, "ann", lease.id())
+        .expect("a lease by id");
+    assert!(!again.release().await.expect("answered"), "released before");
+
+    let tokens = Rule::fixed_window("tokens", 100, Duration::from_secs(60)).expect("rule");
+    let policy = ratelockr::Policy::from_rule(&tokens);
+    for (charged, actual) in [(50, 10), (10, 50), (5, 5), (20, 3)] {
+        let d = limiter
+            .check_cost(&tokens, "bo", charged)
+            .await
+            .expect("decision");
+        assert!(d.allowed, "{d:?}");
+        limiter
+            .settle(&policy, "bo", charged, actual)
+            .await
+            .expect("settled");
+    }
+
+    let server = MetricsServer::bind(metrics.clone(), "127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("bind");
+    let addr = server.local_addr().expect("addr");
+    let running = tokio::spawn(server.run(std::future::pending()));
+    let (_, _, body) = http_get(addr, "/api/metrics").await;
+    let samples = parse(&body);
+    for (op, result, count) in [
+        ("release", "live", 1.0),
+        ("release", "gone", 1.0),
+        ("renew", "live", 1.0),
+        ("renew", "gone", 0.0),
+    ] {
+        let labels = [("op", op), ("result", result)];
+        let value = get(&samples, "ratelockr_leases_total", &labels);
+        assert_eq!(value, Some(count), "{op}/{result} in\n{body}");
+    }
+    for (result, count) in [("gave_back", 2.0), ("charged_more", 1.0), ("nothing", 1.0)] {
+        let value = get(&samples, "ratelockr_settles_total", &[("result", result)]);
+        assert_eq!(value, Some(count), "{result} in\n{body}");
+    }
+    running.abort();
+}
