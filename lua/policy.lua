@@ -8,7 +8,8 @@ cost; if any limit denies, no limit is charged anything. Redis runs a script on 
 this is the critical section of all the limits together.
 
 Each limit is decided exactly as its algorithm's standalone script decides it (token_bucket.lua,
-gcra.lua, sliding_window_log.lua, sliding_window_counter.lua, fixed_window.lua, concurrency.lua;
+gcra.lua, sliding_window_log.lua, sliding_window_counter.lua, fixed_window.lua, concurrency.lua,
+calendar.lua;
 read their headers for each algorithm's arithmetic): the same key format, the same stored state,
 the same TTLs, the same four numbers. A stack of one limit is that script, bit for bit. The
 call runs in two passes: the first reads every limit and decides it without writing anything (so
@@ -30,6 +31,8 @@ KEYS
   [n+2]       optional: this second's counter of denied decisions      (INCR'd when denied)
   [n+3]       optional: this second's counter of shadow denials (INCR'd when a shadow-mode
               policy would have denied); the three go together: #KEYS is n or n + 3
+  [n+4]       optional, with the three: this second's counter of delayed admissions (INCR'd
+              instead of [n+1] when admitted with delay_ms > 0); #KEYS may be n + 4
 
 ARGV
   [1] n          integer 1..8      how many limits
@@ -58,8 +61,20 @@ ARGV
       sc  limit (integer >= 1), window_ms (integer >= 1; limit x window_ms <= 2^52), ""
       fw  limit (integer >= 1), window_ms (integer >= 1), ""
       cc  limit (integer >= 1: leases live at once), lease_ms (integer >= 1), ""
+      cal limit (integer >= 1), windows ("b0,b1,...": where the calendar periods begin around
+          now, as calendar.lua's ARGV[2]), ""
+  then, after the limits, ARGV[4n+8]:
+      max_delay_ms  integer >= 0  optional: delay instead of deny (only with tb and gc limits;
+                                  gc: burst x period_ms + max_delay_ms x limit <= 2^52). When
+                                  some limit denies but every limit would admit within
+                                  max_delay_ms, the stack is admitted now with delay_ms, the
+                                  longest of their waits, and every limit is charged as though
+                                  the request arrived delay_ms later (token_bucket.lua's and
+                                  gcra.lua's ARGV of the same name); one that would wait
+                                  longer is denied and charges nothing. Given (even "0" or
+                                  ""), the reply has one more integer.
 
-REPLY  6 + 4n integers
+REPLY  6 + 4n integers, and delay_ms when ARGV[4n+8] is given
   [1] allowed         1 or 0: 1 when every limit admits, and in shadow mode always
   [2] remaining       the least of the limits' remaining
   [3] retry_after_ms  0 when allowed; else the greatest of the denying limits' waits
@@ -73,6 +88,11 @@ REPLY  6 + 4n integers
       script's. When it is denied, a denying limit says what its standalone script says, and
       a limit that would have admitted says so (allowed 1, retry 0) with the state it has,
       uncharged: its remaining and reset are what a peek (cost 0) would say.
+      Under max_delay_ms, a denied stack's limit that would admit within it says allowed 1,
+      and a denying limit's wait (and so [3]) is the wait until it would pass delayed by
+      max_delay_ms at most.
+  [7 + 4n]    delay_ms (only when ARGV[4n+8] is given): 0, or the wait before the admitted
+              request may start (the caller waits it, then serves); remaining is then 0
 
 The combined wait holds: every algorithm's admission only grows with time while nothing is
 admitted (refills, TATs, windows and leases' expiries only move towards "more room"), so at
@@ -119,6 +139,10 @@ if cost == '1' or cost == nil or cost == '' then cost = 1 else cost = tonumber(c
 if stats_ttl == '120' or stats_ttl == nil or stats_ttl == '' then stats_ttl = 120 else stats_ttl = tonumber(stats_ttl) end
 local shadow = mode == 'shadow'
 local fw_clock = ARGV[7] == '1'
+-- Delay instead of deny, after the limits' ARGV (absent: deny at once, and a reply of 6 + 4n).
+local max_delay = n and ARGV[4 * n + 8]
+local delaying = max_delay ~= nil
+if max_delay == nil or max_delay == '' or max_delay == '0' then max_delay = 0 else max_delay = tonumber(max_delay) end
 
 -- All known of limit i lives in one flat table, 12 slots from b = 12 * (i - 1), each named:
 -- v[b + KIND], v[b + TOKENS] (one table, not one per limit or field: fewer allocations on Redis's
@@ -130,12 +154,16 @@ local WINDOW, LEASE = ARG2, ARG2 -- sw, sc and fw: LIMIT, WINDOW; cc: LIMIT, LEA
 -- What the first pass found for the second (slots 6 .. 12), by kind; each is said where it is set.
 local TOKENS, STORED, LAST, STATE = 6, 7, 8, 9 -- tb
 local DIFF, AHEAD, FAR, FRAC = 6, 7, 8, 9 -- gc
+local WAIT = 10 -- tb and gc under max_delay: the limit's own wait (0: admits now)
 local USED, CURRENT, PREVIOUS, INDEX, ELAPSED, AT, SAME_WINDOW = 6, 7, 8, 9, 10, 11, 12 -- sc
 local COUNT, NEWEST, OLDEST_OUT = 6, 7, 8 -- sw, and AT
 local START, FRESH, TTL = 7, 8, 9 -- fw, and USED
 local LIVE, NEED, NOW_TEXT = 6, 7, 8 -- cc
+local FINISH = 8 -- cal: USED, START, FINISH (the window counted in)
 local v = {false, false, false, false, false, false, false, false, false, false, false, false}
-local valid = n and n % 1 == 0 and n >= 1 and n <= 8 and (nkeys == n or nkeys == n + 3)
+local valid = n and n % 1 == 0 and n >= 1 and n <= 8
+  and (nkeys == n or nkeys == n + 3 or nkeys == n + 4)
+  and max_delay and max_delay % 1 == 0 and max_delay >= 0 and max_delay <= 1e15
   and cost and cost % 1 == 0 and cost >= 0 and cost <= 1e15
   and stats_ttl and stats_ttl % 1 == 0 and stats_ttl >= 1 and stats_ttl <= 1e15
   and (shadow or mode == nil or mode == '' or mode == 'enforce')
@@ -144,14 +172,17 @@ if valid then
   for i = 1, n do
     local at = 4 * i + 4
     local kind, a, b = ARGV[at], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
-    local ok = a and a % 1 == 0 and a >= 1 and a <= 1e15 and b
+    local ok = a and a % 1 == 0 and a >= 1 and a <= 1e15 and (b or kind == 'cal')
     if ok then
-      if kind == 'tb' then
+      if kind == 'cal' then -- the windows are read (and checked) in the first pass
+        b = ARGV[at + 2]
+        ok = b ~= nil and cost <= a
+      elseif kind == 'tb' then
         ok = b > 0 and b <= 1.7976931348623157e308 and cost <= a
       elseif kind == 'gc' then
         local c = tonumber(ARGV[at + 3])
         ok = b % 1 == 0 and b >= 1 and b <= 1e15 and c and c % 1 == 0 and c >= 1 and c <= 1e15
-          and c * b <= 4503599627370496 and cost <= c
+          and c * b + max_delay * a <= 4503599627370496 and cost <= c
         v[12 * (i - 1) + ARG3] = c
       elseif kind == 'sc' then
         ok = b % 1 == 0 and b >= 1 and b <= 1e15 and a * b <= 4503599627370496 and cost <= a
@@ -165,6 +196,7 @@ if valid then
         ok = false
       end
     end
+    if ok and max_delay > 0 and kind ~= 'tb' and kind ~= 'gc' then ok = false end
     if not ok then
       valid = false
       break
@@ -186,9 +218,15 @@ if not valid then
   if not count then
     return fail('ARGV[1] n (the number of limits) must be an integer from 1 to 8, got ' .. show(ARGV[1]))
   end
-  if nkeys ~= count and nkeys ~= count + 3 then
-    return fail('expected ' .. count .. ' keys (one per limit) or ' .. (count + 3)
-      .. ' (and the allowed, denied and shadow_denied counters), got ' .. nkeys)
+  if nkeys ~= count and nkeys ~= count + 3 and nkeys ~= count + 4 then
+    return fail('expected ' .. count .. ' keys (one per limit), ' .. (count + 3)
+      .. ' (and the allowed, denied and shadow_denied counters) or ' .. (count + 4)
+      .. ' (and the delayed counter), got ' .. nkeys)
+  end
+  local delay_at = 4 * count + 8
+  local most_delay = (ARGV[delay_at] == nil or ARGV[delay_at] == '') and 0 or int(ARGV[delay_at], 0)
+  if not most_delay then
+    return fail('ARGV[' .. delay_at .. '] max_delay_ms must be an integer >= 0, got ' .. show(ARGV[delay_at]))
   end
   local c = (ARGV[3] == nil or ARGV[3] == '') and 1 or int(ARGV[3], 0)
   if not c then return fail('ARGV[3] cost must be an integer >= 0, got ' .. show(ARGV[3])) end
@@ -208,15 +246,20 @@ if not valid then
     sc = {'sliding window counter', 'limit', 'window_ms'},
     fw = {'fixed window', 'limit', 'window_ms'},
     cc = {'concurrency', 'limit', 'lease_ms'},
+    cal = {'calendar', 'limit', 'windows'},
   }
   for i = 1, count do
     local at = 4 * i + 4
     local kind = ARGV[at]
     local name = names[kind]
     if not name then
-      return fail('limit ' .. i .. ': ARGV[' .. at .. '] kind must be tb, gc, sw, sc, fw or cc, got ' .. show(kind))
+      return fail('limit ' .. i .. ': ARGV[' .. at .. '] kind must be tb, gc, sw, sc, fw, cc or cal, got ' .. show(kind))
     end
     local function param(j) return 'limit ' .. i .. ' (' .. name[1] .. '): ARGV[' .. (at + j) .. '] ' .. name[j + 1] end
+    if most_delay > 0 and kind ~= 'tb' and kind ~= 'gc' then
+      return fail('limit ' .. i .. ' (' .. name[1] .. '): max_delay_ms (ARGV[' .. delay_at
+        .. ']) works with token bucket (tb) and gcra (gc) limits only')
+    end
     local a = int(ARGV[at + 1], 1)
     if not a then return fail(param(1) .. ' must be an integer >= 1, got ' .. show(ARGV[at + 1])) end
     local most, most_name = kind == 'cc' and c or a, name[2] -- cc: any cost takes one lease
@@ -225,6 +268,8 @@ if not valid then
       if rate == nil or rate ~= rate or rate <= 0 or rate == math.huge then
         return fail(param(2) .. ' must be a number > 0 (tokens per second), got ' .. show(ARGV[at + 2]))
       end
+    elseif kind == 'cal' then
+      if ARGV[at + 2] == nil then return fail(param(2) .. ' are required') end
     else
       local b = int(ARGV[at + 2], 1)
       if not b then return fail(param(2) .. ' must be an integer >= 1, got ' .. show(ARGV[at + 2])) end
@@ -234,6 +279,10 @@ if not valid then
         if burst * b > 4503599627370496 then
           return fail(param(3) .. ': burst x period_ms must be at most 2^52 (4503599627370496), got '
             .. string.format('%.17g', burst * b))
+        end
+        if burst * b + most_delay * a > 4503599627370496 then
+          return fail(param(3) .. ': burst x period_ms + max_delay_ms x limit must be at most 2^52 (4503599627370496), got '
+            .. string.format('%.17g', burst * b + most_delay * a))
         end
         most, most_name = burst, 'burst'
       elseif kind == 'sc' and a * b > 4503599627370496 then
@@ -301,8 +350,22 @@ for i = 1, n do
     end
     local yes = tokens >= cost
     -- end shared
+    -- shared: token_bucket.delay
+    -- Delay instead of deny: the least whole ms d after `last` at which the refill of the stored
+    -- tokens reaches the cost (found as the waits below find it), as a wait from the caller's clock.
+    local delay = 0
+    if not yes and max_delay > 0 then
+      local d = (cost - stored) * 1000 / rate
+      local fraction = d % 1
+      if fraction > 0 then d = d - fraction + 1 end
+      while d > 1 and stored + (d - 1) * rate / 1000 >= cost do d = d - 1 end
+      while stored + d * rate / 1000 < cost do d = d + 1 end
+      delay = last + d - now
+    end
+    -- end shared
     -- refilled tokens; the stored tokens and last_refill; the key's value (false: none)
     v[b + TOKENS], v[b + STORED], v[b + LAST], v[b + STATE], v[b + YES] = tokens, stored, last, state, yes
+    v[b + WAIT] = delay
   elseif kind == 'gc' then
     local limit, period, burst = v[b + LIMIT], v[b + PERIOD], v[b + BURST]
     -- shared: gcra.read
@@ -321,16 +384,35 @@ for i = 1, n do
       if stored_limit ~= limit and frac > 0 then tat_ms, frac = tat_ms + 1, 0 end
     end
     -- diff = max(TAT - now, 0) in units; far ahead (a caller's clock far behind) in whole ms
-    -- instead, where it could exceed 2^53 units; such a request is denied anyway.
+    -- instead, where it could exceed 2^53 units; such a request is denied anyway (a delayed
+    -- admission may push the TAT max_delay ms further: that is not far).
     local ahead, diff, far = 0, 0, false
     if tat_ms and tat_ms >= now then
       ahead = tat_ms - now
-      if ahead <= span / limit + 2 then diff = ahead * limit + frac else far = true end
+      if ahead <= span / limit + max_delay + 2 then diff = ahead * limit + frac else far = true end
     end
     local yes = not far and diff <= (burst - cost) * period
     -- end shared
+    -- shared: gcra.delay
+    -- Delay instead of deny: the wait after which this cost passes, ceil((diff + cost x T - span)
+    -- / limit), when it may be within max_delay (far ahead never is).
+    local delay = 0
+    if not yes and max_delay > 0 then
+      delay = max_delay + 1
+      if not far then
+        local need = diff + cost * period - span
+        local q = need / limit
+        q = q - q % 1
+        local r = need - q * limit
+        if r < 0 then q, r = q - 1, r + limit elseif r >= limit then q, r = q + 1, r - limit end
+        if r > 0 then q = q + 1 end
+        delay = q
+      end
+    end
+    -- end shared
     -- units; whole ms; far ahead; the TAT's fraction of a ms
     v[b + DIFF], v[b + AHEAD], v[b + FAR], v[b + FRAC], v[b + YES] = diff, ahead, far, frac, yes
+    v[b + WAIT] = delay
   elseif kind == 'sc' then
     local limit, window = v[b + LIMIT], v[b + WINDOW]
     -- shared: sliding_window_counter.read
@@ -409,6 +491,40 @@ for i = 1, n do
     -- end shared
     -- live leases; leases this request needs (0: a peek, or its id's lease is live); `(now`
     v[b + LIVE], v[b + NEED], v[b + NOW_TEXT], v[b + YES] = live, need, now_text, yes
+  elseif kind == 'cal' then
+    local limit, bounds = v[b + LIMIT], v[b + ARG2]
+    -- shared: calendar.read
+    local start, finish, edge = nil, nil, nil
+    for word in string.gmatch(bounds, '[^,]+') do
+      local t = tonumber(word)
+      if not (t and t % 1 == 0 and t >= 0 and t <= 9007199254740992 and (edge == nil or t > edge)) then
+        return redis.error_reply(err_prefix .. 'windows must be ascending integers (ms since the epoch) separated by commas, got \'' .. bounds .. '\'')
+      end
+      if edge ~= nil and edge <= now and now < t then start, finish = edge, t end
+      edge = t
+    end
+    if start == nil then
+      return redis.error_reply(err_prefix .. 'the time ' .. string.format('%d', now) .. ' lies outside the windows given (' .. bounds
+        .. '): the caller\'s clock is further from this one than its windows reach')
+    end
+    local used = 0
+    local state = redis.call('GET', key)
+    if state then
+      local s, e, c
+      if #state == 24 then s, e, c = struct.unpack('<ddd', state) end
+      if not (s and s % 1 == 0 and e % 1 == 0 and c % 1 == 0 and c >= 0 and e > s) then
+        return redis.error_reply(err_prefix .. key .. ' holds ' .. #state
+          .. ' bytes that are not a calendar window (24 bytes: start_ms, end_ms, count, little-endian doubles)')
+      end
+      if e > start then
+        used = c
+        if s > start then start, finish = s, e end
+      end
+    end
+    local yes = used + cost <= limit
+    -- end shared
+    -- units used in the window; where it begins and ends
+    v[b + USED], v[b + START], v[b + FINISH], v[b + YES] = used, start, finish, yes
   elseif fw_clock then
     local limit, window = v[b + LIMIT], v[b + WINDOW]
     local state = redis.pcall('HMGET', key, 'start', 'count')
@@ -460,6 +576,47 @@ for i = 1, n do
   if not v[b + YES] then admit = false end
 end
 
+-- Delay instead of deny: when some limit denies and every one would admit within max_delay
+-- ms, the stack is admitted `delay` ms from now (the longest of the limits' waits), each limit
+-- charged as though the request arrived then: a bucket takes the tokens it finds then, a TAT
+-- goes from max(TAT, now + delay).
+local delay = 0
+if not admit and max_delay > 0 then
+  for i = 1, n do
+    local wait = v[12 * (i - 1) + WAIT]
+    if wait > delay then delay = wait end
+  end
+  if delay <= max_delay then
+    admit = true
+    for i = 1, n do
+      local b = 12 * (i - 1)
+      v[b + YES] = true
+      if v[b + KIND] == 'tb' then
+        local capacity, rate, stored, last = v[b + CAPACITY], v[b + RATE], v[b + STORED], v[b + LAST]
+        local tokens
+        -- shared: token_bucket.delayed
+        -- Admitted `delay` ms from now, it takes the tokens it finds then; stored as of the clock the
+        -- charge keeps (max(now, last)), less the refill until then, which the next call adds back:
+        -- the stored tokens go below zero, and nothing more passes before the debt is paid.
+        local from = last
+        if now > from then from = now end
+        tokens = stored
+        if now + delay > last then
+          tokens = stored + (now + delay - last) * rate / 1000
+          if tokens > capacity then tokens = capacity end
+        end
+        if now + delay > from then tokens = tokens - (now + delay - from) * rate / 1000 end
+        -- end shared
+        v[b + TOKENS] = tokens
+      elseif v[b + DIFF] < delay * v[b + LIMIT] then
+        v[b + DIFF] = delay * v[b + LIMIT]
+      end
+    end
+  else
+    delay = 0
+  end
+end
+
 -- The second pass: charge every limit when all admit (a cost, not a peek); each limit's four
 -- numbers exactly as its standalone script finds them.
 local charge = admit and cost > 0
@@ -478,7 +635,7 @@ for i = 1, n do
       local previous = last
       if now > last then last = now end
       stored = tokens
-      local ttl = capacity / rate * 2
+      local ttl = (capacity / rate + max_delay / 1000) * 2
       local fraction = ttl % 1
       if fraction > 0 then ttl = ttl - fraction + 1 end
       local half = ttl * 500
@@ -507,6 +664,7 @@ for i = 1, n do
     end
     -- end shared
     remaining = tokens - tokens % 1
+    if remaining < 0 then remaining = 0 end -- a debt left by delayed admissions
   elseif kind == 'gc' then
     local limit, period, burst = v[b + LIMIT], v[b + PERIOD], v[b + BURST]
     local span = burst * period
@@ -569,6 +727,7 @@ for i = 1, n do
       if frac > 0 then reset_after = ahead + 1 end
     end
     -- end shared
+    if remaining < 0 then remaining = 0 end -- a delayed admission: nothing passes now
   elseif kind == 'sc' then
     local limit, window = v[b + LIMIT], v[b + WINDOW]
     local used, current, previous, index = v[b + USED], v[b + CURRENT], v[b + PREVIOUS], v[b + INDEX]
@@ -683,6 +842,18 @@ for i = 1, n do
       retry_after = tonumber(redis.call('ZRANGEBYSCORE', key, '(' .. now_text, '+inf', 'WITHSCORES', 'LIMIT', nth, 1)[2]) - now
     end
     -- end shared
+  elseif kind == 'cal' then
+    local limit, used, start, finish = v[b + LIMIT], v[b + USED], v[b + START], v[b + FINISH]
+    -- shared: calendar.decide
+    if yes and charge then
+      used = used + cost
+      redis.call('SET', key, struct.pack('<ddd', start, finish, used), 'PX', string.format('%d', finish - now))
+    end
+    remaining = limit - used
+    if remaining < 0 then remaining = 0 end
+    reset_after = finish - now
+    if not yes then retry_after = reset_after end
+    -- end shared
   elseif fw_clock then
     local limit, window = v[b + LIMIT], v[b + WINDOW]
     local used, start, fresh = v[b + USED], v[b + START], v[b + FRESH]
@@ -727,6 +898,11 @@ for i = 1, n do
       remaining, retry_after, reset_after = math.max(limit - used, 0), ttl + 1, ttl
     end
   end
+  -- A stack denied under max_delay: a limit that would admit within it says so; a denying
+  -- one's wait is until it would pass delayed by max_delay.
+  if not yes and max_delay > 0 then
+    if retry_after <= max_delay then yes, allowed, retry_after = true, 1, 0 else retry_after = retry_after - max_delay end
+  end
   local at = 4 * i + 3
   reply[at], reply[at + 1], reply[at + 2], reply[at + 3] = allowed, remaining, retry_after, reset_after
   -- The combination: least remaining, greatest reset, and the binding limit.
@@ -746,9 +922,12 @@ if nkeys > n and cost > 0 then
   local counter = KEYS[n + 1]
   if not admit then
     if shadow then counter = KEYS[n + 3] else counter = KEYS[n + 2] end
+  elseif delay > 0 and nkeys == n + 4 then
+    counter = KEYS[n + 4]
   end
   if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, stats_ttl) end
 end
+if delaying then reply[#reply + 1] = delay end
 
 -- Lua 5.4 integers (math.floor returns one): a 5.4 server (Dragonfly) replies a float as a double.
 for i = 1, #reply do reply[i] = math.floor(reply[i]) end

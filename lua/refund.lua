@@ -18,7 +18,7 @@ KEYS
   [1] the limiter key of the rule and client (the same key the decision script was given)
 
 ARGV
-  [1] kind        tb | gc | sw | sc | fw   the key tag of the algorithm (src/keys.rs)
+  [1] kind        tb | gc | sw | sc | fw | cal   the key tag of the algorithm (src/keys.rs)
   [2] cost        integer >= 1             what the admitted request took
   [3] tb: capacity; gc: limit              (other kinds: unused)
   [4] gc: period_ms                        (other kinds: unused)
@@ -33,6 +33,7 @@ Per kind:
   sc  the current window's count falls by cost (what is left of cost comes off the previous
       window's, for a window that rolled over between the decision and the refund), floored at 0.
   fw  the counter (TTL mode) or the hash's count (explicit-clock mode) falls by cost, floored at 0.
+  cal the stored window's count falls by cost, floored at 0; the window and its expiry are kept.
 ]]
 
 local key, kind, cost = KEYS[1], ARGV[1], tonumber(ARGV[2])
@@ -106,5 +107,14 @@ elseif kind == 'fw' then
   end
   return 0
   -- end shared
+elseif kind == 'cal' then
+  -- shared: refund.cal
+  local state = redis.call('GET', key)
+  if not state or #state ~= 24 then return 0 end
+  local s, e, used = struct.unpack('<ddd', state)
+  if not (used and used > 0) then return 0 end
+  redis.call('SET', key, struct.pack('<ddd', s, e, used - math.min(used, cost)), 'KEEPTTL')
+  return 1
+  -- end shared
 end
-return redis.error_reply('ratelockr refund: unknown kind \'' .. tostring(kind) .. '\' (tb, gc, sw, sc, fw)')
+return redis.error_reply('ratelockr refund: unknown kind \'' .. tostring(kind) .. '\' (tb, gc, sw, sc, fw, cal)')

@@ -42,6 +42,7 @@ ARGV
       sc  limit, window_ms (integers >= 1), ""
       fw  limit, window_ms (integers >= 1), ""
       cc  limit, lease_ms (integers >= 1), ""   (left alone)
+      cal limit (integer >= 1), windows ("b0,b1,...", as policy.lua's), ""
 
 REPLY  how many limits were settled (changed): 0 when actual = charged, when every limit is cc,
        or when nothing was there to give back to.
@@ -56,6 +57,8 @@ Per kind, for the extra d = actual - charged > 0 (the give-back is refund.lua's,
   sc  the windows roll to now as a charge rolls them, then the current count += d.
   fw  the count += d (TTL counter: INCRBY; caller's clock: the hash's count); a window that is
       gone or over is opened with d, as a charge at now would open it.
+  cal the window's count += d, in the window a charge at now counts in (calendar.lua's rule: a
+      stored window not yet over keeps its count); a window that is gone is opened with d.
 
 EXAMPLE  (a request decided with cost 1,000 by policy.lua, then settled: 640 used, 360 given
 back to both limits; the daily count is then 640)
@@ -98,6 +101,7 @@ local names = {
   sc = {'sliding window counter', 'limit', 'window_ms'},
   fw = {'fixed window', 'limit', 'window_ms'},
   cc = {'concurrency', 'limit', 'lease_ms'},
+  cal = {'calendar', 'limit', 'windows'},
 }
 local limits = {}
 for i = 1, n do
@@ -105,7 +109,7 @@ for i = 1, n do
   local kind = ARGV[at]
   local name = names[kind]
   if not name then
-    return fail('limit ' .. i .. ': ARGV[' .. at .. '] kind must be tb, gc, sw, sc, fw or cc, got ' .. show(kind))
+    return fail('limit ' .. i .. ': ARGV[' .. at .. '] kind must be tb, gc, sw, sc, fw, cc or cal, got ' .. show(kind))
   end
   local function param(j) return 'limit ' .. i .. ' (' .. name[1] .. '): ARGV[' .. (at + j) .. '] ' .. name[j + 1] end
   local a = int(ARGV[at + 1], 1)
@@ -115,6 +119,17 @@ for i = 1, n do
     b = tonumber(ARGV[at + 2])
     if b == nil or b ~= b or b <= 0 or b == math.huge then
       return fail(param(2) .. ' must be a number > 0 (tokens per second), got ' .. show(ARGV[at + 2]))
+    end
+  elseif kind == 'cal' then
+    -- The windows: ascending integers; the one holding now is found before anything is written.
+    b = {}
+    for word in string.gmatch(ARGV[at + 2] or '', '[^,]+') do
+      local t = int(word, 0, 9007199254740992)
+      if not t or (#b > 0 and t <= b[#b]) then
+        return fail(param(2) .. ' must be ascending integers (ms since the epoch) separated by commas, got '
+          .. show(ARGV[at + 2]))
+      end
+      b[#b + 1] = t
     end
   else
     b = int(ARGV[at + 2], 1)
@@ -226,6 +241,15 @@ local function give_back(i, kind, a, b, cost)
       return 1
     end
     return 0
+    -- end shared
+  elseif kind == 'cal' then
+    -- shared: refund.cal
+    local state = redis.call('GET', key)
+    if not state or #state ~= 24 then return 0 end
+    local s, e, used = struct.unpack('<ddd', state)
+    if not (used and used > 0) then return 0 end
+    redis.call('SET', key, struct.pack('<ddd', s, e, used - math.min(used, cost)), 'KEEPTTL')
+    return 1
     -- end shared
   end
   return 0
@@ -376,13 +400,25 @@ local function charge_rest(i, kind, a, b, d)
     else
       return fail(key .. ' is a ' .. type .. ', not a fixed window')
     end
+  elseif kind == 'cal' then
+    -- b: {start, finish} of the window holding now (found before anything was written).
+    local start, finish, used = b[1], b[2], 0
+    local state = redis.call('GET', key)
+    if state then
+      local s, e, c = struct.unpack('<ddd', state)
+      if e > start then
+        used = c
+        if s > start then start, finish = s, e end
+      end
+    end
+    redis.call('SET', key, struct.pack('<ddd', start, finish, used + d), 'PX', string.format('%d', finish - now))
   end
   return nil
 end
 
 -- Every key is read before any is written: a key that holds something else fails the call
 -- with nothing settled anywhere (all or nothing, as the decision).
-local holds = {tb = 'string', gc = 'string', sw = 'zset', sc = 'hash', fw = 'string'}
+local holds = {tb = 'string', gc = 'string', sw = 'zset', sc = 'hash', fw = 'string', cal = 'string'}
 for i = 1, n do
   local kind, key = limits[i][1], KEYS[i]
   local type = kind ~= 'cc' and redis.call('TYPE', key)['ok']
@@ -390,7 +426,24 @@ for i = 1, n do
     return fail(key .. ' is a ' .. type .. ', not the state of a ' .. names[kind][1])
   end
   local bad = false
-  if type == 'string' and (kind == 'tb' or kind == 'gc') then
+  if kind == 'cal' then
+    -- The window that holds now, in place of the list.
+    local edges, window = limits[i][3], nil
+    for j = 1, #edges - 1 do
+      if edges[j] <= now and now < edges[j + 1] then window = {edges[j], edges[j + 1]} end
+    end
+    if not window then
+      return fail('limit ' .. i .. ' (calendar): the time ' .. exact(now)
+        .. ' lies outside the windows given: the caller\'s clock is further from this one than its windows reach')
+    end
+    limits[i][3] = window
+  end
+  if type == 'string' and kind == 'cal' then
+    local state = redis.call('GET', key)
+    local s, e, c
+    if #state == 24 then s, e, c = struct.unpack('<ddd', state) end
+    bad = not (s and s % 1 == 0 and e % 1 == 0 and c % 1 == 0 and c >= 0 and e > s)
+  elseif type == 'string' and (kind == 'tb' or kind == 'gc') then
     local state = redis.call('GET', key)
     if kind == 'tb' then
       local tokens, last

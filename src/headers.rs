@@ -40,7 +40,8 @@ fn secs_up(ms: u64) -> u64 {
 /// The policy's quota (requests) and window (seconds, at least 1): capacity and the time to
 /// refill from empty for the bucket; burst and burst × T for GCRA; limit and window for the
 /// windows and the counter; for requests in flight, the limit and a lease's life (which its
-/// header item does not claim as a window: [`policy_params`]).
+/// header item does not claim as a window: [`policy_params`]); for a calendar quota, the limit
+/// and its current window's real length.
 pub fn policy(algorithm: &Algorithm) -> (u64, u64) {
     match *algorithm {
         Algorithm::TokenBucket {
@@ -63,6 +64,18 @@ pub fn policy(algorithm: &Algorithm) -> (u64, u64) {
         | Algorithm::SlidingWindowCounter { limit, window_ms }
         | Algorithm::FixedWindow { limit, window_ms } => (limit, secs_up(window_ms).max(1)),
         Algorithm::Concurrency { limit, lease_ms } => (limit, secs_up(lease_ms).max(1)),
+        // The window in force now (by this machine's clock): 23 or 25 hours on a day with a
+        // daylight-saving change.
+        Algorithm::Calendar { limit, .. } => {
+            let (start, end) = algorithm
+                .calendar()
+                .map(|calendar| calendar.window_at(crate::calendar::local_now_ms()))
+                .unwrap_or((0, 1000));
+            (
+                limit,
+                secs_up(u64::try_from(end - start).unwrap_or(1000)).max(1),
+            )
+        }
     }
 }
 

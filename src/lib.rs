@@ -79,6 +79,7 @@ pub(crate) mod acl;
 pub mod api;
 pub mod atomic_file;
 pub mod backend;
+pub mod calendar;
 pub mod cluster;
 pub mod commandstats;
 pub(crate) mod conn;
@@ -115,6 +116,7 @@ pub(crate) mod tied_child;
 pub mod topology;
 
 pub use backend::{Backend, BackendError, BackendKind};
+pub use calendar::{Period, TimeZoneName, WeekStart};
 pub use conn::{Conn, ConnOptions};
 pub use decision::{DecidedBy, Decision, DecisionJson, Outcome, PolicyOutcome};
 pub use deny_cache::DenyCacheOptions;

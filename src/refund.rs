@@ -50,7 +50,8 @@ impl Limiter {
             }
             Algorithm::SlidingWindowLog { .. }
             | Algorithm::SlidingWindowCounter { .. }
-            | Algorithm::FixedWindow { .. } => {}
+            | Algorithm::FixedWindow { .. }
+            | Algorithm::Calendar { .. } => {}
             // What a request in flight took is its lease: released, not refunded.
             Algorithm::Concurrency { .. } => {
                 return Err(RuleError::InvalidParameter {

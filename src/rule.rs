@@ -1,5 +1,6 @@
 //! Rules: a name and an algorithm with its parameters, validated once at construction.
 
+use crate::calendar::{Calendar, CalendarError, Period, TimeZoneName, WeekStart};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;
@@ -47,17 +48,20 @@ pub enum AlgorithmKind {
     FixedWindow,
     /// Requests in flight at once, each holding a lease until it ends (`lua/concurrency.lua`).
     Concurrency,
+    /// Requests per calendar hour, day, week or month in a time zone (`lua/calendar.lua`).
+    Calendar,
 }
 
 impl AlgorithmKind {
-    /// Every kind: the five rate algorithms, then in flight.
-    pub const ALL: [AlgorithmKind; 6] = [
+    /// Every kind: the five rate algorithms, then in flight, then calendar quotas.
+    pub const ALL: [AlgorithmKind; 7] = [
         AlgorithmKind::TokenBucket,
         AlgorithmKind::Gcra,
         AlgorithmKind::SlidingWindowLog,
         AlgorithmKind::SlidingWindowCounter,
         AlgorithmKind::FixedWindow,
         AlgorithmKind::Concurrency,
+        AlgorithmKind::Calendar,
     ];
 
     /// The five rate algorithms: what compare mode, the demos and the benchmarks run side by
@@ -84,6 +88,7 @@ impl AlgorithmKind {
             | AlgorithmKind::SlidingWindowCounter
             | AlgorithmKind::FixedWindow => &["limit", "window_ms"],
             AlgorithmKind::Concurrency => &["limit", "lease_ms"],
+            AlgorithmKind::Calendar => &["limit", "period", "time_zone", "week_start"],
         }
     }
 
@@ -96,6 +101,7 @@ impl AlgorithmKind {
             AlgorithmKind::SlidingWindowCounter => "sliding_window_counter",
             AlgorithmKind::FixedWindow => "fixed_window",
             AlgorithmKind::Concurrency => "concurrency",
+            AlgorithmKind::Calendar => "calendar",
         }
     }
 
@@ -108,10 +114,11 @@ impl AlgorithmKind {
             AlgorithmKind::SlidingWindowCounter => "sliding-window-counter",
             AlgorithmKind::FixedWindow => "fixed-window",
             AlgorithmKind::Concurrency => "concurrency",
+            AlgorithmKind::Calendar => "calendar",
         }
     }
 
-    /// The short tag inside limiter keys: `tb`, `gc`, `sw`, `sc`, `fw`, `cc`.
+    /// The short tag inside limiter keys: `tb`, `gc`, `sw`, `sc`, `fw`, `cc`, `cal`.
     pub fn key_tag(self) -> &'static str {
         match self {
             AlgorithmKind::TokenBucket => "tb",
@@ -120,6 +127,7 @@ impl AlgorithmKind {
             AlgorithmKind::SlidingWindowCounter => "sc",
             AlgorithmKind::FixedWindow => "fw",
             AlgorithmKind::Concurrency => "cc",
+            AlgorithmKind::Calendar => "cal",
         }
     }
 }
@@ -171,6 +179,18 @@ pub enum Algorithm {
         #[serde(default = "default_lease_ms")]
         lease_ms: u64,
     },
+    /// At most `limit` requests per calendar `period` (hour, day, week, month) in `time_zone`:
+    /// a day from local midnight to the next, 23 or 25 hours across a daylight-saving change
+    /// ([`crate::calendar`]).
+    Calendar {
+        limit: u64,
+        period: Period,
+        #[serde(default)]
+        #[cfg_attr(feature = "ts", ts(type = "string"))]
+        time_zone: TimeZoneName,
+        #[serde(default)]
+        week_start: WeekStart,
+    },
 }
 
 fn default_lease_ms() -> u64 {
@@ -186,6 +206,7 @@ impl Algorithm {
             Algorithm::SlidingWindowCounter { .. } => AlgorithmKind::SlidingWindowCounter,
             Algorithm::FixedWindow { .. } => AlgorithmKind::FixedWindow,
             Algorithm::Concurrency { .. } => AlgorithmKind::Concurrency,
+            Algorithm::Calendar { .. } => AlgorithmKind::Calendar,
         }
     }
 
@@ -197,7 +218,8 @@ impl Algorithm {
             Algorithm::Gcra { burst, .. } => burst,
             Algorithm::SlidingWindowLog { limit, .. }
             | Algorithm::SlidingWindowCounter { limit, .. }
-            | Algorithm::FixedWindow { limit, .. } => limit,
+            | Algorithm::FixedWindow { limit, .. }
+            | Algorithm::Calendar { limit, .. } => limit,
             Algorithm::Concurrency { .. } => MAX_LIMIT,
         }
     }
@@ -240,6 +262,11 @@ impl Algorithm {
             | Algorithm::FixedWindow { limit, window_ms } => {
                 limit.saturating_mul(span_ms / window_ms + 1)
             }
+            // Each window holds at most `limit`; a span touches at most the windows that fit in
+            // it at their shortest, and one either side.
+            Algorithm::Calendar { limit, period, .. } => {
+                limit.saturating_mul(span_ms / period.shortest_ms() + 2)
+            }
         }
     }
 
@@ -258,6 +285,9 @@ impl Algorithm {
             // Each slot turned over once a lease life: the rate of requests that hold theirs
             // to the end (shorter ones pass more often).
             Algorithm::Concurrency { limit, lease_ms } => limit as f64 * 1000.0 / lease_ms as f64,
+            Algorithm::Calendar { limit, period, .. } => {
+                limit as f64 * 1000.0 / period.nominal_ms() as f64
+            }
         }
     }
 
@@ -310,8 +340,26 @@ impl Algorithm {
                     });
                 }
             }
+            Algorithm::Calendar { limit, .. } => check_limit("limit", limit)?,
         }
         Ok(())
+    }
+
+    /// A calendar quota's calendar: its period, zone and week start.
+    pub fn calendar(&self) -> Option<Calendar> {
+        match *self {
+            Algorithm::Calendar {
+                period,
+                time_zone,
+                week_start,
+                ..
+            } => Some(Calendar {
+                period,
+                time_zone,
+                week_start,
+            }),
+            _ => None,
+        }
     }
 }
 
@@ -390,7 +438,7 @@ pub enum RuleError {
     /// never silently ignored.
     #[error("unknown field {field:?} of a {} rule: it takes name, algorithm, {}", .kind.as_str(), .kind.parameters().join(", "))]
     UnknownField { field: String, kind: AlgorithmKind },
-    #[error("unknown algorithm {0:?}: use token-bucket, gcra, sliding-window-log, sliding-window-counter, fixed-window or concurrency")]
+    #[error("unknown algorithm {0:?}: use token-bucket, gcra, sliding-window-log, sliding-window-counter, fixed-window, concurrency or calendar")]
     UnknownAlgorithm(String),
     #[error("invalid cost {cost}: must be from 1 to {max} (the rule's {what}); a larger request could never pass")]
     InvalidCost {
@@ -400,6 +448,15 @@ pub enum RuleError {
     },
     #[error("invalid client key: {0}")]
     InvalidKey(&'static str),
+}
+
+impl From<CalendarError> for RuleError {
+    fn from(err: CalendarError) -> Self {
+        RuleError::InvalidParameter {
+            parameter: err.parameter,
+            reason: err.reason,
+        }
+    }
 }
 
 /// A named, validated rule. Construct with [`Rule::new`]; deserializing validates too.
@@ -514,6 +571,26 @@ impl Rule {
     ) -> Result<Self, RuleError> {
         let lease_ms = lease_ms_of(lease)?;
         Rule::new(name, Algorithm::Concurrency { limit, lease_ms })
+    }
+
+    /// At most `limit` requests per calendar `period` in the IANA zone `time_zone` (weeks
+    /// begin on Monday): `Rule::calendar("daily", 2000, Period::Day, "Europe/Berlin")`.
+    pub fn calendar(
+        name: impl Into<String>,
+        limit: u64,
+        period: Period,
+        time_zone: &str,
+    ) -> Result<Self, RuleError> {
+        let time_zone = TimeZoneName::new(time_zone)?;
+        Rule::new(
+            name,
+            Algorithm::Calendar {
+                limit,
+                period,
+                time_zone,
+                week_start: WeekStart::Monday,
+            },
+        )
     }
 
     pub fn name(&self) -> &str {

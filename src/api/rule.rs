@@ -6,6 +6,7 @@ use super::error::ApiError;
 use super::reply::Headers;
 use super::request::Target;
 use super::{DecisionApi, RULES_PATH};
+use crate::calendar::{Period, TimeZoneName, WeekStart};
 use crate::decision::Decision;
 use crate::headers::http_answer;
 use crate::rule::{Algorithm, AlgorithmKind, Rule, RuleError};
@@ -125,6 +126,22 @@ fn inline_rule(object: &serde_json::Map<String, Value>) -> Result<Rule, ApiError
                 kind,
             };
             return Err(ApiError::bad("invalid_rule", &at, unknown.to_string()));
+        }
+        // A calendar's words: each read as what it names, its error naming the field.
+        if matches!(field.as_str(), "period" | "time_zone" | "week_start") {
+            let checked = match value.as_str() {
+                None => Err(format!("{at} must be a word, got {value}")),
+                Some(word) => match field.as_str() {
+                    "period" => word.parse::<Period>().map(drop),
+                    "time_zone" => TimeZoneName::new(word).map(drop),
+                    _ => word.parse::<WeekStart>().map(drop),
+                }
+                .map_err(|e| e.to_string()),
+            };
+            if let Err(message) = checked {
+                return Err(ApiError::bad("invalid_rule", &at, message));
+            }
+            continue;
         }
         let fits = match field.as_str() {
             "refill_per_sec" => value.is_number(),

@@ -2,6 +2,7 @@
 //! JSON path, and field.
 
 use super::*;
+use crate::rule::Algorithm;
 
 const API_TOML: &str = r#"
 [[policies]]

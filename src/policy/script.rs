@@ -30,8 +30,18 @@ pub struct PolicyCall<'a> {
 impl PolicyCall<'_> {
     /// The EVALSHA: KEYS and ARGV exactly as the script's header documents them.
     pub fn evalsha(&self) -> redis::Cmd {
+        self.evalsha_delaying(0, None)
+    }
+
+    /// [`PolicyCall::evalsha`] for a policy with a `max_delay_ms` (delay instead of deny; 0:
+    /// none, the call [`PolicyCall::evalsha`] sends): sent after the limits' ARGV, and then the
+    /// reply carries `delay_ms`. `delayed`: this second's counter of delayed admissions, sent
+    /// after the three stats keys (when they are sent).
+    pub fn evalsha_delaying(&self, max_delay_ms: u64, delayed: Option<&str>) -> redis::Cmd {
         let n = self.limits.len();
-        let keys = n + if self.stats_keys.is_some() { 3 } else { 0 };
+        let delayed = delayed.filter(|_| self.stats_keys.is_some());
+        let keys =
+            n + if self.stats_keys.is_some() { 3 } else { 0 } + usize::from(delayed.is_some());
         let key_bytes: usize = self.keys.iter().map(String::len).sum();
         let mut cmd = redis::Cmd::with_capacity(3 + keys + 7 + 4 * n, 160 + key_bytes + 24 * n);
         cmd.arg("EVALSHA").arg(script().get_hash()).arg(keys);
@@ -42,6 +52,9 @@ impl PolicyCall<'_> {
             for key in stats {
                 cmd.arg(key);
             }
+        }
+        if let Some(key) = delayed {
+            cmd.arg(key);
         }
         cmd.arg(n);
         match self.at.millis() {
@@ -69,17 +82,25 @@ impl PolicyCall<'_> {
             ""
         });
         for limit in self.limits {
-            limit_argv(&mut cmd, limit);
+            limit_argv(&mut cmd, limit, self.at);
+        }
+        if max_delay_ms > 0 {
+            cmd.arg(max_delay_ms);
         }
         cmd
     }
 }
 
 /// A limit's four ARGV as policy.lua (and settle.lua) take them: its kind, then three
-/// parameters.
-pub(crate) fn limit_argv(cmd: &mut redis::Cmd, limit: &Limit) {
+/// parameters (a calendar quota's windows are those around the decision's time `at`).
+pub(crate) fn limit_argv(cmd: &mut redis::Cmd, limit: &Limit, at: At) {
     let kind = limit.kind().key_tag();
     match *limit.algorithm() {
+        Algorithm::Calendar { limit: most, .. } => cmd
+            .arg(kind)
+            .arg(most)
+            .arg(at.windows_arg(limit.algorithm()).as_deref())
+            .arg(""),
         Algorithm::TokenBucket {
             capacity,
             refill_per_sec,
@@ -110,10 +131,14 @@ pub struct ReplyHead {
     pub would_deny: bool,
     /// The binding limit's index in the limits decided (0-based).
     pub binding: usize,
+    /// The wait before the admitted request may start (0 unless the call sent a
+    /// `max_delay_ms`).
+    pub delay_ms: u64,
 }
 
-/// The reply's integers when it is 6 + 4n of them, none negative, every flag 0 or 1 and the
-/// binding one of the `n` limits.
+/// The reply's integers when it is 6 + 4n of them (7 + 4n when the call sent a
+/// `max_delay_ms`: then `delay_ms` last), none negative, every flag 0 or 1 and the binding
+/// one of the `n` limits.
 fn checked(reply: &redis::Value, n: usize) -> Result<&[redis::Value], RedisFailure> {
     let bad = || {
         RedisFailure::new(
@@ -127,7 +152,7 @@ fn checked(reply: &redis::Value, n: usize) -> Result<&[redis::Value], RedisFailu
     let redis::Value::Array(items) = reply else {
         return Err(bad());
     };
-    let ok = items.len() == 6 + 4 * n
+    let ok = (items.len() == 6 + 4 * n || items.len() == 7 + 4 * n)
         && items
             .iter()
             .all(|item| matches!(item, redis::Value::Int(v) if *v >= 0))
@@ -165,6 +190,12 @@ fn head(items: &[redis::Value]) -> ReplyHead {
         reset_after_ms: int(items, 3) as u64,
         would_deny: int(items, 4) == 1,
         binding: int(items, 5) as usize - 1,
+        // 7 + 4n integers: delay_ms is the last.
+        delay_ms: if items.len() % 4 == 3 {
+            int(items, items.len() - 1) as u64
+        } else {
+            0
+        },
     }
 }
 
@@ -193,12 +224,15 @@ pub(crate) fn parse_reply(
         })
         .collect();
     Ok(Decision::of_policy(
-        Decision::by_redis(
-            head.allowed,
-            u64::try_from(head.remaining).unwrap_or(0),
-            head.retry_after_ms,
-            head.reset_after_ms,
-        ),
+        Decision {
+            delay_ms: head.delay_ms,
+            ..Decision::by_redis(
+                head.allowed,
+                u64::try_from(head.remaining).unwrap_or(0),
+                head.retry_after_ms,
+                head.reset_after_ms,
+            )
+        },
         PolicyVerdict {
             name: policy.to_string(),
             shadow: mode == Mode::Shadow,

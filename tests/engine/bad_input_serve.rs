@@ -49,6 +49,9 @@ fn inline(kind: AlgorithmKind) -> serde_json::Map<String, Value> {
         let value = match *parameter {
             "refill_per_sec" => json!(1.5),
             "window_ms" => json!(1000),
+            "period" => json!("day"),
+            "time_zone" => json!("Europe/Berlin"),
+            "week_start" => json!("sunday"),
             _ => json!(5),
         };
         rule[parameter] = value;
@@ -86,13 +89,24 @@ fn inline_rule_cases() -> Vec<Case> {
         let valid = inline(kind);
         for parameter in kind.parameters() {
             let field = format!("rule.{parameter}");
-            for bad in [json!(0), json!(-1), json!("5"), json!(null), json!(1e300)] {
+            let word = match *parameter {
+                "period" => Some("fortnight"),
+                "time_zone" => Some("Mars/Olympus_Mons"),
+                "week_start" => Some("friday"),
+                _ => None,
+            };
+            let bads = match word {
+                Some(word) => vec![json!(word), json!(5), json!(null)],
+                None => vec![json!(0), json!(-1), json!("5"), json!(null), json!(1e300)],
+            };
+            for bad in bads {
                 let mut rule = valid.clone();
                 rule.insert(parameter.to_string(), bad);
                 cases.push(rule_case(&rule, &field));
             }
-            // Left out, a parameter is missing; but a lease's life has a default (a minute).
-            if *parameter != "lease_ms" {
+            // Left out, a parameter is missing; but a lease's life has a default (a minute), a
+            // calendar's zone (UTC) and week start (Monday) too.
+            if !matches!(*parameter, "lease_ms" | "time_zone" | "week_start") {
                 let mut rule = valid.clone();
                 rule.remove(*parameter);
                 cases.push(rule_case(&rule, &field));

@@ -486,8 +486,21 @@ async fn every_argument_error_is_named_and_writes_nothing() {
         (
             l,
             &one,
-            vec!["release", "id", "", "1000"],
-            "release takes 3 ARGV",
+            vec!["release", "id", "", "120", "x"],
+            "release takes 3 ARGV (op, lease id, now_ms) and an optional stats TTL",
+        ),
+        // A stats TTL makes the last key the counter: a set is still needed before it.
+        (
+            l,
+            &one,
+            vec!["release", "id", "", "120"],
+            "takes at least 2 keys",
+        ),
+        (
+            l,
+            &three,
+            vec!["release", "id", "", "0"],
+            "stats_ttl_secs (ARGV[4]) must be an integer >= 1",
         ),
         (
             l,

@@ -24,6 +24,7 @@ fn bench_rule(kind: AlgorithmKind) -> Result<Rule, RuleError> {
         }
         AlgorithmKind::FixedWindow => Rule::fixed_window(name, 100, Duration::from_secs(1)),
         AlgorithmKind::Concurrency => Rule::concurrency(name, 100, Duration::from_secs(1)),
+        AlgorithmKind::Calendar => Rule::calendar(name, 100, ratelockr::Period::Hour, "UTC"),
     }
 }
 

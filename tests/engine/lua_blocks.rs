@@ -19,13 +19,14 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The standalone scripts policy.lua repeats; each shares at least one block with it.
-const ALGORITHMS: [&str; 6] = [
+const ALGORITHMS: [&str; 7] = [
     "token_bucket",
     "gcra",
     "sliding_window_log",
     "sliding_window_counter",
     "fixed_window",
     "concurrency",
+    "calendar",
 ];
 
 const OPEN: &str = "-- shared:";

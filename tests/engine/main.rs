@@ -9,6 +9,7 @@ mod helper_tls;
 
 mod api_batch;
 mod bad_input_serve;
+mod calendar;
 mod cluster_routing;
 mod concurrency_script;
 mod degraded;

@@ -648,7 +648,7 @@ async fn cc_argument_errors_are_named_like_the_other_kinds() {
         (
             vec!["k"],
             policy_argv(0, 1, "", "m", &[limit("cx", "3", "1000")]),
-            "limit 1: ARGV[8] kind must be tb, gc, sw, sc, fw or cc, got 'cx'",
+            "limit 1: ARGV[8] kind must be tb, gc, sw, sc, fw, cc or cal, got 'cx'",
         ),
         (
             vec!["k"],

@@ -18,7 +18,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use ratelockr::policy::script::POLICY_LUA;
 use ratelockr::rule::{Algorithm, AlgorithmKind};
-use ratelockr::{scripts, At, Decision, Limit, Limiter, Policy};
+use ratelockr::{scripts, At, Decision, Limit, Limiter, Period, Policy, TimeZoneName, WeekStart};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const CASES: u32 = 48;
@@ -107,6 +107,12 @@ fn standalone(
         Algorithm::Concurrency { limit, lease_ms } => {
             cmd.arg(limit).arg(lease_ms).arg(now).arg(member).arg(cost);
         }
+        Algorithm::Calendar { limit, .. } => {
+            cmd.arg(limit)
+                .arg(At::Millis(now).windows_arg(algorithm).as_deref())
+                .arg(now)
+                .arg(cost);
+        }
     }
     cmd
 }
@@ -145,6 +151,10 @@ fn stacked(
         | Algorithm::SlidingWindowLog { limit, window_ms }
         | Algorithm::FixedWindow { limit, window_ms } => cmd.arg(limit).arg(window_ms).arg(""),
         Algorithm::Concurrency { limit, lease_ms } => cmd.arg(limit).arg(lease_ms).arg(""),
+        Algorithm::Calendar { limit, .. } => cmd
+            .arg(limit)
+            .arg(At::Millis(now).windows_arg(algorithm).as_deref())
+            .arg(""),
     };
     cmd
 }
@@ -271,6 +281,17 @@ fn a_stack_of_one_is_the_standalone_script() {
             .prop_map(|(limit, window_ms)| Algorithm::FixedWindow { limit, window_ms }),
         (1..=7u64, 20_000..=60_000u64)
             .prop_map(|(limit, lease_ms)| Algorithm::Concurrency { limit, lease_ms }),
+        (
+            1..=7u64,
+            prop::sample::select(Period::ALL.to_vec()),
+            prop::sample::select(vec!["UTC", "Europe/Berlin", "Australia/Lord_Howe"]),
+        )
+            .prop_map(|(limit, period, zone)| Algorithm::Calendar {
+                limit,
+                period,
+                time_zone: TimeZoneName::new(zone).expect("a zone"),
+                week_start: WeekStart::Monday,
+            }),
     ];
     let strategy = (
         algorithm,
@@ -330,6 +351,7 @@ fn model(algorithm: &Algorithm) -> Box<dyn Model> {
             state: None,
         }),
         Algorithm::Concurrency { .. } => unreachable!("in flight: tests/engine/policy_inflight.rs"),
+        Algorithm::Calendar { .. } => unreachable!("calendar quotas: tests/engine/calendar.rs"),
     }
 }
 

@@ -36,9 +36,9 @@ use ratelockr::{
 use ratelockr_lab::export::style::{BinStep, LineStyle};
 use ratelockr_lab::export::view::{ChartView, KeyStateView, Look, ViewLine, ViewPanel};
 use ratelockr_lab::replay::{
-    FieldNames, KeyChange, LineIssue, LogFormat, ParseSpec, PeakRates, PolicyFigures, Preview,
-    PreviewLine, ReplayPoint, ReplayProgress, ReplayReport, ReplaySeries, RuleChange, RuleReport,
-    Suggestion, SweepAxis, SweepPoint, TopKey,
+    DurationUnit, FieldNames, InFlight, KeyChange, KeyInFlight, LineIssue, LogFormat, ParseSpec,
+    PeakRates, PolicyFigures, Preview, PreviewLine, ReplayPoint, ReplayProgress, ReplayReport,
+    ReplaySeries, RuleChange, RuleReport, Suggestion, SweepAxis, SweepPoint, TopKey,
 };
 use ratelockr_lab::sim::{Pattern, PeakWindow, Retry};
 use ratelockr_lab::sweep::{Bound, SweepChoice};
@@ -72,6 +72,8 @@ pub fn render() -> Vec<(String, String)> {
     one::<Rule>(&cfg, &mut out);
     one::<Algorithm>(&cfg, &mut out);
     one::<AlgorithmKind>(&cfg, &mut out);
+    one::<ratelockr::Period>(&cfg, &mut out);
+    one::<ratelockr::WeekStart>(&cfg, &mut out);
     one::<RuleDraft>(&cfg, &mut out);
     one::<StatsPoint>(&cfg, &mut out);
     one::<RuleStats>(&cfg, &mut out);
@@ -129,6 +131,9 @@ pub fn render() -> Vec<(String, String)> {
     one::<ReplayPoint>(&cfg, &mut out);
     one::<TopKey>(&cfg, &mut out);
     one::<PeakRates>(&cfg, &mut out);
+    one::<InFlight>(&cfg, &mut out);
+    one::<KeyInFlight>(&cfg, &mut out);
+    one::<DurationUnit>(&cfg, &mut out);
     one::<Suggestion>(&cfg, &mut out);
     one::<SweepPoint>(&cfg, &mut out);
     one::<LineIssue>(&cfg, &mut out);

@@ -27,6 +27,18 @@ pub struct RuleDraft {
     #[serde(default)]
     #[ts(optional)]
     pub lease_ms: Option<f64>,
+    /// Calendar only: hour, day, week or month.
+    #[serde(default)]
+    #[ts(optional)]
+    pub period: Option<String>,
+    /// Calendar only: an IANA zone; left out, UTC.
+    #[serde(default)]
+    #[ts(optional)]
+    pub time_zone: Option<String>,
+    /// Calendar only: monday (left out) or sunday.
+    #[serde(default)]
+    #[ts(optional)]
+    pub week_start: Option<String>,
 }
 
 /// A whole, non-negative number from a form field (JSON numbers arrive as floats).
@@ -85,6 +97,35 @@ impl RuleDraft {
                     None => ratelockr::rule::DEFAULT_LEASE_MS,
                 },
             },
+            AlgorithmKind::Calendar => {
+                // A blank field is a field left out.
+                fn word(value: &Option<String>) -> Option<&str> {
+                    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
+                }
+                let parsed = |field: &'static str, err: ratelockr::calendar::CalendarError| {
+                    AppError::new(ErrorCode::InvalidRule, err.to_string()).with_field(field)
+                };
+                let period = word(&self.period).ok_or_else(|| {
+                    AppError::new(
+                        ErrorCode::InvalidRule,
+                        "period is required: hour, day, week or month",
+                    )
+                    .with_field("period")
+                })?;
+                Algorithm::Calendar {
+                    limit: whole("limit", self.limit)?,
+                    period: period.parse().map_err(|e| parsed("period", e))?,
+                    time_zone: match word(&self.time_zone) {
+                        Some(zone) => ratelockr::TimeZoneName::new(zone)
+                            .map_err(|e| parsed("time_zone", e))?,
+                        None => ratelockr::TimeZoneName::UTC,
+                    },
+                    week_start: match word(&self.week_start) {
+                        Some(day) => day.parse().map_err(|e| parsed("week_start", e))?,
+                        None => ratelockr::WeekStart::Monday,
+                    },
+                }
+            }
         };
         Ok(Rule::new(self.name.trim(), algorithm)?)
     }
@@ -116,6 +157,9 @@ mod tests {
             window_ms: Some(1000.0),
             burst: None,
             lease_ms: None,
+            period: None,
+            time_zone: None,
+            week_start: None,
         }
     }
 

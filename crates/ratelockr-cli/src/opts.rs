@@ -153,6 +153,8 @@ pub enum AlgorithmArg {
     FixedWindow,
     /// Requests in flight at once (--limit), each holding a lease (--lease-ms) until released.
     Concurrency,
+    /// Requests per calendar --period (hour, day, week, month) in --time-zone (--limit).
+    Calendar,
 }
 
 impl From<AlgorithmArg> for AlgorithmKind {
@@ -164,6 +166,7 @@ impl From<AlgorithmArg> for AlgorithmKind {
             AlgorithmArg::SlidingWindowCounter => AlgorithmKind::SlidingWindowCounter,
             AlgorithmArg::FixedWindow => AlgorithmKind::FixedWindow,
             AlgorithmArg::Concurrency => AlgorithmKind::Concurrency,
+            AlgorithmArg::Calendar => AlgorithmKind::Calendar,
         }
     }
 }
@@ -195,20 +198,37 @@ pub struct RuleArgs {
     /// [default: 60000].
     #[arg(long)]
     pub lease_ms: Option<u64>,
+    /// Calendar: the period counted in: hour, day, week or month [default: day].
+    #[arg(long)]
+    pub period: Option<String>,
+    /// Calendar: the IANA time zone whose calendar counts (Europe/Berlin) [default: UTC].
+    #[arg(long)]
+    pub time_zone: Option<String>,
+    /// Calendar: the day weeks begin on, monday or sunday [default: monday].
+    #[arg(long)]
+    pub week_start: Option<String>,
 }
 
 impl RuleArgs {
     /// The flags given, by name, each with whether `kind` uses it.
-    fn given(&self, kind: AlgorithmKind) -> [(&'static str, bool, bool); 6] {
+    fn given(&self, kind: AlgorithmKind) -> [(&'static str, bool, bool); 9] {
         let bucket = kind == AlgorithmKind::TokenBucket;
         let in_flight = kind.is_concurrency();
+        let calendar = kind == AlgorithmKind::Calendar;
         [
             ("capacity", self.capacity.is_some(), bucket),
             ("refill-per-sec", self.refill_per_sec.is_some(), bucket),
             ("limit", self.limit.is_some(), !bucket),
-            ("window-ms", self.window_ms.is_some(), !bucket && !in_flight),
+            (
+                "window-ms",
+                self.window_ms.is_some(),
+                !bucket && !in_flight && !calendar,
+            ),
             ("burst", self.burst.is_some(), kind == AlgorithmKind::Gcra),
             ("lease-ms", self.lease_ms.is_some(), in_flight),
+            ("period", self.period.is_some(), calendar),
+            ("time-zone", self.time_zone.is_some(), calendar),
+            ("week-start", self.week_start.is_some(), calendar),
         ]
     }
 
@@ -282,9 +302,31 @@ impl RuleArgs {
                 limit,
                 lease_ms: self.lease_ms.unwrap_or(ratelockr::rule::DEFAULT_LEASE_MS),
             },
+            AlgorithmKind::Calendar => Algorithm::Calendar {
+                limit,
+                period: self
+                    .period
+                    .as_deref()
+                    .unwrap_or("day")
+                    .parse()
+                    .map_err(calendar_flag)?,
+                time_zone: ratelockr::TimeZoneName::new(self.time_zone.as_deref().unwrap_or("UTC"))
+                    .map_err(calendar_flag)?,
+                week_start: self
+                    .week_start
+                    .as_deref()
+                    .unwrap_or("monday")
+                    .parse()
+                    .map_err(calendar_flag)?,
+            },
         };
         Rule::new(name, algorithm).map_err(flag_error)
     }
+}
+
+/// Names the command-line flag in a calendar word's error (`--time-zone`).
+fn calendar_flag(err: ratelockr::calendar::CalendarError) -> anyhow::Error {
+    flag_error(err.into())
 }
 
 /// Names the command-line flag in a rule error (`--refill-per-sec`, not `refill_per_sec`).

@@ -3,4 +3,4 @@
 /**
  * Which script decides: one of the five rate algorithms, or requests in flight.
  */
-export type AlgorithmKind = "token_bucket" | "gcra" | "sliding_window_log" | "sliding_window_counter" | "fixed_window" | "concurrency";
+export type AlgorithmKind = "token_bucket" | "gcra" | "sliding_window_log" | "sliding_window_counter" | "fixed_window" | "concurrency" | "calendar";

@@ -13,4 +13,16 @@ burst?: number,
 /**
  * Concurrency only; left out, a minute.
  */
-lease_ms?: number, };
+lease_ms?: number, 
+/**
+ * Calendar only: hour, day, week or month.
+ */
+period?: string, 
+/**
+ * Calendar only: an IANA zone; left out, UTC.
+ */
+time_zone?: string, 
+/**
+ * Calendar only: monday (left out) or sunday.
+ */
+week_start?: string, };

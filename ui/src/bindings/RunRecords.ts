@@ -55,4 +55,11 @@ binding: Array<number>, tier: Array<number>, would_deny: Array<number>,
 /**
  * The limit and tier names `binding` and `tier` index; `labels[0]` is "".
  */
-labels: Array<string>, };
+labels: Array<string>, 
+/**
+ * Runs with holds only (empty otherwise): per target, per bin of `bin_ms` from the
+ * run's start, the most requests one key had in flight at once (from an admitted
+ * request's answer to its hold's end; `ratelockr_lab::sim::in_flight`). The bins run to
+ * the last hold's end, past the last send.
+ */
+in_flight?: Array<Array<number>>, };

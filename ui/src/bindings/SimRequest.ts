@@ -54,6 +54,12 @@ seed?: number,
  */
 naive: boolean, 
 /**
+ * How long an admitted request is in flight, as the CLI's `--hold-ms` takes it: `80`,
+ * `uniform:20..200`, `lognormal:median=80,p99=900` (ms). A concurrency limit's lease is
+ * held that long; the run's records say how many were in flight.
+ */
+hold_ms?: string, 
+/**
  * Decide on the rules' shared keys, continuing from whatever state earlier runs left.
  * Default (false): the run gets its own key namespace and every limiter starts full.
  */

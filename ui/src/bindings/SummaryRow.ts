@@ -27,6 +27,10 @@ shadow_denied?: number,
  */
 peak_window?: PeakWindow, 
 /**
+ * A run with holds: the most requests one client key had in flight at once.
+ */
+peak_in_flight?: number, 
+/**
  * The median round trip of one decision as the simulated client saw it: sending to
  * reply, including queueing in the client and on the connection (and, for the first
  * decisions, connecting and loading the script). Not Redis's own time: see

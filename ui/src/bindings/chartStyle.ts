@@ -54,6 +54,16 @@ export const CHART_STYLE: {
     }
   ],
   "algorithms": {
+    "calendar": {
+      "colour": "#bcbd22",
+      "dash": [
+        6,
+        2,
+        2,
+        2
+      ],
+      "width": 3
+    },
     "concurrency": {
       "colour": "#e377c2",
       "dash": [

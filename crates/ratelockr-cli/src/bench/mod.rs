@@ -53,6 +53,8 @@ pub fn bench_rule(kind: AlgorithmKind) -> Result<Rule, RuleError> {
         AlgorithmKind::Concurrency => {
             Rule::concurrency(name, 100, std::time::Duration::from_secs(1))
         }
+        // A million a day: at about 10 decisions a second per key, admissions all day.
+        AlgorithmKind::Calendar => Rule::calendar(name, 1_000_000, ratelockr::Period::Day, "UTC"),
     }
 }
 
@@ -76,6 +78,7 @@ pub fn attack_rule(kind: AlgorithmKind) -> Result<Rule, RuleError> {
         AlgorithmKind::Concurrency => {
             Rule::concurrency(name, 100, std::time::Duration::from_secs(60))
         }
+        AlgorithmKind::Calendar => Rule::calendar(name, 100, ratelockr::Period::Hour, "UTC"),
     }
 }
 

@@ -174,6 +174,13 @@ pub async fn run(
                         limit: 10,
                         lease_ms: 5_000,
                     },
+                    // Ten an hour: the demo shows the quota used up, then denials to the hour.
+                    ratelockr::Algorithm::Calendar { .. } => ratelockr::Algorithm::Calendar {
+                        limit: 10,
+                        period: ratelockr::Period::Hour,
+                        time_zone: ratelockr::TimeZoneName::UTC,
+                        week_start: ratelockr::WeekStart::Monday,
+                    },
                 };
                 Ok(Rule::new(format!("demo-{}", kind.cli_name()), algorithm)?)
             })

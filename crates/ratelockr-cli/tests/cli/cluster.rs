@@ -102,7 +102,9 @@ async fn exactly_limit_admitted_per_key_under_16_connections(url: &str) {
                 AlgorithmKind::FixedWindow => {
                     Rule::fixed_window(name, LIMIT, std::time::Duration::from_secs(3600))
                 }
-                AlgorithmKind::Concurrency => unreachable!("a rate algorithm"),
+                AlgorithmKind::Concurrency | AlgorithmKind::Calendar => {
+                    unreachable!("a rate algorithm")
+                }
             };
             rule.expect("valid")
         })
@@ -264,7 +266,9 @@ async fn a_replay_decides_as_on_a_single_node(url: &str, cluster: &EmbeddedClust
                 AlgorithmKind::FixedWindow => {
                     Rule::fixed_window(name, 5, std::time::Duration::from_secs(2))
                 }
-                AlgorithmKind::Concurrency => unreachable!("a rate algorithm"),
+                AlgorithmKind::Concurrency | AlgorithmKind::Calendar => {
+                    unreachable!("a rate algorithm")
+                }
             };
             rule.expect("valid")
         })

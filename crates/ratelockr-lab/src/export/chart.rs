@@ -20,7 +20,7 @@ use std::path::Path;
 pub const SIZE: (u32, u32) = (1200, 820);
 
 /// One colour per algorithm, readable on white.
-const PALETTE: [RGBColor; 8] = [
+const PALETTE: [RGBColor; 9] = [
     RGBColor(31, 119, 180),  // token bucket: blue
     RGBColor(148, 103, 189), // GCRA: purple
     RGBColor(44, 160, 44),   // sliding log: green
@@ -28,6 +28,7 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(255, 127, 14),  // fixed window: orange
     RGBColor(214, 39, 40),   // naive: red
     RGBColor(227, 119, 194), // concurrency: pink
+    RGBColor(188, 189, 34),  // calendar: olive
     RGBColor(127, 127, 127), // anything else: grey
 ];
 
@@ -194,6 +195,7 @@ fn colour(series: &Series) -> RGBColor {
         Subject::Algorithm(AlgorithmKind::FixedWindow) => 4,
         Subject::NaiveGetSet => 5,
         Subject::Algorithm(AlgorithmKind::Concurrency) => 6,
+        Subject::Algorithm(AlgorithmKind::Calendar) => 8,
         Subject::Policy => 7,
     }]
 }
@@ -220,6 +222,7 @@ fn legend_label(series: &Series) -> String {
         Subject::Algorithm(AlgorithmKind::SlidingWindowCounter) => "sliding window counter",
         Subject::Algorithm(AlgorithmKind::FixedWindow) => "fixed window",
         Subject::Algorithm(AlgorithmKind::Concurrency) => "concurrency",
+        Subject::Algorithm(AlgorithmKind::Calendar) => "calendar",
         Subject::Policy => "policy",
     };
     if series

@@ -23,7 +23,7 @@ pub struct LineStyle {
 
 /// Per subject (a script, the naive limiter; by its label in records, which the app's
 /// generated constant is keyed by), the line's look.
-pub const ALGORITHMS: [(&str, LineStyle); 8] = [
+pub const ALGORITHMS: [(&str, LineStyle); 9] = [
     ("token_bucket", TOKEN_BUCKET),
     ("sliding_window_log", SLIDING_WINDOW_LOG),
     ("fixed_window", FIXED_WINDOW),
@@ -31,6 +31,7 @@ pub const ALGORITHMS: [(&str, LineStyle); 8] = [
     ("gcra", GCRA),
     ("sliding_window_counter", SLIDING_WINDOW_COUNTER),
     ("concurrency", CONCURRENCY),
+    ("calendar", CALENDAR),
     ("other", OTHER),
 ];
 
@@ -41,6 +42,7 @@ const NAIVE_GET_SET: LineStyle = line("#d62728", &[16, 6], 2);
 const GCRA: LineStyle = line("#17becf", &[8, 3], 3);
 const SLIDING_WINDOW_COUNTER: LineStyle = line("#8c564b", &[5, 5], 3);
 const CONCURRENCY: LineStyle = line("#e377c2", &[2, 3], 3);
+const CALENDAR: LineStyle = line("#bcbd22", &[6, 2, 2, 2], 3);
 /// A line that is none of the above (a policy's).
 const OTHER: LineStyle = line("#9467bd", &[12, 3], 3);
 
@@ -145,6 +147,7 @@ pub fn algorithm_style(subject: Subject) -> LineStyle {
         Subject::Algorithm(AlgorithmKind::Gcra) => GCRA,
         Subject::Algorithm(AlgorithmKind::SlidingWindowCounter) => SLIDING_WINDOW_COUNTER,
         Subject::Algorithm(AlgorithmKind::Concurrency) => CONCURRENCY,
+        Subject::Algorithm(AlgorithmKind::Calendar) => CALENDAR,
         Subject::Policy => OTHER,
     }
 }

@@ -33,6 +33,8 @@ fn shortest_ttl_ms(rules: &[Rule]) -> u64 {
             | Algorithm::FixedWindow { window_ms, .. } => window_ms,
             // A set of leases lives at least lease_ms after its last one was taken.
             Algorithm::Concurrency { lease_ms, .. } => lease_ms,
+            // A window's key lives until the window ends: at least its shortest length.
+            Algorithm::Calendar { period, .. } => period.shortest_ms(),
         })
         .min()
         .unwrap_or(u64::MAX)

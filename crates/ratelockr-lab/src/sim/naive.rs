@@ -29,6 +29,7 @@ pub fn naive_window(algorithm: &Algorithm) -> (u64, u64) {
         | Algorithm::SlidingWindowCounter { limit, window_ms }
         | Algorithm::FixedWindow { limit, window_ms } => (limit, window_ms),
         Algorithm::Concurrency { limit, lease_ms } => (limit, lease_ms),
+        Algorithm::Calendar { limit, period, .. } => (limit, period.nominal_ms()),
     }
 }
 

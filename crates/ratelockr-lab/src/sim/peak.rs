@@ -81,6 +81,7 @@ pub fn rule_window(algorithm: &Algorithm) -> (u64, u64) {
         | Algorithm::SlidingWindowCounter { limit, window_ms }
         | Algorithm::FixedWindow { limit, window_ms } => (window_ms, limit),
         Algorithm::Concurrency { limit, lease_ms } => (lease_ms, limit),
+        Algorithm::Calendar { limit, period, .. } => (period.nominal_ms(), limit),
     }
 }
 

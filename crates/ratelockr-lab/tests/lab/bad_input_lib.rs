@@ -62,6 +62,14 @@ fn algorithm(kind: AlgorithmKind, parameter: &str, value: f64) -> Algorithm {
             limit: int("limit", 10),
             lease_ms: int("lease_ms", 1000),
         },
+        // Its words (period, zone, week start) are checked where they are read: Period and
+        // TimeZoneName cannot hold a bad one.
+        AlgorithmKind::Calendar => Algorithm::Calendar {
+            limit: int("limit", 10),
+            period: ratelockr::Period::Day,
+            time_zone: ratelockr::TimeZoneName::UTC,
+            week_start: ratelockr::WeekStart::Monday,
+        },
     }
 }
 
@@ -69,7 +77,13 @@ fn algorithm(kind: AlgorithmKind, parameter: &str, value: f64) -> Algorithm {
 fn every_rule_parameter_out_of_range_is_refused_by_name() {
     let mut failures = Vec::new();
     for kind in AlgorithmKind::ALL {
-        for parameter in kind.parameters() {
+        // The numeric parameters (a calendar's period, zone and week start are words).
+        let numeric = kind.parameters().iter().filter(|p| {
+            ratelockr::rule::PARAMETER_RANGES
+                .iter()
+                .any(|(name, ..)| name == *p)
+        });
+        for parameter in numeric {
             let bad: &[f64] = if *parameter == "refill_per_sec" {
                 &[0.0, -1.0, f64::NAN, f64::INFINITY, 1e12]
             } else {

@@ -65,6 +65,12 @@ async fn a_stack_of_one_decides_as_its_rule_for_every_algorithm() {
                 limit: 2,
                 lease_ms: 700,
             },
+            AlgorithmKind::Calendar => Algorithm::Calendar {
+                limit: 6,
+                period: ratelockr::Period::Hour,
+                time_zone: ratelockr::TimeZoneName::UTC,
+                week_start: ratelockr::WeekStart::Monday,
+            },
         };
         let rule = Rule::new("one", algorithm).expect("valid");
         let as_rule = ReplaySpec {
