@@ -40,7 +40,7 @@ VALKEY_ENGINE := token_bucket gcra sliding_window_log sliding_window_counter fix
 	fixed_window_clock lua_scripts peek refund waits cluster_routing policy_cluster \
 	policy_concurrency policy_modes policy_script policy_stack policy_watch invariants \
 	deny_cache telemetry failure degraded eviction metrics concurrency_script policy_inflight \
-	lease lease_property settle delay
+	lease lease_property settle delay calendar
 VALKEY_LAB := replay replay_in_flight peak_window runs
 VALKEY_CLI := concurrency server_info cluster policy_cli simulator simulator_sweep api \
 	api_policies replay_cli acl budget cli diagnose bench lease_cli

@@ -41,10 +41,11 @@ clock behind the stored window, or a limit whose period or zone was changed) kee
 the later of the two windows is the one counted in. An admission writes the window with PX until
 its end; a denial writes nothing. Redis work: TIME (server clock), GET, and SET on admission only.
 
-EXAMPLE  (2,000 a day in Europe/Berlin on 2026-12-07: the days begin at 23:00 UTC; server clock)
+EXAMPLE  (2,000 a day in Europe/Berlin: its days around 2026-12-07 begin at 23:00 UTC; decided at
+08:30 UTC on the 7th, given as now_ms; "" would be the Redis clock)
   redis-cli EVAL "$(cat calendar.lua)" 1 ratelockr:cal:{api}:user42 2000 \
-      1764975600000,1765062000000,1765148400000,1765234800000 ""
-  1) (integer) 1    2) (integer) 1999    3) (integer) 0    4) (integer) 52149325
+      1796511600000,1796598000000,1796684400000,1796770800000 1796632200000
+  1) (integer) 1    2) (integer) 1999    3) (integer) 0    4) (integer) 52200000
 ]]
 
 local nkeys = #KEYS

@@ -6,6 +6,8 @@
 //! <prefix>:sw:{<rule>}:<client key>              sliding window log sorted set
 //! <prefix>:sc:{<rule>}:<client key>              sliding window counter hash: w, c, p, t
 //! <prefix>:fw:{<rule>}:<client key>              fixed window counter
+//! <prefix>:cc:{<rule>}:<client key>              concurrency: the leases (sorted set by expiry)
+//! <prefix>:cal:{<rule>}:<client key>             calendar quota: start_ms, end_ms, count (3 doubles)
 //! <prefix>:naive:{<rule>}:<client key>           the naive race demo's counter
 //! <prefix>:tb:{<rule>}:<run scope>:<client key>  a simulation run's own, fresh namespace
 //! <prefix>:stats:{<rule>}:<unix second>:allowed  telemetry counters, 120 s TTL
@@ -118,6 +120,22 @@ impl KeySpace {
                 kind.key_tag()
             )
         }
+    }
+
+    /// A rule's or policy's telemetry counter of what follows its decisions in `second`:
+    /// leases given back ([`crate::telemetry::RELEASED`], by `lua/lease.lua`) and requests
+    /// settled ([`crate::telemetry::SETTLED`], by `lua/settle.lua`). Beside its decisions'
+    /// counters, under the same hash tag.
+    pub fn after_stats(&self, name: &str, unix_second: u64, counter: &str) -> String {
+        format!("{}:stats:{{{name}}}:{unix_second}:{counter}", self.prefix)
+    }
+
+    /// The name a rule's or policy's key carries as its hash tag (`{name}`): the prefix holds
+    /// no brace, so the first pair is the tag.
+    pub fn tag_of(key: &str) -> Option<&str> {
+        let start = key.find('{')? + 1;
+        let len = key[start..].find('}')?;
+        Some(&key[start..start + len])
     }
 
     /// A policy's telemetry counter: decisions of `outcome` (allowed, denied, shadow_denied)

@@ -441,3 +441,19 @@ async fn settling_charges_the_window_what_the_actual_cost_would_have() {
         .expect("settled"));
     assert_eq!(stored(&limiter, &key).await.map(|s| s.2), Some(1_500));
 }
+
+/// `RateLimit-Policy`'s `w` is the window's real length: a UTC day is always 86,400 s, a
+/// Berlin day 23, 24 or 25 hours.
+#[test]
+fn the_header_window_is_the_current_windows_real_length() {
+    let day = |zone: &str| Algorithm::Calendar {
+        limit: 2000,
+        period: Period::Day,
+        time_zone: TimeZoneName::new(zone).expect("a zone"),
+        week_start: WeekStart::Monday,
+    };
+    assert_eq!(ratelockr::headers::policy(&day("UTC")), (2000, 86_400));
+    assert_eq!(ratelockr::headers::policy_params(&day("UTC")), "q=2000;w=86400");
+    let (_, berlin) = ratelockr::headers::policy(&day("Europe/Berlin"));
+    assert!([82_800, 86_400, 90_000].contains(&berlin), "{berlin}");
+}

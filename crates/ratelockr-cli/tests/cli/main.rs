@@ -11,6 +11,7 @@ mod helper_tls;
 
 mod acl;
 mod api;
+mod calendar_cli;
 mod api_policies;
 mod bad_input_cli;
 mod bench;
