@@ -20,6 +20,9 @@ export interface AlgorithmInfo {
   dash: number[];
   /** The rule's parameters, in the editor's order (RuleDraft field names). */
   params: string[];
+  /** Parameters picked as words, not typed as numbers (a calendar quota's period, zone and week
+   * start), after `params` in the editor; a sweep varies only `params`. */
+  choices?: string[];
   /** A parameter's label where this kind means something else by it (a concurrency limit's
    * `limit` counts requests in flight, not requests per window). */
   inputs?: Record<string, string>;
@@ -47,9 +50,11 @@ const OWN: Record<AlgorithmKind, Omit<Known, "kind">> = {
   sliding_window_counter: { label: "Sliding window counter", short: "SC", params: ["limit", "window_ms"], rate: true },
   fixed_window: { label: "Fixed window", short: "FW", params: ["limit", "window_ms"], rate: true },
   concurrency: { label: "Concurrency (in flight)", short: "CC", params: ["limit", "lease_ms"], inputs: { limit: "In flight at once" }, rate: false },
+  // A quota per calendar period in a zone: not one of the rate algorithms compare runs side by side.
+  calendar: { label: "Calendar quota", short: "CQ", params: ["limit"], choices: ["period", "time_zone", "week_start"], inputs: { limit: "Requests per period" }, rate: false },
 };
 
-/** Every limit kind (the five rate algorithms, then in flight), each in the engine's colour and dash. */
+/** Every limit kind (the five rate algorithms, then in flight and the calendar quota), each in the engine's colour and dash. */
 export const ALGORITHMS: AlgorithmInfo[] = (Object.keys(OWN) as AlgorithmKind[]).map((kind) => ({ kind, ...OWN[kind], ...engineLook(kind) }));
 
 /** What the rule form and the policy editor offer: every kind, in menu order. */

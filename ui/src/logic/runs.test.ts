@@ -39,7 +39,7 @@ describe("algorithms as data", () => {
   });
 
   it("offers every kind in the editors, but compares the five rate algorithms only", () => {
-    expect(LIMIT_KINDS).toEqual(["token_bucket", "gcra", "sliding_window_log", "sliding_window_counter", "fixed_window", "concurrency"]);
+    expect(LIMIT_KINDS).toEqual(["token_bucket", "gcra", "sliding_window_log", "sliding_window_counter", "fixed_window", "concurrency", "calendar"]);
     expect(RATE_ALGORITHMS.map((a) => a.kind)).toEqual(["token_bucket", "gcra", "sliding_window_log", "sliding_window_counter", "fixed_window"]);
     expect(algorithmInfo("concurrency")).toMatchObject({ label: "Concurrency (in flight)", params: ["limit", "lease_ms"], rate: false });
     // A rule that happens to end in the kind's name is no compare rule of it.
@@ -47,6 +47,9 @@ describe("algorithms as data", () => {
     expect(algorithmFromName("uploads-concurrency")).toBeUndefined();
     expect(sweepParams("concurrency")).toEqual(["limit", "lease_ms"]);
     expect(sweepParams("gcra")).toEqual(["limit", "window_ms", "burst"]);
+    // A calendar quota's period and zone are words: a sweep varies its limit only.
+    expect(algorithmInfo("calendar")).toMatchObject({ label: "Calendar quota", params: ["limit"], choices: ["period", "time_zone", "week_start"], rate: false });
+    expect(sweepParams("calendar")).toEqual(["limit"]);
     expect(sweepParams("token_bucket")).toEqual(["capacity", "refill_per_sec"]);
   });
 
