@@ -28,6 +28,8 @@ struct PolicyRow {
     allowed: u64,
     denied: u64,
     shadow_denied: u64,
+    /// Admitted with a delay (the policy's max_delay_ms), not counted in `allowed`.
+    delayed: u64,
 }
 
 #[derive(Serialize)]
@@ -115,6 +117,7 @@ async fn run_policy(global: &Global, args: &StatsArgs) -> anyhow::Result<ExitCod
             allowed: p.allowed,
             denied: p.denied,
             shadow_denied: p.shadow_denied,
+            delayed: p.delayed,
         })
         .collect();
     if global.json {
@@ -123,21 +126,26 @@ async fn run_policy(global: &Global, args: &StatsArgs) -> anyhow::Result<ExitCod
     }
     println!("policy {name}: the last 30 seconds");
     println!(
-        "{:>12} {:>8} {:>8} {:>14}",
-        "second", "allowed", "denied", "shadow_denied"
+        "{:>12} {:>8} {:>8} {:>14} {:>8}",
+        "second", "allowed", "denied", "shadow_denied", "delayed"
     );
     for r in &rows {
         println!(
-            "{:>12} {:>8} {:>8} {:>14}",
-            r.second, r.allowed, r.denied, r.shadow_denied
+            "{:>12} {:>8} {:>8} {:>14} {:>8}",
+            r.second, r.allowed, r.denied, r.shadow_denied, r.delayed
         );
     }
-    let total = rows.iter().fold((0, 0, 0), |(a, d, s), r| {
-        (a + r.allowed, d + r.denied, s + r.shadow_denied)
+    let total = rows.iter().fold((0, 0, 0, 0), |(a, d, s, l), r| {
+        (
+            a + r.allowed,
+            d + r.denied,
+            s + r.shadow_denied,
+            l + r.delayed,
+        )
     });
     println!(
-        "{:>12} {:>8} {:>8} {:>14}",
-        "total", total.0, total.1, total.2
+        "{:>12} {:>8} {:>8} {:>14} {:>8}",
+        "total", total.0, total.1, total.2, total.3
     );
     Ok(ExitCode::SUCCESS)
 }

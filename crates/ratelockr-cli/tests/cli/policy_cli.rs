@@ -189,7 +189,10 @@ fn check_json_is_the_policy_decision_and_stats_count_shadow_denials() {
             .map(String::as_str)
             .collect();
         fields.sort_unstable();
-        assert_eq!(fields, ["allowed", "denied", "second", "shadow_denied"]);
+        assert_eq!(
+            fields,
+            ["allowed", "delayed", "denied", "second", "shadow_denied"]
+        );
     }
     let sum = |field: &str| {
         rows.iter()
@@ -398,6 +401,12 @@ max_delay_ms = 150
   burst = 1
 "#,
     );
+    // An explicit clock of this very second, so that its counters are in `stats`' window.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis()
+        .to_string();
     let check = |json_out: bool| {
         let mut args = vec![
             "check",
@@ -412,7 +421,7 @@ max_delay_ms = 150
             "--key",
             "k",
             "--now-ms",
-            "1700000000000",
+            &now,
         ];
         if json_out {
             args.push("--json");
@@ -438,4 +447,18 @@ max_delay_ms = 150
         "200 ms is past max_delay: {second}"
     );
     assert_eq!(second["retry_after_ms"], 50, "{second}");
+    // Telemetry: one allowed, one delayed, one denied (in the second of --now-ms).
+    let stats = ratelockr(&[
+        "stats", "--redis", &url, "--prefix", &prefix, "--policy", "smooth", "--json",
+    ]);
+    assert!(stats.status.success(), "{}", text(&stats.stderr));
+    let rows = json(&stats);
+    let sum = |field: &str| {
+        rows.as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| r[field].as_u64().expect("n"))
+            .sum::<u64>()
+    };
+    assert_eq!((sum("allowed"), sum("delayed"), sum("denied")), (1, 1, 1));
 }
