@@ -49,6 +49,32 @@ pub struct Record {
     /// in shadow mode it was admitted all the same (`allowed` and `would_deny`).
     #[serde(default)]
     pub would_deny: bool,
+    /// A run with holds (`--hold-ms`): how long this admitted request was in flight after its
+    /// answer, in ms; empty for a denied request and in runs without holds.
+    #[serde(default)]
+    pub hold_ms: Option<u64>,
+    /// Microseconds from the run's start to the answer (where its time in flight begins);
+    /// 0 where not measured (replays, older CSVs).
+    #[serde(default)]
+    pub answered_us: u64,
+}
+
+impl Record {
+    /// When this request was in flight, µs from the run's start: from its answer until its
+    /// hold ended. None when it was not (denied, or a run without holds).
+    pub fn in_flight_us(&self) -> Option<(u64, u64)> {
+        in_flight_span(self.allowed, self.hold_ms, self.answered_us)
+    }
+}
+
+/// An admitted request's time in flight, µs from the run's start: from its answer for its hold.
+pub(crate) fn in_flight_span(
+    allowed: bool,
+    hold_ms: Option<u64>,
+    answered_us: u64,
+) -> Option<(u64, u64)> {
+    let hold = hold_ms.filter(|h| allowed && *h > 0)?;
+    Some((answered_us, answered_us + hold.saturating_mul(1000)))
 }
 
 /// Where records go as they complete (the CSV writer).

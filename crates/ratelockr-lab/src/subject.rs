@@ -76,11 +76,18 @@ pub struct UnknownSubject(pub String);
 impl FromStr for Subject {
     type Err = UnknownSubject;
 
+    /// Every kind's label, not only [`Subject::ALL`]'s: a run of a concurrency limit is read
+    /// back from its CSV too.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Subject::ALL
-            .into_iter()
-            .find(|subject| subject.as_str() == s)
-            .ok_or_else(|| UnknownSubject(s.to_string()))
+        match s {
+            "naive_get_set" => Ok(Subject::NaiveGetSet),
+            "policy" => Ok(Subject::Policy),
+            _ => AlgorithmKind::ALL
+                .into_iter()
+                .find(|kind| kind.as_str() == s)
+                .map(Subject::Algorithm)
+                .ok_or_else(|| UnknownSubject(s.to_string())),
+        }
     }
 }
 
@@ -122,6 +129,12 @@ mod tests {
             assert_eq!(
                 serde_json::from_str::<Subject>(&json).expect("reads"),
                 subject
+            );
+        }
+        for kind in AlgorithmKind::ALL {
+            assert_eq!(
+                kind.as_str().parse::<Subject>(),
+                Ok(Subject::Algorithm(kind))
             );
         }
         assert_eq!(Subject::NaiveGetSet.to_string(), "naive_get_set");

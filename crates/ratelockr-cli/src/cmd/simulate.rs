@@ -476,7 +476,12 @@ pub async fn run(
     if global.json {
         print_json(&super::simulate_print::JsonSummary::of(&report, choice))?;
     } else {
-        super::simulate_print::print_table(&report, args.csv.as_deref(), args.chart.as_deref());
+        super::simulate_print::print_table(
+            &report,
+            &spec,
+            args.csv.as_deref(),
+            args.chart.as_deref(),
+        );
         super::simulate_sweep::print(&report, &spec.sweep, choice.as_ref());
     }
     if report.cancelled {

@@ -97,7 +97,49 @@ fn print_peaks(report: &Report) {
     }
 }
 
-pub(super) fn print_table(report: &Report, csv: Option<&Path>, chart: Option<&Path>) {
+/// A run with holds: each target's most requests in flight at once for one key, beside a
+/// concurrency limit's own limit.
+fn print_in_flight(report: &Report, spec: &SimSpec) {
+    let peaks: Vec<_> = report
+        .targets
+        .iter()
+        .filter_map(|t| t.peak_in_flight.as_ref().map(|p| (t, p)))
+        .collect();
+    if peaks.is_empty() {
+        return;
+    }
+    println!(
+        "
+the most requests in flight at once for one key (from the answer to the hold's end):"
+    );
+    for (t, p) in peaks {
+        let limit = spec
+            .targets
+            .iter()
+            .find(|target| target.name() == t.rule)
+            .and_then(|target| match target.rule.algorithm() {
+                ratelockr::rule::Algorithm::Concurrency { limit, .. } if !target.naive => {
+                    Some(*limit)
+                }
+                _ => None,
+            });
+        println!(
+            "  {:<28} {}{}, at {:.3} s (key {})",
+            t.rule,
+            p.count,
+            limit.map_or(String::new(), |l| format!(" (limit {l})")),
+            p.at_ms as f64 / 1000.0,
+            p.key
+        );
+    }
+}
+
+pub(super) fn print_table(
+    report: &Report,
+    spec: &SimSpec,
+    csv: Option<&Path>,
+    chart: Option<&Path>,
+) {
     println!("{}", report.workload);
     let requested = if report.requested_rps == 0.0 {
         "as fast as possible".to_string()
@@ -144,6 +186,7 @@ pub(super) fn print_table(report: &Report, csv: Option<&Path>, chart: Option<&Pa
         );
     }
     print_peaks(report);
+    print_in_flight(report, spec);
     super::policy_lines::print_sim(report);
     for t in &report.targets {
         if let (Some(allowed), Some(denied)) =

@@ -203,7 +203,7 @@ async fn compare_mode_runs_all_five_on_identical_traffic_and_the_csv_reads_back(
     let header = std::fs::read_to_string(&path).expect("readable");
     // design.md's columns in its order, then the ones added after them.
     assert!(header.starts_with(
-        "seq,sent_at_ms,server,rule,algorithm,key,allowed,remaining,retry_after_ms,latency_us,fail_open,reset_after_ms,attempt,offset_ms,binding,tier,would_deny\n"
+        "seq,sent_at_ms,server,rule,algorithm,key,allowed,remaining,retry_after_ms,latency_us,fail_open,reset_after_ms,attempt,offset_ms,binding,tier,would_deny,hold_ms,answered_us\n"
     ));
     let read = read_records(&path).expect("parses with the csv crate");
     let seen = recorder.0.into_inner().expect("not poisoned");
@@ -525,6 +525,8 @@ fn held_requests_fill_a_concurrency_limit() {
     let summary = &json["algorithms"][0];
     let (allowed, denied) = (summary["allowed"].as_u64(), summary["denied"].as_u64());
     assert!(allowed >= Some(2) && denied > Some(0), "{summary}");
+    // Requests in flight, from the answer to the hold's end: the two slots, never more.
+    assert_eq!(summary["peak_in_flight"]["count"], 2, "{summary}");
     // Every hold ends: both slots come back (the holds end within the run's own second or so).
     let free = || {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_ratelockr"))
@@ -557,6 +559,50 @@ fn held_requests_fill_a_concurrency_limit() {
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+    // The table says it in words, beside the limit; the chart draws it.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let chart = dir.path().join("in-flight.svg");
+    let chart_arg = chart.to_string_lossy().into_owned();
+    let mut args = vec![
+        "--redis",
+        url.as_str(),
+        "simulate",
+        "--algorithm",
+        "concurrency",
+    ];
+    args.extend([
+        "--limit",
+        "2",
+        "--rps",
+        "100",
+        "--requests",
+        "40",
+        "--servers",
+        "2",
+        "--hold-ms",
+        "200",
+        "--chart",
+        &chart_arg,
+    ]);
+    let text = std::process::Command::new(env!("CARGO_BIN_EXE_ratelockr"))
+        .args(&args)
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.status.success(),
+        "{}",
+        String::from_utf8_lossy(&text.stderr)
+    );
+    assert!(
+        stdout.contains("requests in flight at once") && stdout.contains("2 (limit 2)"),
+        "{stdout}"
+    );
+    let svg = std::fs::read_to_string(&chart).expect("the chart");
+    assert!(
+        svg.contains("Requests in flight") && svg.contains("limit (2)"),
+        "the in-flight panel"
+    );
     let bad = simulate(&["--hold-ms", "lognormal:median=80"]);
     assert!(!bad.status.success());
     let stderr = String::from_utf8_lossy(&bad.stderr);

@@ -9,7 +9,7 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 /// The header row: design.md's columns in its order, then the ones added since.
-pub const COLUMNS: [&str; 17] = [
+pub const COLUMNS: [&str; 19] = [
     "seq",
     "sent_at_ms",
     "server",
@@ -27,6 +27,8 @@ pub const COLUMNS: [&str; 17] = [
     "binding",
     "tier",
     "would_deny",
+    "hold_ms",
+    "answered_us",
 ];
 
 /// Streams records to a CSV file as they complete, whole or not at all: the rows go to a
@@ -199,6 +201,17 @@ pub struct RecordRef<'a> {
     pub tier: &'a str,
     /// A policy's denial, admitted in shadow mode or not (false in older files).
     pub would_deny: bool,
+    /// An admitted request's time in flight after its answer (runs with holds only).
+    pub hold_ms: Option<u64>,
+    /// µs from the run's start to the answer; 0 in older files.
+    pub answered_us: u64,
+}
+
+impl RecordRef<'_> {
+    /// As [`Record::in_flight_us`].
+    pub fn in_flight_us(&self) -> Option<(u64, u64)> {
+        crate::record::in_flight_span(self.allowed, self.hold_ms, self.answered_us)
+    }
 }
 
 impl<'a> From<&'a Record> for RecordRef<'a> {
@@ -221,6 +234,8 @@ impl<'a> From<&'a Record> for RecordRef<'a> {
             binding: &r.binding,
             tier: &r.tier,
             would_deny: r.would_deny,
+            hold_ms: r.hold_ms,
+            answered_us: r.answered_us,
         }
     }
 }
@@ -265,6 +280,7 @@ pub fn for_each_record_ref(
         (find("reset_after_ms"), find("attempt"), find("offset_ms"));
     let (binding_col, tier_col, would_deny_col) =
         (find("binding"), find("tier"), find("would_deny"));
+    let (hold_col, answered_col) = (find("hold_ms"), find("answered_us"));
     let mut row = csv::StringRecord::new();
     let mut count = 0u64;
     while reader.read_record(&mut row).map_err(csv_err)? {
@@ -308,6 +324,11 @@ pub fn for_each_record_ref(
                 Some(i) if !text(i).is_empty() => flag(i, "would_deny")?,
                 _ => false,
             },
+            hold_ms: match hold_col {
+                Some(i) if !text(i).is_empty() => Some(num(i, "hold_ms")?),
+                _ => None,
+            },
+            answered_us: optional(answered_col, "answered_us")?,
         };
         each(&record);
     }
@@ -362,6 +383,8 @@ mod tests {
                 Default::default()
             },
             would_deny: !allowed,
+            hold_ms: allowed.then_some(250),
+            answered_us: 1_000 * seq + 700,
         }
     }
 
@@ -396,6 +419,8 @@ mod tests {
                 binding: r.binding.into(),
                 tier: r.tier.into(),
                 would_deny: r.would_deny,
+                hold_ms: r.hold_ms,
+                answered_us: r.answered_us,
             })
         })
         .expect("reads");

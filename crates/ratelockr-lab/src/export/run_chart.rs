@@ -20,6 +20,8 @@ use std::path::Path;
 const HEAD_PX: u32 = 64;
 const LEGEND_ROW_PX: u32 = 24;
 const KEY_PX: u32 = 200;
+/// A row of panels beyond the default two.
+const ROW_PX: u32 = 340;
 
 /// Reads a kept run's CSV into its timeline.
 pub fn timeline_from_csv(
@@ -46,7 +48,10 @@ pub fn render_run_chart(timeline: &Timeline, title: &str, path: &Path) -> Result
 /// cannot be drawn as it says is refused, naming the field.
 pub fn render_view(view: &ChartView, path: &Path) -> Result<(), ExportError> {
     view.validate()?;
-    let height = SIZE.1 + if view.key_state.is_some() { KEY_PX } else { 0 };
+    // Two rows of panels fill the default size; a third (requests in flight) adds its own.
+    let columns = (view.columns as usize).clamp(1, view.panels.len().max(1));
+    let extra_rows = view.panels.len().div_ceil(columns).saturating_sub(2) as u32;
+    let height = SIZE.1 + extra_rows * ROW_PX + if view.key_state.is_some() { KEY_PX } else { 0 };
     canvas::render(view, (SIZE.0, height), path)
 }
 

@@ -7,7 +7,7 @@
 
 use super::style::{bin_ms, BIN_STEPS};
 use crate::record::Record;
-use crate::sim::{SimObserver, SimSpec};
+use crate::sim::{InFlightCounter, SimObserver, SimSpec};
 use crate::subject::Subject;
 use ratelockr::rule::Algorithm;
 use std::collections::{HashMap, HashSet};
@@ -27,6 +27,9 @@ pub struct TargetLine {
     pub fail_open: Vec<u64>,
     /// Distinct client keys that sent to this target.
     pub keys: u64,
+    /// A run with holds: per bin, the most requests one key had in flight at once
+    /// ([`crate::sim::in_flight`]); empty without holds.
+    pub in_flight: Vec<u64>,
 }
 
 /// One client key's limiter state after each of its decisions on one rule.
@@ -63,6 +66,8 @@ pub struct TimelineBuilder {
     index: HashMap<String, usize>,
     lines: Vec<TargetLine>,
     keys: Vec<HashSet<String>>,
+    /// Each target's requests in flight.
+    in_flight: Vec<InFlightCounter>,
     /// The traced key, with each point's sending order.
     trace: Option<(KeyTrace, Vec<SendOrder>)>,
 }
@@ -87,6 +92,7 @@ impl TimelineBuilder {
                 denied: Vec::new(),
                 fail_open: Vec::new(),
                 keys: 0,
+                in_flight: Vec::new(),
             })
             .collect();
         TimelineBuilder {
@@ -98,6 +104,7 @@ impl TimelineBuilder {
                 .map(|(i, l)| (l.rule.clone(), i))
                 .collect(),
             keys: vec![HashSet::new(); lines.len()],
+            in_flight: vec![InFlightCounter::default(); lines.len()],
             lines,
             trace: None,
         }
@@ -142,6 +149,7 @@ impl TimelineBuilder {
         } else {
             line.denied[bin] += 1;
         }
+        self.in_flight[i].add(record);
         if !self.keys[i].contains(&*record.key) {
             self.keys[i].insert(record.key.to_string());
         }
@@ -164,7 +172,11 @@ impl TimelineBuilder {
             .map(|l| l.offered.len())
             .max()
             .unwrap_or(0) as u64;
-        let duration_ms = duration_ms.max(fine_bins.saturating_sub(1) * self.fine_ms);
+        // A request still in flight after the last send is drawn to its end.
+        let held_ms = self.in_flight.iter().map(InFlightCounter::end_ms).max();
+        let duration_ms = duration_ms
+            .max(fine_bins.saturating_sub(1) * self.fine_ms)
+            .max(held_ms.unwrap_or(0));
         let width = bin_ms(duration_ms);
         let factor = (width / self.fine_ms).max(1) as usize;
         let bins = (duration_ms.div_ceil(width).max(1)) as usize;
@@ -175,7 +187,11 @@ impl TimelineBuilder {
             }
             out
         };
-        for (line, keys) in self.lines.iter_mut().zip(&self.keys) {
+        for ((line, keys), in_flight) in self.lines.iter_mut().zip(&self.keys).zip(&self.in_flight)
+        {
+            if !in_flight.is_empty() {
+                line.in_flight = in_flight.per_bin(width, bins);
+            }
             line.offered = merge(&line.offered);
             line.allowed = merge(&line.allowed);
             line.denied = merge(&line.denied);

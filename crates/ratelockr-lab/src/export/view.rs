@@ -285,7 +285,9 @@ impl ChartView {
                 algorithm_style(t.subject)
             };
             so_far.push(line(format!("{} admitted", t.rule), style, values, false));
-            if t.naive {
+            // No envelope for the naive limiter, nor for a limit on requests in flight: it
+            // bounds how many at once, not how many over time (its panel is in flight's).
+            if t.naive || matches!(t.algorithm, Algorithm::Concurrency { .. }) {
                 continue;
             }
             let keys = t.keys.max(1) as f64;
@@ -332,6 +334,9 @@ impl ChartView {
                 lines: so_far,
             });
         }
+        if let Some(panel) = in_flight_panel(timeline, &per_bin) {
+            panels.push(panel);
+        }
         ChartView {
             title: title.to_string(),
             subtitle: subtitle.to_string(),
@@ -347,6 +352,47 @@ impl ChartView {
                 .map(|k| key_state(k, end)),
         }
     }
+}
+
+/// A run with holds: requests in flight per target (the busiest key's, per bin), under each
+/// concurrency limit's own limit. None without holds.
+fn in_flight_panel(
+    timeline: &Timeline,
+    per_bin: &dyn Fn(&[u64]) -> Vec<Option<f64>>,
+) -> Option<ViewPanel> {
+    if timeline.targets.iter().all(|t| t.in_flight.is_empty()) {
+        return None;
+    }
+    let one = timeline.targets.len() == 1;
+    let mut lines = Vec::new();
+    for t in timeline.targets.iter().filter(|t| !t.in_flight.is_empty()) {
+        let style = if one {
+            outcome_style(Outcome::Allowed)
+        } else {
+            algorithm_style(t.subject)
+        };
+        lines.push(ViewLine {
+            label: format!("{} in flight", t.rule),
+            look: style.into(),
+            values: per_bin(&t.in_flight),
+            stepped: true,
+        });
+        if let (Algorithm::Concurrency { limit, .. }, false) = (t.algorithm, t.naive) {
+            let mut bound = outcome_style(Outcome::Envelope);
+            bound.colour = style.colour;
+            lines.push(ViewLine {
+                label: format!("{} limit ({limit})", t.rule),
+                look: bound.into(),
+                values: vec![Some(limit as f64); t.in_flight.len() + 1],
+                stepped: false,
+            });
+        }
+    }
+    Some(ViewPanel {
+        title: "Requests in flight at once (the busiest key)".into(),
+        y_label: "in flight".into(),
+        lines,
+    })
 }
 
 /// Which of the timeline's two panels a view shows.
@@ -367,6 +413,7 @@ fn key_state(trace: &KeyTrace, end_s: f64) -> KeyStateView {
         | Algorithm::SlidingWindowCounter { limit, .. }
         | Algorithm::FixedWindow { limit, .. } => ("remaining", limit),
         Algorithm::Concurrency { limit, .. } => ("slots free", limit),
+        Algorithm::Calendar { limit, .. } => ("remaining", limit),
     };
     let mut x = vec![0.0];
     let mut values = vec![None];

@@ -8,6 +8,7 @@
 //!   set of defaults, and refusals that name the field
 //! - `run`        the run loop: simulated servers, the schedule, records as they complete
 //! - [`report`]   summaries and per-second series
+//! - [`in_flight`] requests in flight per key (runs with holds): per bin and the peak
 //! - `error`      why a simulation could not run or finish, naming the parameter
 //! - [`naive`]    the deliberately broken limiter of the race demo
 //! - `exact`      the sliding window counter's decisions judged by the exact log
@@ -20,6 +21,7 @@
 mod error;
 mod exact;
 pub mod hold;
+pub mod in_flight;
 pub mod naive;
 pub mod peak;
 pub mod preview;
@@ -34,6 +36,7 @@ pub use crate::record::{Record, RecordSink};
 /// Defined below the simulator, replay and export, which all carry it.
 pub use crate::subject::{Subject, UnknownSubject};
 pub use error::SimError;
+pub use in_flight::{InFlightCounter, InFlightPeak};
 pub use peak::PeakWindow;
 pub use preview::Preview;
 pub use report::{Report, Series, SeriesPoint, TargetSummary};

@@ -1,6 +1,7 @@
 //! What a run found: a summary per target and a per-second series for charts.
 
 use super::exact::ExactLogJudge;
+use super::in_flight::{InFlightCounter, InFlightPeak};
 use super::peak::{rule_window, PeakTracker, PeakWindow};
 use super::spec::Target;
 use crate::record::Record;
@@ -62,6 +63,10 @@ pub struct TargetSummary {
     /// the boundary burst as a number. None when nothing was admitted (or in older reports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_window: Option<PeakWindow>,
+    /// A run with holds: the most requests one client key had in flight at once, and where
+    /// ([`super::in_flight`]). None without holds (or in older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_in_flight: Option<InFlightPeak>,
     /// Latency percentiles of the client-observed round trip of one decision: from sending to
     /// the reply, including waiting in the client's queue and on the connection (and, for the
     /// first decisions, connecting and loading the script). Redis's own time per script call
@@ -185,6 +190,8 @@ pub(crate) struct TargetAccumulator {
     policy: Option<Policy>,
     shadow_denied: u64,
     denied_by: BTreeMap<String, u64>,
+    /// Admitted requests' time in flight, per key (runs with holds).
+    in_flight: InFlightCounter,
 }
 
 impl TargetAccumulator {
@@ -208,6 +215,7 @@ impl TargetAccumulator {
             policy: None,
             shadow_denied: 0,
             denied_by: BTreeMap::new(),
+            in_flight: InFlightCounter::default(),
             rule,
             subject,
             algorithm,
@@ -268,6 +276,7 @@ impl TargetAccumulator {
             }
         }
         let _ = self.latency.record(record.latency_us.max(1));
+        self.in_flight.add(record);
         if let (Some(judge), false) = (&mut self.judge, record.fail_open) {
             judge.judge(&record.key, record.sent_at_ms, cost, record.allowed);
         }
@@ -367,7 +376,13 @@ impl TargetAccumulator {
             worst_wait_ms: self.worst_wait_ms,
             exact_log_wrongly_allowed: self.judge.as_ref().map(|j| j.wrongly_allowed),
             exact_log_wrongly_denied: self.judge.as_ref().map(|j| j.wrongly_denied),
-            peak_window: self.peak.finish(self.cost),
+            // A limit on requests in flight has no window: its busiest one would be a number
+            // against a lease's life, not a limit it promised (its peak is `peak_in_flight`).
+            peak_window: match self.algorithm {
+                Algorithm::Concurrency { .. } => None,
+                _ => self.peak.finish(self.cost),
+            },
+            peak_in_flight: self.in_flight.peak(),
             latency_p50_us: q(0.5),
             latency_p95_us: q(0.95),
             latency_p99_us: q(0.99),

@@ -118,6 +118,7 @@ pub async fn run(
             .collect(),
     );
     let holds: Holds = Arc::default();
+    let held_until_us = Arc::new(AtomicU64::new(0));
     let servers: Vec<Server> = (0..workload.servers)
         .map(|index| Server {
             index,
@@ -131,7 +132,9 @@ pub async fn run(
             scope: spec.scope.clone().map(Arc::from),
             stop: stop.clone(),
             started_at_ms,
+            start,
             holds: holds.clone(),
+            held_until_us: held_until_us.clone(),
         })
         .collect();
     drop(records_tx);
@@ -146,11 +149,18 @@ pub async fn run(
                 .enable_all()
                 .build()?
                 .block_on(async {
-                    drive(servers, workload, stop, sent, start).await;
-                    // The run ends when its last request does: the holds still running.
+                    drive(servers, workload, stop.clone(), sent, start).await;
+                    // The run ends when its last request does: the holds still running,
+                    // leases or not.
                     let held: Vec<_> = std::mem::take(&mut *lock(&holds));
                     for hold in held {
                         let _ = hold.await;
+                    }
+                    let until =
+                        start + Duration::from_micros(held_until_us.load(Ordering::Relaxed));
+                    tokio::select! {
+                        _ = stop.cancelled() => {}
+                        _ = tokio::time::sleep_until(until.into()) => {}
                     }
                 });
             Ok(())
@@ -299,8 +309,13 @@ struct Server {
     stop: CancellationToken,
     /// The run's start, ms since the epoch: records carry their offset from it.
     started_at_ms: u64,
-    /// Admitted requests still in flight ([`Workload::hold`]): the run waits for them.
+    /// The run's start: records' answers are timed from it (`Record::answered_us`).
+    start: Instant,
+    /// Admitted requests still holding a lease ([`Workload::hold`]): the run waits for them.
     holds: Holds,
+    /// When the last admitted request's hold ends, µs from the start: the run waits for it
+    /// (under a rate limit a request is in flight too, though it holds nothing).
+    held_until_us: Arc<AtomicU64>,
 }
 
 /// The tasks holding leases for requests' time in flight.
@@ -421,7 +436,9 @@ impl Server {
         let clock = self.clock;
         let stop = self.stop.clone();
         let started_at_ms = self.started_at_ms;
+        let start = self.start;
         let holds = self.holds.clone();
+        let held_until_us = self.held_until_us.clone();
         // The limiter sees the scoped name; records keep the client's own key.
         let scoped = self
             .scope
@@ -433,7 +450,8 @@ impl Server {
             let batch = futures::future::join_all(targets.iter().zip(names.iter()).map(
                 |(target, &(ref name, subject))| {
                     let decided_as = scoped.as_deref().unwrap_or(&key);
-                    let (limiter, key, stop, holds) = (&limiter, &key, &stop, &holds);
+                    let (limiter, key, stop, holds, held_until_us) =
+                        (&limiter, &key, &stop, &holds, &held_until_us);
                     async move {
                         let mut out = Vec::with_capacity(1);
                         for attempt in 0..=retries {
@@ -448,22 +466,39 @@ impl Server {
                             };
                             let started = Instant::now();
                             let decided = decide(limiter, target, decided_as, cost, at).await;
+                            let answered = Instant::now();
+                            let answered_us = answered.duration_since(start).as_micros() as u64;
                             let decision = &decided.decision;
-                            // In flight for its hold, then its lease goes back (a stop ends the
-                            // hold at once: the run is over).
-                            if let (Some(lease), Some(hold)) = (&decision.lease, hold) {
-                                let (lease, stop) = (lease.clone(), stop.clone());
-                                let task = tokio::spawn(async move {
-                                    tokio::select! {
-                                        _ = stop.cancelled() => {}
-                                        _ = tokio::time::sleep(hold) => {}
-                                    }
-                                    let _ = lease.release().await;
-                                });
-                                let mut holds = lock(holds);
-                                holds.retain(|t| !t.is_finished());
-                                holds.push(task);
+                            // An admitted request is in flight from its answer for its hold;
+                            // then its lease, if it took one, goes back (a stop ends the hold
+                            // at once: the run is over). The record says when, so the count of
+                            // requests in flight stays inside the leases' lives.
+                            let held = hold.filter(|_| decision.allowed);
+                            if let Some(hold) = held {
+                                let ends =
+                                    answered + Duration::from_millis(decision.delay_ms) + hold;
+                                held_until_us.fetch_max(
+                                    ends.duration_since(start).as_micros() as u64,
+                                    Ordering::Relaxed,
+                                );
+                                if let Some(lease) = &decision.lease {
+                                    let (lease, stop) = (lease.clone(), stop.clone());
+                                    let task = tokio::spawn(async move {
+                                        tokio::select! {
+                                            _ = stop.cancelled() => {}
+                                            _ = tokio::time::sleep_until(ends.into()) => {}
+                                        }
+                                        let _ = lease.release().await;
+                                    });
+                                    let mut holds = lock(holds);
+                                    holds.retain(|t| !t.is_finished());
+                                    holds.push(task);
+                                }
                             }
+                            // Delay instead of deny: a delayed admission starts (and is
+                            // recorded as sent) delay_ms later, so the charts show the
+                            // smoothed line the caller would serve.
+                            let sent_at_ms = sent_at_ms + decision.delay_ms;
                             out.push(Record {
                                 seq,
                                 sent_at_ms,
@@ -474,7 +509,7 @@ impl Server {
                                 allowed: decision.allowed,
                                 remaining: decision.remaining_or_unknown(),
                                 retry_after_ms: decision.retry_after_ms,
-                                latency_us: started.elapsed().as_micros() as u64,
+                                latency_us: answered.duration_since(started).as_micros() as u64,
                                 fail_open: decision.fail_open(),
                                 reset_after_ms: decision.reset_after_ms,
                                 attempt,
@@ -482,6 +517,8 @@ impl Server {
                                 binding: decided.binding,
                                 tier: decided.tier,
                                 would_deny: decided.would_deny,
+                                hold_ms: held.map(|h| h.as_millis() as u64),
+                                answered_us,
                             });
                             if decision.allowed || attempt == retries {
                                 break;

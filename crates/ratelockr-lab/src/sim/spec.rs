@@ -183,7 +183,9 @@ impl SimSpec {
                     Algorithm::SlidingWindowCounter { limit, window_ms }
                 }
                 AlgorithmKind::FixedWindow => Algorithm::FixedWindow { limit, window_ms },
-                AlgorithmKind::Concurrency => unreachable!("not a rate algorithm"),
+                AlgorithmKind::Concurrency | AlgorithmKind::Calendar => {
+                    unreachable!("not a rate algorithm")
+                }
             };
             targets.push(Target::rule(Rule::new(name(kind.cli_name()), algorithm)?));
         }
@@ -200,6 +202,40 @@ impl SimSpec {
         Ok(SimSpec {
             workload,
             targets,
+            clock: SimClock::default(),
+            scope: None,
+            sweep: Vec::new(),
+            connections: None,
+        })
+    }
+
+    /// A concurrency limit of `slots` requests in flight per key beside a token bucket of
+    /// `limit` per `window_ms` (as [`SimSpec::compare`] makes it), on the same traffic: with
+    /// slow requests (a workload's hold) the rate limit lets requests pile up in flight while
+    /// the concurrency limit holds them at `slots`. Rules are named `<prefix>token-bucket` and
+    /// `<prefix>concurrency`; the leases live the kind's default unless released.
+    pub fn in_flight_beside_rate(
+        prefix: &str,
+        slots: u64,
+        limit: u64,
+        window_ms: u64,
+        workload: Workload,
+    ) -> Result<Self, RuleError> {
+        let rate = Algorithm::TokenBucket {
+            capacity: limit,
+            refill_per_sec: limit as f64 * 1000.0 / window_ms.max(1) as f64,
+        };
+        let slots = Algorithm::Concurrency {
+            limit: slots,
+            lease_ms: ratelockr::rule::DEFAULT_LEASE_MS,
+        };
+        let name = |kind: AlgorithmKind| format!("{prefix}{}", kind.cli_name());
+        Ok(SimSpec {
+            workload,
+            targets: vec![
+                Target::rule(Rule::new(name(AlgorithmKind::TokenBucket), rate)?),
+                Target::rule(Rule::new(name(AlgorithmKind::Concurrency), slots)?),
+            ],
             clock: SimClock::default(),
             scope: None,
             sweep: Vec::new(),

@@ -11,4 +11,7 @@ mod peak_window;
 mod policy_replay;
 mod policy_simulate;
 mod replay;
+mod replay_in_flight;
 mod runs;
+mod sim_delay;
+mod sim_in_flight;

@@ -207,7 +207,7 @@ async fn the_same_log_gives_the_same_csv_byte_for_byte() {
     assert_eq!(files[0], files[2], "one lane and four lanes differ");
     let text = String::from_utf8(files[0].clone()).expect("utf-8");
     assert!(text.starts_with(
-        "seq,sent_at_ms,server,rule,algorithm,key,allowed,remaining,retry_after_ms,latency_us,fail_open,reset_after_ms,attempt,offset_ms,binding,tier,would_deny\n"
+        "seq,sent_at_ms,server,rule,algorithm,key,allowed,remaining,retry_after_ms,latency_us,fail_open,reset_after_ms,attempt,offset_ms,binding,tier,would_deny,hold_ms,answered_us\n"
     ));
     assert_eq!(text.lines().count(), 1 + 3000 * 3);
 }
