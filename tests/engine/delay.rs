@@ -7,8 +7,9 @@
 //! - token_bucket.lua and gcra.lua take the same `max_delay_ms` (their ARGV after the stats
 //!   TTL, a 5th integer in the reply), and policy.lua's stack of one answers as they do;
 //! - the property (proptest): the start times (decision time + delay_ms) of admitted requests
-//!   never exceed the limit in any window, for GCRA and token buckets, random arrivals, costs
-//!   and max_delay; a delay never exceeds max_delay, and a denial charges nothing.
+//!   never exceed any limit in any window, for GCRA and token buckets alone and stacked (each
+//!   limit charged as though the request came at its start time), random arrivals, costs and
+//!   max_delay; a delay never exceeds max_delay.
 
 use crate::common;
 use crate::script_calls::{connect, evalsha, load};
@@ -331,7 +332,7 @@ fn arrivals() -> impl Strategy<Value = Vec<(u64, u64)>> {
 
 async fn holds(
     limiter: &Limiter,
-    envelope: &Envelope,
+    envelopes: &[Envelope],
     max_delay: u64,
     steps: &[(u64, u64)],
 ) -> Result<(), TestCaseError> {
@@ -340,11 +341,17 @@ async fn holds(
         "p{}",
         NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     );
-    let policy = Policy::new(name, vec![envelope.limit.clone()])
+    // A stack: each limit named apart, every one held to its own envelope.
+    let limits = envelopes
+        .iter()
+        .enumerate()
+        .map(|(i, e)| Limit::new(format!("l{i}"), *e.limit.algorithm()).expect("valid"))
+        .collect();
+    let policy = Policy::new(name, limits)
         .expect("valid")
         .with_max_delay_ms(max_delay)
         .expect("delays");
-    let cost_max = envelope.burst;
+    let cost_max = envelopes.iter().map(|e| e.burst).min().unwrap_or(1);
     let mut started: Vec<(u64, u64)> = Vec::new();
     for &(offset, cost) in steps {
         let cost = cost.min(cost_max);
@@ -364,21 +371,24 @@ async fn holds(
     }
     started.sort_unstable();
     // Every window [s_i, s_j]: the units started in it within burst + (s_j - s_i) x rate.
-    for i in 0..started.len() {
-        let mut units = 0;
-        for j in i..started.len() {
-            units += started[j].1;
-            let span = started[j].0 - started[i].0;
-            prop_assert!(
-                (units as u128).saturating_sub(envelope.burst as u128) * envelope.per_ms as u128
-                    <= span as u128 * envelope.per as u128,
-                "{} units start within {} ms: over {:?} (max_delay {}): {:?}",
-                units,
-                span,
-                envelope,
-                max_delay,
-                started
-            );
+    for envelope in envelopes {
+        for i in 0..started.len() {
+            let mut units = 0;
+            for j in i..started.len() {
+                units += started[j].1;
+                let span = started[j].0 - started[i].0;
+                prop_assert!(
+                    (units as u128).saturating_sub(envelope.burst as u128)
+                        * envelope.per_ms as u128
+                        <= span as u128 * envelope.per as u128,
+                    "{} units start within {} ms: over {:?} (max_delay {}): {:?}",
+                    units,
+                    span,
+                    envelope,
+                    max_delay,
+                    started
+                );
+            }
         }
     }
     Ok(())
@@ -387,14 +397,18 @@ async fn holds(
 #[test]
 fn start_times_never_exceed_the_limit_in_any_window() {
     let w = common::world("delay-property");
-    let strategy = (limit(), prop_oneof![Just(0u64), 1..=2_000u64], arrivals());
+    let strategy = (
+        prop::collection::vec(limit(), 1..=2),
+        prop_oneof![Just(0u64), 1..=2_000u64],
+        arrivals(),
+    );
     TestRunner::new(Config {
-        cases: 96,
+        cases: 128,
         failure_persistence: None,
         ..Config::default()
     })
-    .run(&strategy, |(envelope, max_delay, steps)| {
-        w.rt.block_on(holds(&w.limiter, &envelope, max_delay, &steps))
+    .run(&strategy, |(envelopes, max_delay, steps)| {
+        w.rt.block_on(holds(&w.limiter, &envelopes, max_delay, &steps))
     })
     .expect("start times keep to the limit");
 }
