@@ -133,7 +133,7 @@ impl Metrics {
         let policy_decisions = IntCounterVec::new(
             Opts::new(
                 "ratelockr_policy_decisions_total",
-                "Policy decisions by policy and result (shadow_denied: admitted in shadow mode although a limit denied; fail_open: Redis failed and the request was let through).",
+                "Policy decisions by policy and result (shadow_denied: admitted in shadow mode although a limit denied; delayed: admitted with a delay under the policy's max_delay_ms; fail_open: Redis failed and the request was let through).",
             ),
             &["policy", "result"],
         )
