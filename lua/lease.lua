@@ -16,9 +16,15 @@ ARGV
                                      policy.lua's member, ARGV[6])
   [3] now_ms       integer ms or ""  milliseconds since the epoch; "" = the Redis server's clock
   [4..3+n] lease_ms  integer >= 1    renew only: the lease's new life from now, one per key in
-                                     KEYS order; release takes no more ARGV
+                                     KEYS order
+  [4] stats_ttl_secs integer >= 1    release only, optional: when given, the LAST key is not a
+                                     leases set but this second's `released` telemetry counter
+                                     of the rule or policy (<prefix>:stats:{<name>}:<second>:
+                                     released, the policy's hash tag, so the same slot): it is
+                                     INCRed once when the lease freed a slot (the reply > 0), and
+                                     given this TTL. Without it, every key is a leases set.
 
-REPLY  an integer
+REPLY  an integer (the counter key, when there is one, is not counted among the sets)
   release  how many of the sets held the lease LIVE (expiry > now), each now freed of it. The
            id is removed from every set; one that had already expired frees nothing (its slot
            came back when it expired) and is not counted: 0 says the lease freed nothing,
@@ -57,8 +63,23 @@ if op == 'renew' then
     end
     lease_ms[i] = n
   end
-elseif #ARGV > 3 then
-  return fail('release takes 3 ARGV (op, lease id, now_ms), got ' .. #ARGV)
+elseif #ARGV > 4 then
+  return fail('release takes 3 ARGV (op, lease id, now_ms) and an optional stats TTL, got ' .. #ARGV)
+end
+-- release with a stats TTL: the last key is this second's released counter.
+local counter, counter_ttl = nil, nil
+if op == 'release' and #ARGV == 4 then
+  counter_ttl = tonumber(ARGV[4])
+  if counter_ttl == nil or counter_ttl ~= counter_ttl or counter_ttl % 1 ~= 0 or counter_ttl < 1
+      or counter_ttl > 1e9 then
+    return fail('stats_ttl_secs (ARGV[4]) must be an integer >= 1, got \'' .. tostring(ARGV[4]) .. '\'')
+  end
+  if nkeys < 2 then
+    return fail('a release with a stats TTL takes at least 2 keys (leases sets, then the counter), got '
+      .. nkeys)
+  end
+  counter = KEYS[nkeys]
+  nkeys = nkeys - 1
 end
 
 if now == nil or now == '' then
@@ -86,5 +107,8 @@ for i = 1, nkeys do
       count = count + 1
     end
   end
+end
+if counter and count > 0 then
+  if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, counter_ttl) end
 end
 return count

@@ -22,6 +22,9 @@ charged nothing, so there is nothing to settle (the engine never sends one).
 KEYS
   [1] .. [n]  the limits' state keys, one per limit in ARGV's order (the keys lua/policy.lua was
               given: they share the policy's hash tag, so one slot)
+  [n+1]       optional: this second's `settled` telemetry counter of the policy (or rule),
+              <prefix>:stats:{<name>}:<second>:settled (the same hash tag): INCRed once when
+              some limit changed (the reply > 0), with the TTL at ARGV[4n+7]
 
 ARGV
   [1] n          integer 1..8      how many limits
@@ -43,6 +46,7 @@ ARGV
       fw  limit, window_ms (integers >= 1), ""
       cc  limit, lease_ms (integers >= 1), ""   (left alone)
       cal limit (integer >= 1), windows ("b0,b1,...", as policy.lua's), ""
+  [4n+7] stats_ttl_secs  integer >= 1, optional (default 120): the counter's TTL, with KEYS[n+1]
 
 REPLY  how many limits were settled (changed): 0 when actual = charged, when every limit is cc,
        or when nothing was there to give back to.
@@ -82,7 +86,16 @@ local n = int(ARGV[1], 1, 8)
 if not n then
   return fail('ARGV[1] n (the number of limits) must be an integer from 1 to 8, got ' .. show(ARGV[1]))
 end
-if #KEYS ~= n then return fail('expected ' .. n .. ' keys (one per limit), got ' .. #KEYS) end
+if #KEYS ~= n and #KEYS ~= n + 1 then
+  return fail('expected ' .. n .. ' keys (one per limit, then optionally the settled counter), got ' .. #KEYS)
+end
+local counter_ttl = 120
+if #KEYS == n + 1 and ARGV[4 * n + 7] ~= nil then
+  counter_ttl = int(ARGV[4 * n + 7], 1, 1e9)
+  if not counter_ttl then
+    return fail('ARGV[' .. (4 * n + 7) .. '] stats_ttl_secs must be an integer >= 1, got ' .. show(ARGV[4 * n + 7]))
+  end
+end
 local charged = int(ARGV[3], 0)
 if not charged then return fail('ARGV[3] charged must be an integer >= 0, got ' .. show(ARGV[3])) end
 local actual = int(ARGV[4], 0)
@@ -481,5 +494,8 @@ for i = 1, n do
       settled = settled + 1
     end
   end
+end
+if #KEYS == n + 1 and settled > 0 then
+  if redis.call('INCR', KEYS[n + 1]) == 1 then redis.call('EXPIRE', KEYS[n + 1], counter_ttl) end
 end
 return settled

@@ -16,6 +16,8 @@
 //! <prefix>:<tag>:{<policy>}:<client key>          a limit named as its policy: the rule's key
 //! <prefix>:stats:{<policy>}:<unix second>:shadow_denied  a shadow policy's would-be denials
 //! <prefix>:stats:{<policy>}:<unix second>:delayed  admissions given a delay (max_delay_ms)
+//! <prefix>:stats:{<name>}:<unix second>:released  leases given back while live (lease.lua)
+//! <prefix>:stats:{<name>}:<unix second>:settled   settlements that changed a limit (settle.lua)
 //! ```
 //!
 //! The rule name is always wrapped in a hash tag, so a rule's limiters and its counters share one

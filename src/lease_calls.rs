@@ -3,28 +3,45 @@
 //! another process (serve's `/api/release` and `/api/renew`, `ratelockr release`).
 
 use crate::error::RedisFailure;
+use crate::keys::KeySpace;
 use crate::lease::{Lease, LeaseHolder, LeaseOp};
 use crate::limiter::Limiter;
 use crate::policy::Policy;
 use crate::rule::{validate_client_key, Algorithm, RuleError};
 use crate::scripts::{self, At};
+use crate::telemetry::{self, COUNTER_TTL_SECS, RELEASED};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
 /// The EVALSHA of `lua/lease.lua` for `op` of lease `id` in `sets`, as its header documents
 /// (public for the lab's replay, which gives leases back on the log's clock, in a pipeline).
-pub fn lease_evalsha(op: LeaseOp, id: &str, sets: &[(String, u64)], at: At) -> redis::Cmd {
+/// `counter`: a release's telemetry counter of this second (the last key, with its TTL).
+pub fn lease_evalsha(
+    op: LeaseOp,
+    id: &str,
+    sets: &[(String, u64)],
+    at: At,
+    counter: Option<&str>,
+) -> redis::Cmd {
+    let counter = counter.filter(|_| op == LeaseOp::Release);
     let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(scripts::lease_script().get_hash()).arg(sets.len());
+    cmd.arg(scripts::lease_script().get_hash())
+        .arg(sets.len() + usize::from(counter.is_some()));
     for (key, _) in sets {
         cmd.arg(key.as_str());
+    }
+    if let Some(counter) = counter {
+        cmd.arg(counter);
     }
     cmd.arg(op.as_str()).arg(id);
     match at.millis() {
         None => cmd.arg(""),
         Some(ms) => cmd.arg(ms),
     };
+    if counter.is_some() {
+        cmd.arg(COUNTER_TTL_SECS);
+    }
     if op == LeaseOp::Renew {
         for (_, lease_ms) in sets {
             cmd.arg(*lease_ms);
@@ -45,7 +62,15 @@ impl Limiter {
         if sets.is_empty() {
             return Ok(0);
         }
-        let evalsha = lease_evalsha(op, id, sets, At::ServerClock);
+        // A release is counted in the rule's or policy's telemetry, in the same call.
+        let counter = (self.options().telemetry && op == LeaseOp::Release)
+            .then(|| KeySpace::tag_of(&sets[0].0))
+            .flatten()
+            .map(|name| {
+                self.keys()
+                    .after_stats(name, telemetry::now_ms() / 1000, RELEASED)
+            });
+        let evalsha = lease_evalsha(op, id, sets, At::ServerClock, counter.as_deref());
         // How many of the sets held the lease live (and now freed or renewed it).
         let result = self
             .invoke_script(&evalsha)

@@ -62,18 +62,24 @@ pub enum SettleError {
     Redis(#[from] RedisFailure),
 }
 
-/// The EVALSHA of `lua/settle.lua` for `limits` at `keys`, as its header documents.
+/// The EVALSHA of `lua/settle.lua` for `limits` at `keys`, as its header documents;
+/// `counter`: this second's `settled` telemetry counter (KEYS[n+1], with its TTL last).
 pub(crate) fn settle_evalsha(
     limits: &[Limit],
     keys: &[String],
+    counter: Option<&str>,
     charged: u64,
     actual: u64,
     at: At,
 ) -> redis::Cmd {
     let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(scripts::SETTLE.get_hash()).arg(keys.len());
+    cmd.arg(scripts::SETTLE.get_hash())
+        .arg(keys.len() + usize::from(counter.is_some()));
     for key in keys {
         cmd.arg(key.as_str());
+    }
+    if let Some(counter) = counter {
+        cmd.arg(counter);
     }
     cmd.arg(limits.len());
     match at.millis() {
@@ -93,6 +99,9 @@ pub(crate) fn settle_evalsha(
     cmd.arg(if matches!(at, At::Millis(_)) { "1" } else { "" });
     for limit in limits {
         crate::policy::script::limit_argv(&mut cmd, limit, at);
+    }
+    if counter.is_some() {
+        cmd.arg(crate::telemetry::COUNTER_TTL_SECS);
     }
     cmd
 }
@@ -212,7 +221,12 @@ impl Limiter {
             .iter()
             .map(|l| keyspace.policy_limit(l.kind(), policy.name(), l.name(), client_key))
             .collect();
-        let evalsha = settle_evalsha(limits, &keys, charged, actual, at);
+        // Counted in the policy's telemetry (the Watch view's series), in the same call.
+        let counter = self.options().telemetry.then(|| {
+            let second = at.millis().unwrap_or_else(crate::telemetry::now_ms) / 1000;
+            keyspace.after_stats(policy.name(), second, crate::telemetry::SETTLED)
+        });
+        let evalsha = settle_evalsha(limits, &keys, counter.as_deref(), charged, actual, at);
         let settled = self
             .invoke_script(&evalsha)
             .await

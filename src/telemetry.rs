@@ -18,6 +18,11 @@ pub(crate) const WINDOW_SECS: u64 = 30;
 /// The TTL of a per-second counter; longer than the window so a read never races expiry.
 pub const COUNTER_TTL_SECS: u64 = 120;
 
+/// The suffix of a rule's or policy's per-second count of leases given back (freed while live).
+pub const RELEASED: &str = "released";
+/// The suffix of a rule's or policy's per-second count of requests settled (some limit changed).
+pub const SETTLED: &str = "settled";
+
 /// One second of one rule.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]

@@ -1,5 +1,6 @@
 //! Policies' per-second telemetry: the allowed, denied, shadow_denied and delayed counters the
-//! policy script increments, read for the last 30 seconds as 120 GETs per policy, every policy in one
+//! policy script increments, and the released and settled counters the lease and settle
+//! scripts increment after decisions, read for the last 30 seconds as 180 GETs per policy, every policy in one
 //! pipeline (one round trip however many are watched; on a Redis Cluster, where a pipeline may
 //! not cross slots, one pipeline per policy, all in flight at once), with this process's
 //! fail-open counts.
@@ -22,12 +23,16 @@ pub struct PolicyStatsPoint {
     pub shadow_denied: u64,
     /// Admitted with a delay (the policy's `max_delay_ms`): not counted in `allowed`.
     pub delayed: u64,
+    /// Leases given back while live (`lua/lease.lua`): requests in flight that ended.
+    pub released: u64,
+    /// Requests settled with their actual cost, some limit changed (`lua/settle.lua`).
+    pub settled: u64,
     /// Let through because Redis failed, counted in this process only.
     pub fail_open: u64,
 }
 
 /// Reads the 30 seconds ending with `now_second` of each policy, oldest first, zero-padded:
-/// one series per policy, in the order given. One pipeline of 120 GETs per policy.
+/// one series per policy, in the order given. One pipeline of 180 GETs per policy.
 pub async fn read_windows<C: redis::aio::ConnectionLike>(
     conn: &mut C,
     keys: &KeySpace,
@@ -37,7 +42,9 @@ pub async fn read_windows<C: redis::aio::ConnectionLike>(
     let first = now_second.saturating_sub(WINDOW_SECS - 1);
     let seconds = first..=now_second;
     let counted = PolicyOutcome::COUNTED.len();
-    let per_policy = counted * seconds.clone().count();
+    // Each second's decisions, then what followed them: released, settled.
+    let per_second = counted + 2;
+    let per_policy = per_second * seconds.clone().count();
     if policies.is_empty() {
         return Ok(Vec::new());
     }
@@ -47,6 +54,8 @@ pub async fn read_windows<C: redis::aio::ConnectionLike>(
             for outcome in PolicyOutcome::COUNTED {
                 pipe.get(keys.policy_stats(policy, second, outcome));
             }
+            pipe.get(keys.after_stats(policy, second, telemetry::RELEASED));
+            pipe.get(keys.after_stats(policy, second, telemetry::SETTLED));
         }
     }
     let counts: Vec<Option<u64>> = pipe.query_async(conn).await?;
@@ -65,13 +74,15 @@ pub async fn read_windows<C: redis::aio::ConnectionLike>(
         .map(|series| {
             seconds
                 .clone()
-                .zip(series.chunks_exact(counted))
+                .zip(series.chunks_exact(per_second))
                 .map(|(second, c)| PolicyStatsPoint {
                     second,
                     allowed: c[0].unwrap_or(0),
                     denied: c[1].unwrap_or(0),
                     shadow_denied: c[2].unwrap_or(0),
                     delayed: c[3].unwrap_or(0),
+                    released: c[counted].unwrap_or(0),
+                    settled: c[counted + 1].unwrap_or(0),
                     fail_open: 0,
                 })
                 .collect()

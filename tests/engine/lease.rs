@@ -394,3 +394,74 @@ name = "plain"
     let (got, _, _) = http(addr, "GET", "/api/release", "").await;
     assert_eq!(got, 405);
 }
+
+#[tokio::test]
+async fn releases_and_settlements_count_in_the_policys_telemetry_beside_its_decisions() {
+    let server = redis();
+    let limiter = limiter(&server, "lease-telemetry");
+    let policy = Policy::new(
+        "llm",
+        vec![
+            Limit::concurrency("in-flight", 2, Duration::from_secs(60)).expect("valid"),
+            Limit::fixed_window("tokens", 1000, Duration::from_secs(60)).expect("valid"),
+        ],
+    )
+    .expect("valid");
+    let one = limiter
+        .check_policy_cost(&policy, "eve", 100)
+        .await
+        .expect("valid");
+    let two = limiter
+        .check_policy_cost(&policy, "eve", 100)
+        .await
+        .expect("valid");
+    assert!(release(&one).await);
+    // Released twice: it freed nothing the second time, and is not counted again.
+    let again = limiter
+        .lease_of(&policy, "eve", one.lease.as_ref().expect("a lease").id())
+        .expect("named");
+    assert!(!again.release().await.expect("Redis"));
+    assert!(release(&two).await);
+    // One settlement changes the limits; one of the same cost changes nothing.
+    assert!(limiter
+        .settle(&policy, "eve", 100, 40)
+        .await
+        .expect("Redis"));
+    assert!(!limiter
+        .settle(&policy, "eve", 100, 100)
+        .await
+        .expect("Redis"));
+    // A rule's lease is counted under the rule's name.
+    let rule = in_flight(1);
+    let d = limiter.check(&rule, "eve").await.expect("valid");
+    assert!(release(&d).await);
+
+    let stats = limiter
+        .policy_stats(&["llm", "uploads"])
+        .await
+        .expect("stats");
+    let sum = |series: &[ratelockr::policy::PolicyStatsPoint]| {
+        series.iter().fold((0, 0, 0), |(a, r, s), p| {
+            (a + p.allowed, r + p.released, s + p.settled)
+        })
+    };
+    assert_eq!(sum(&stats[0]), (2, 2, 1), "{:?}", stats[0]);
+    assert_eq!(sum(&stats[1]).1, 1, "{:?}", stats[1]);
+
+    // Without telemetry nothing is counted, and the calls still work.
+    let quiet = limiter_with(
+        &server.url(),
+        LimiterOptions {
+            telemetry: false,
+            ..options("lease-telemetry-off")
+        },
+    );
+    let d = quiet
+        .check_policy_cost(&policy, "eve", 100)
+        .await
+        .expect("valid");
+    assert!(release(&d).await);
+    assert!(quiet.settle(&policy, "eve", 100, 1).await.expect("Redis"));
+    let stats = quiet.policy_stats(&["llm"]).await.expect("stats");
+    assert_eq!(sum(&stats[0]), (0, 0, 0), "{:?}", stats[0]);
+}

@@ -13,6 +13,14 @@ shadow_denied: number,
  */
 delayed: number, 
 /**
+ * Leases given back while live (`lua/lease.lua`): requests in flight that ended.
+ */
+released: number, 
+/**
+ * Requests settled with their actual cost, some limit changed (`lua/settle.lua`).
+ */
+settled: number, 
+/**
  * Let through because Redis failed, counted in this process only.
  */
 fail_open: number, };

@@ -3,7 +3,7 @@ import type { WatchStatus } from "../bindings/WatchStatus";
 import type { WatchedPolicy } from "../bindings/WatchedPolicy";
 import { createPoller, describeLimit, fmtModified, modeChange, modeText, shouldPoll, stackedColumns, watchColumns, watchMessages, watchTotals } from "./watch";
 
-const point = (second: number, allowed: number, denied: number, shadow_denied: number, fail_open = 0, delayed = 0) => ({ second, allowed, denied, shadow_denied, fail_open, delayed });
+const point = (second: number, allowed: number, denied: number, shadow_denied: number, fail_open = 0, delayed = 0) => ({ second, allowed, denied, shadow_denied, fail_open, delayed, released: 0, settled: 0 });
 
 function policy(name: string, extra: Partial<WatchedPolicy> = {}): WatchedPolicy {
   return {

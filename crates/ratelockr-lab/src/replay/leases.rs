@@ -95,7 +95,8 @@ impl Releases {
                 break;
             }
             let due = entry.remove();
-            let cmd = lease_evalsha(LeaseOp::Release, &due.id, &due.sets, At::Millis(end));
+            // Replays write no telemetry: no counter.
+            let cmd = lease_evalsha(LeaseOp::Release, &due.id, &due.sets, At::Millis(end), None);
             out.push((due.key_hash, cmd));
         }
         out
