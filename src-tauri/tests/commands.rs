@@ -279,7 +279,7 @@ fn a_simulation_runs_streams_stats_and_exports() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("seq,sent_at_ms,server,rule,algorithm,key,allowed,remaining,retry_after_ms,latency_us,fail_open,reset_after_ms,attempt,offset_ms,binding,tier,would_deny")
+        Some("seq,sent_at_ms,server,rule,algorithm,key,allowed,remaining,retry_after_ms,latency_us,fail_open,reset_after_ms,attempt,offset_ms,binding,tier,would_deny,hold_ms,answered_us")
     );
     assert_eq!(lines.count(), 6 * 300);
     let chart = ui.ok("export_chart", json!({ "format": "svg" }));

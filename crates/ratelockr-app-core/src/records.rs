@@ -7,6 +7,7 @@
 use crate::error::{AppError, ErrorCode};
 use crate::kept_run::{RunTarget, StoredRun};
 use ratelockr_lab::export::RecordRef;
+use ratelockr_lab::sim::InFlightCounter;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
@@ -61,6 +62,13 @@ pub struct RunRecords {
     pub would_deny: Vec<u8>,
     /// The limit and tier names `binding` and `tier` index; `labels[0]` is "".
     pub labels: Vec<String>,
+    /// Runs with holds only (empty otherwise): per target, per bin of `bin_ms` from the
+    /// run's start, the most requests one key had in flight at once (from an admitted
+    /// request's answer to its hold's end; `ratelockr_lab::sim::in_flight`). The bins run to
+    /// the last hold's end, past the last send.
+    #[ts(optional, as = "Option<Vec<Vec<u32>>>")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub in_flight: Vec<Vec<u32>>,
 }
 
 impl RunRecords {
@@ -109,6 +117,8 @@ pub struct Columns {
     unknown_rule: Option<String>,
     /// Set when a target is a policy: the label dictionary of `binding` and `tier`.
     labels: Option<HashMap<String, u16>>,
+    /// Each target's requests in flight (runs with holds).
+    in_flight: Vec<InFlightCounter>,
 }
 
 impl Columns {
@@ -116,6 +126,7 @@ impl Columns {
         let targets: Vec<RunTarget> = spec.targets.iter().map(RunTarget::of).collect();
         let policies = targets.iter().any(|t| t.policy.is_some());
         Columns {
+            in_flight: vec![InFlightCounter::default(); targets.len()],
             index: targets
                 .iter()
                 .enumerate()
@@ -161,6 +172,9 @@ impl Columns {
                 k
             }
         };
+        if let Some((from, to)) = r.in_flight_us() {
+            self.in_flight[usize::from(target)].add_span(r.key, from, to);
+        }
         out.t_ms
             .push(r.sent_at_ms.saturating_sub(out.started_at_ms) as u32);
         out.target.push(target);
@@ -219,6 +233,23 @@ impl Columns {
             duration_ms
         };
         out.bin_ms = ratelockr_lab::export::style::bin_ms(out.duration_ms);
+        if self.in_flight.iter().any(|c| !c.is_empty()) {
+            let end_ms = self.in_flight.iter().map(InFlightCounter::end_ms).max();
+            let bins = out
+                .duration_ms
+                .max(end_ms.unwrap_or(0))
+                .div_ceil(out.bin_ms.max(1));
+            out.in_flight = self
+                .in_flight
+                .iter()
+                .map(|c| {
+                    let most = c.per_bin(out.bin_ms, bins.max(1) as usize);
+                    most.into_iter()
+                        .map(|n| n.min(u64::from(u32::MAX)) as u32)
+                        .collect()
+                })
+                .collect();
+        }
         Ok(out)
     }
 }

@@ -25,11 +25,16 @@ pub enum SimTarget {
     /// an edited copy).
     Policies { names: Vec<String> },
     /// The five algorithms side by side with equal nominal limits: `limit` per `window_ms`.
+    /// With `in_flight`, instead a concurrency limit of that many requests in flight per key
+    /// beside the token bucket (the slow endpoint demo: give the workload a hold).
     Compare {
         #[ts(type = "number")]
         limit: u64,
         #[ts(type = "number")]
         window_ms: u64,
+        #[ts(optional, type = "number")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        in_flight: Option<u64>,
     },
 }
 
@@ -76,6 +81,12 @@ pub struct SimRequest {
     pub seed: Option<u64>,
     /// Run the naive GET/SET limiter beside, to show the race the scripts remove.
     pub naive: bool,
+    /// How long an admitted request is in flight, as the CLI's `--hold-ms` takes it: `80`,
+    /// `uniform:20..200`, `lognormal:median=80,p99=900` (ms). A concurrency limit's lease is
+    /// held that long; the run's records say how many were in flight.
+    #[ts(optional)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_ms: Option<String>,
     /// Decide on the rules' shared keys, continuing from whatever state earlier runs left.
     /// Default (false): the run gets its own key namespace and every limiter starts full.
     #[ts(optional, as = "Option<bool>")]
@@ -112,6 +123,7 @@ impl SimRequest {
             cost: self.cost,
             seed: self.seed,
             retry_attempts: self.retry.map(|r| r.max_attempts),
+            hold_ms: self.hold_ms.clone(),
             ..WorkloadSpec::default()
         }
         .with_pattern(&self.pattern);
@@ -180,9 +192,31 @@ impl SimRequest {
                 )
                 .with_field("sweep"));
             }
-            SimTarget::Compare { limit, window_ms } => {
-                SimSpec::compare(COMPARE_PREFIX, *limit, *window_ms, workload, self.naive)?
+            SimTarget::Compare {
+                in_flight: Some(_), ..
+            } if self.naive => {
+                return Err(AppError::new(
+                    ErrorCode::InvalidWorkload,
+                    "the naive limiter races a window's count; run it without the in-flight limit",
+                )
+                .with_field("naive"));
             }
+            SimTarget::Compare {
+                limit,
+                window_ms,
+                in_flight: Some(slots),
+            } => SimSpec::in_flight_beside_rate(
+                COMPARE_PREFIX,
+                *slots,
+                *limit,
+                *window_ms,
+                workload,
+            )?,
+            SimTarget::Compare {
+                limit,
+                window_ms,
+                in_flight: None,
+            } => SimSpec::compare(COMPARE_PREFIX, *limit, *window_ms, workload, self.naive)?,
         };
         let spec = SimSpec {
             connections: self.connections,
@@ -248,4 +282,65 @@ pub trait SimEvents: Send + Sync + 'static {
     fn refetch_stats(&self);
     fn progress(&self, progress: &SimProgress);
     fn finished(&self, finished: &SimFinished);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slow_endpoint(hold: &str) -> SimRequest {
+        SimRequest {
+            target: SimTarget::Compare {
+                limit: 40,
+                window_ms: 1000,
+                in_flight: Some(10),
+            },
+            pattern: Pattern::Constant,
+            rps: 40.0,
+            requests: None,
+            duration_ms: Some(3000),
+            servers: 4,
+            connections: None,
+            keys: 1,
+            zipf: false,
+            zipf_exponent: None,
+            cost: None,
+            seed: Some(1),
+            naive: false,
+            hold_ms: Some(hold.into()),
+            continue_state: false,
+            retry: None,
+            sweep: Vec::new(),
+            name: None,
+        }
+    }
+
+    #[test]
+    fn an_in_flight_limit_runs_beside_the_token_bucket_on_the_workloads_hold() {
+        let spec = slow_endpoint("lognormal:median=400,p99=1500")
+            .to_spec(|_| None, |_| None)
+            .expect("spec");
+        let names: Vec<&str> = spec.targets.iter().map(|t| t.name()).collect();
+        assert_eq!(names, ["compare-token-bucket", "compare-concurrency"]);
+        assert!(matches!(
+            spec.targets[1].rule.algorithm(),
+            ratelockr::Algorithm::Concurrency { limit: 10, .. }
+        ));
+        assert_eq!(
+            spec.workload.hold.map(|h| h.to_string()).as_deref(),
+            Some("lognormal:median=400,p99=1500")
+        );
+        // A bad hold is named by its field; the naive limiter has no window to race here.
+        let err = slow_endpoint("slow")
+            .to_spec(|_| None, |_| None)
+            .expect_err("bad hold");
+        assert_eq!(err.field.as_deref(), Some("hold_ms"), "{err:?}");
+        assert!(err.message.contains("\"slow\""), "{}", err.message);
+        let naive = SimRequest {
+            naive: true,
+            ..slow_endpoint("80")
+        };
+        let err = naive.to_spec(|_| None, |_| None).expect_err("naive");
+        assert_eq!(err.field.as_deref(), Some("naive"));
+    }
 }

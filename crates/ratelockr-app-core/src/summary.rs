@@ -42,6 +42,10 @@ pub struct SummaryRow {
     #[ts(optional)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peak_window: Option<sim::PeakWindow>,
+    /// A run with holds: the most requests one client key had in flight at once.
+    #[ts(optional, type = "number")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_in_flight: Option<u64>,
     /// The median round trip of one decision as the simulated client saw it: sending to
     /// reply, including queueing in the client and on the connection (and, for the first
     /// decisions, connecting and loading the script). Not Redis's own time: see
@@ -133,6 +137,7 @@ impl RunSummary {
                     denied_by: t.denied_by.clone(),
                     shadow_denied: t.shadow_denied,
                     peak_window: t.peak_window.clone(),
+                    peak_in_flight: t.peak_in_flight.as_ref().map(|p| p.count),
                     latency_p50_us: t.latency_p50_us,
                     latency_p99_us: t.latency_p99_us,
                 })

@@ -84,6 +84,7 @@ mod tests {
             target: SimTarget::Compare {
                 limit: 5,
                 window_ms: 1000,
+                in_flight: None,
             },
             pattern: Pattern::Constant,
             rps: 10.0,
@@ -97,6 +98,7 @@ mod tests {
             cost: None,
             seed: Some(1),
             naive: false,
+            hold_ms: None,
             continue_state: false,
             retry: None,
             sweep: Vec::new(),
