@@ -67,7 +67,7 @@ elseif #ARGV > 4 then
   return fail('release takes 3 ARGV (op, lease id, now_ms) and an optional stats TTL, got ' .. #ARGV)
 end
 -- release with a stats TTL: the last key is this second's released counter.
-local counter, counter_ttl = nil, nil
+local counter, counter_ttl
 if op == 'release' and #ARGV == 4 then
   counter_ttl = tonumber(ARGV[4])
   if counter_ttl == nil or counter_ttl ~= counter_ttl or counter_ttl % 1 ~= 0 or counter_ttl < 1
