@@ -1,7 +1,8 @@
 //! The simulator under a policy that delays instead of denying (`max_delay_ms`), against a
 //! real redis-server on the client clock: a delayed admission is recorded as sent at its start
 //! time (decision time + delay_ms), so the records (and the CSV and charts made of them) show
-//! the smoothed line: admitted starts one emission interval apart, never over the limit.
+//! the smoothed line: admitted starts one emission interval apart, never over the limit. The
+//! replay decides such a policy as the engine does (its records stay at the log's times).
 
 use crate::common::{limiter, redis};
 use ratelockr::policy::{parse_policies, Format};
@@ -72,4 +73,32 @@ async fn a_delayed_request_is_recorded_at_its_start_time() {
         starts.last().expect("admitted") - first >= 1000,
         "the smoothed line spans the delays: {starts:?}"
     );
+}
+
+/// The replay decides a delaying policy as the engine does: of 20 logged requests at one
+/// instant, 11 pass (one at once, ten delayed up to 1000 ms) and 9 are denied; the same policy
+/// without max_delay_ms passes one.
+#[tokio::test]
+async fn the_replay_admits_what_would_pass_within_the_delay() {
+    let server = redis();
+    let limiter = limiter(&server, "replay-delay");
+    let log: String = (0..20)
+        .map(|_| "{\"ts\":1700000000000,\"ip\":\"a\"}\n")
+        .collect();
+    let counts = |toml: &str| {
+        let spec = ratelockr_lab::replay::ReplaySpec {
+            policies: parse_policies(toml, Format::Toml).expect("valid"),
+            ..ratelockr_lab::replay::ReplaySpec::default()
+        };
+        let (limiter, log) = (limiter.clone(), log.clone());
+        async move {
+            let (report, _) = crate::helper_replays::replay(&limiter, &log, &spec)
+                .await
+                .expect("replays");
+            (report.rules[0].allowed, report.rules[0].denied)
+        }
+    };
+    assert_eq!(counts(SMOOTH).await, (11, 9));
+    let plain = SMOOTH.replace("name = \"smooth\"\nmax_delay_ms = 1000", "name = \"plain\"");
+    assert_eq!(counts(&plain).await, (1, 19));
 }
