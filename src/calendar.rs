@@ -336,15 +336,17 @@ impl Calendar {
     /// out again only when `at_ms` comes within [`REACH_MS`] of the list's ends.
     pub fn windows_arg(&self, at_ms: i64) -> Arc<str> {
         thread_local! {
-            static LISTS: std::cell::RefCell<Vec<(Calendar, i64, i64, Arc<str>)>> =
+            static LISTS: std::cell::RefCell<Vec<WindowList>> =
                 const { std::cell::RefCell::new(Vec::new()) };
         }
         LISTS.with(|lists| {
             let mut lists = lists.borrow_mut();
-            if let Some((_, _, _, text)) = lists.iter().find(|(calendar, first, last, _)| {
-                calendar == self && *first <= at_ms - REACH_MS && at_ms + REACH_MS < *last
+            if let Some(list) = lists.iter().find(|list| {
+                list.calendar == *self
+                    && list.first <= at_ms - REACH_MS
+                    && at_ms + REACH_MS < list.last
             }) {
-                return text.clone();
+                return list.text.clone();
             }
             // Reach further than needed, so the list serves a while.
             let edges = self.edges(at_ms - 2 * REACH_MS, at_ms + 2 * REACH_MS);
@@ -354,8 +356,13 @@ impl Calendar {
                 .collect::<Vec<_>>()
                 .join(",")
                 .into();
-            let entry = (*self, edges[0], edges[edges.len() - 1], text.clone());
-            match lists.iter_mut().find(|(calendar, ..)| calendar == self) {
+            let entry = WindowList {
+                calendar: *self,
+                first: edges[0],
+                last: edges[edges.len() - 1],
+                text: text.clone(),
+            };
+            match lists.iter_mut().find(|list| list.calendar == *self) {
                 Some(slot) => *slot = entry,
                 None => {
                     // A process has few calendars; a bound keeps a pathological one in check.
@@ -368,6 +375,15 @@ impl Calendar {
             text
         })
     }
+}
+
+/// A calendar's windows argument as last worked out on a thread, and the span it covers.
+#[derive(Debug)]
+struct WindowList {
+    calendar: Calendar,
+    first: i64,
+    last: i64,
+    text: Arc<str>,
 }
 
 /// Milliseconds since the epoch by this machine's clock.

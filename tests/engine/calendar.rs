@@ -453,7 +453,10 @@ fn the_header_window_is_the_current_windows_real_length() {
         week_start: WeekStart::Monday,
     };
     assert_eq!(ratelockr::headers::policy(&day("UTC")), (2000, 86_400));
-    assert_eq!(ratelockr::headers::policy_params(&day("UTC")), "q=2000;w=86400");
+    assert_eq!(
+        ratelockr::headers::policy_params(&day("UTC")),
+        "q=2000;w=86400"
+    );
     let (_, berlin) = ratelockr::headers::policy(&day("Europe/Berlin"));
     assert!([82_800, 86_400, 90_000].contains(&berlin), "{berlin}");
 }

@@ -318,4 +318,3 @@ pub(super) fn number(fields: Fields<'_>, name: &str) -> Result<Option<f64>, Poli
         )),
     }
 }
-

@@ -64,7 +64,15 @@ fn check_counts_a_calendar_quota_and_names_a_bad_word_by_its_flag() {
     }
     // A calendar word beside another algorithm is refused by name.
     let mut args: Vec<&str> = global.to_vec();
-    args.extend(["check", "--algorithm", "gcra", "--key", "a", "--period", "day"]);
+    args.extend([
+        "check",
+        "--algorithm",
+        "gcra",
+        "--key",
+        "a",
+        "--period",
+        "day",
+    ]);
     let err = text(&ratelockr(&args).stderr);
     assert!(err.contains("--period does not apply"), "{err}");
 }
