@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Policy } from "../bindings/Policy";
-import { describePolicy, draftFromForm, formFromPolicy, newLimit, newPolicy, policyTitle } from "./policies";
+import { describePolicy, draftFromForm, everyLimit, formFromPolicy, newLimit, newOverride, newPolicy, policyTitle } from "./policies";
 
 /** A stack of a rate and a limit on requests in flight, as the policies file holds it. */
 const api: Policy = {
@@ -53,5 +53,38 @@ describe("policy form, a concurrency limit", () => {
   it("describes it in words, in the list and its title", () => {
     expect(describePolicy(api)).toBe("per-second: capacity 10, refills 10/s · in-flight: 4 in flight, lease 30 s · 1 tier");
     expect(policyTitle(api)).toContain("in-flight — Concurrency (in flight), 4 in flight, lease 30 s");
+  });
+});
+
+describe("policy form, a calendar quota and a max delay", () => {
+  it("sends a new calendar row's period and zone (UTC, the engine's default, written out)", () => {
+    const form = newPolicy();
+    form.name = "daily";
+    form.limits[0] = { ...form.limits[0], name: "day", algorithm: "calendar", limit: "2 000", time_zone: "Asia/Kolkata" };
+    const d = draftFromForm(form);
+    expect(d.ok && d.draft.limits).toEqual([{ name: "day", algorithm: "calendar", limit: 2000, period: "day", time_zone: "Asia/Kolkata" }]);
+    expect(newLimit(1)).toMatchObject({ period: "day", time_zone: "UTC" });
+  });
+
+  it("takes the max delay in human units, leaves 0 out (deny at once) and names text that is no length of time", () => {
+    const form = newPolicy();
+    form.name = "smooth";
+    form.max_delay = "1.5s";
+    let d = draftFromForm(form);
+    expect(d.ok && d.draft.max_delay_ms).toBe(1500);
+    form.max_delay = "0";
+    d = draftFromForm(form);
+    expect(d.ok && "max_delay_ms" in d.draft).toBe(false);
+    form.max_delay = "a while";
+    expect(draftFromForm(form)).toEqual({ ok: false, errors: [{ field: "max_delay_ms", message: "max delay must be a length of time (500ms, 1s, 1m, 24h, 1d), got “a while”" }] });
+  });
+
+  it("round-trips a delaying policy: the delay shown as a person writes it, and said in the list", () => {
+    const p: Policy = { name: "smooth", mode: "enforce", limits: [{ name: "rate", algorithm: "gcra", limit: 10, window_ms: 1000, burst: 1 }], max_delay_ms: 500 };
+    const form = formFromPolicy(p);
+    expect(form.max_delay).toBe("500ms");
+    expect(draftFromForm(form)).toEqual({ ok: true, draft: { name: "smooth", mode: "enforce", limits: p.limits, max_delay_ms: 500 } });
+    expect(describePolicy(p)).toBe("rate: 10 per 1 s, burst 1 · delays up to 500 ms");
+    expect(everyLimit({ ...form, overrides: [newOverride([newLimit(0)])] }).map((l) => l.algorithm)).toEqual(["gcra", "token_bucket"]);
   });
 });

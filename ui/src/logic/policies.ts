@@ -5,8 +5,14 @@
  */
 import type { Policy } from "../bindings/Policy";
 import { algorithmLabel } from "./algorithms";
+import { fmtDuration } from "./format";
 import { describeRule, draftFromForm as limitDraft, formFromRule, type RuleForm } from "./rules";
+import { DEFAULT_PERIOD, DEFAULT_ZONE } from "./calendar";
+import { humanMs, parseField, type NumberSpec } from "./numbers";
 import type { FieldError } from "./workload";
+
+/** The policy's max delay: a length of time, 0 or more, named as the engine names it. */
+const MAX_DELAY_SPEC: NumberSpec = { field: "max_delay_ms", label: "max delay", whole: true, min: 0, optional: true, duration: true };
 
 /** A limit's row: its name, algorithm and parameters as typed. */
 export type LimitForm = RuleForm;
@@ -25,6 +31,8 @@ export interface PolicyForm {
   mode: "enforce" | "shadow";
   limits: LimitForm[];
   overrides: OverrideForm[];
+  /** Delay instead of deny, as typed (`500ms`, `1s`); empty or 0: deny at once. */
+  max_delay: string;
 }
 
 /** The most limits in a policy or a tier: what one script call decides (the engine's MAX_LIMITS). */
@@ -36,11 +44,11 @@ export const MAX_LIMITS = 8;
  * concurrency limit's lease life is the engine's default, written out (a minute).
  */
 export function newLimit(index: number): LimitForm {
-  return { name: index === 0 ? "per-second" : `limit-${index + 1}`, algorithm: "token_bucket", capacity: "10", refill_per_sec: "10", limit: "100", window_ms: "1m", burst: "", lease_ms: "1m" };
+  return { name: index === 0 ? "per-second" : `limit-${index + 1}`, algorithm: "token_bucket", capacity: "10", refill_per_sec: "10", limit: "100", window_ms: "1m", burst: "", lease_ms: "1m", period: DEFAULT_PERIOD, time_zone: DEFAULT_ZONE, week_start: "monday" };
 }
 
 export function newPolicy(): PolicyForm {
-  return { name: "", key: "ip", mode: "enforce", limits: [newLimit(0)], overrides: [] };
+  return { name: "", key: "ip", mode: "enforce", limits: [newLimit(0)], overrides: [], max_delay: "" };
 }
 
 export function newOverride(limits: LimitForm[]): OverrideForm {
@@ -56,6 +64,7 @@ export function formFromPolicy(p: Policy): PolicyForm {
     mode: p.mode,
     limits: p.limits.map(limit),
     overrides: (p.overrides ?? []).map((o) => ({ tier: o.tier, keys: o.keys.join(", "), limits: o.limits.map(limit) })),
+    max_delay: p.max_delay_ms ? humanMs(p.max_delay_ms) : "",
   };
 }
 
@@ -84,6 +93,10 @@ export function draftFromForm(form: PolicyForm): { ok: true; draft: Record<strin
     limits: limitsDraft(form.limits, "limits", errors),
   };
   if (form.key.trim()) draft.key = form.key.trim();
+  const delay = parseField(form.max_delay, MAX_DELAY_SPEC);
+  if (!delay.ok) errors.push({ field: delay.field, message: delay.message });
+  // 0 is the engine's default (deny at once), which the file leaves out.
+  else if (delay.value) draft.max_delay_ms = delay.value;
   if (form.overrides.length) {
     draft.overrides = form.overrides.map((o, i) => ({
       tier: o.tier.trim(),
@@ -97,11 +110,17 @@ export function draftFromForm(form: PolicyForm): { ok: true; draft: Record<strin
   return errors.length ? { ok: false, errors } : { ok: true, draft };
 }
 
+/** Every limit of the form, its tiers' too: what decides whether it may delay (logic/calendar.ts). */
+export function everyLimit(form: PolicyForm): LimitForm[] {
+  return [...form.limits, ...form.overrides.flatMap((o) => o.limits)];
+}
+
 /** A policy in a line: "per-second: capacity 10, refills 10/s · daily: 2,000 per 1 d · shadow · 1 tier". */
 export function describePolicy(p: Policy): string {
   const limits = p.limits.map((l) => `${l.name}: ${describeRule(l)}`);
   const tiers = p.overrides?.length ? [`${p.overrides.length} tier${p.overrides.length === 1 ? "" : "s"}`] : [];
-  return [...limits, ...(p.mode === "shadow" ? ["shadow"] : []), ...tiers].join(" · ");
+  const delay = p.max_delay_ms ? [`delays up to ${fmtDuration(p.max_delay_ms)}`] : [];
+  return [...limits, ...delay, ...(p.mode === "shadow" ? ["shadow"] : []), ...tiers].join(" · ");
 }
 
 /** The limits of a policy, one per line, for a list's title attribute. */

@@ -2,6 +2,7 @@
 import type { Rule } from "../bindings/Rule";
 import type { RuleDraft } from "../bindings/RuleDraft";
 import { algorithmInfo } from "./algorithms";
+import { DEFAULT_PERIOD, DEFAULT_ZONE, periodWords } from "./calendar";
 import { fmtDuration, fmtInt, fmtRate } from "./format";
 import { humanMs, parseField, type NumberSpec } from "./numbers";
 import { PARAMETER_RANGES } from "../bindings/ruleRanges";
@@ -55,6 +56,12 @@ export function draftFromForm(form: RuleForm): { ok: true; draft: RuleDraft } | 
       if (p.value !== undefined) draft[param] = p.value;
     } else errors.push({ field: p.field, message: p.message });
   }
+  for (const param of algorithmInfo(form.algorithm).choices ?? []) {
+    const word = (form[param] ?? "").trim();
+    // A week start means nothing beside another period: left out, as the engine writes it.
+    if (word === "" || (param === "week_start" && (form.period ?? "").trim() !== "week")) continue;
+    draft[param] = word;
+  }
   return errors.length ? { ok: false, errors } : { ok: true, draft: draft as RuleDraft };
 }
 
@@ -66,6 +73,10 @@ export function formFromRule(rule: Rule): RuleForm {
     const value = params[param];
     if (value === undefined) continue;
     form[param] = PARAM_SPECS[param]?.duration && typeof value === "number" ? humanMs(value) : String(value);
+  }
+  for (const param of algorithmInfo(rule.algorithm).choices ?? []) {
+    const value = params[param];
+    if (typeof value === "string") form[param] = value;
   }
   return form;
 }
@@ -82,11 +93,19 @@ export function nameProblem(name: string, rules: { name: string }[], editing: st
   return null;
 }
 
-/** "10 per 1 s", "capacity 20, refills 5/s", "10 in flight, lease 1 min": a rule in a few words. */
+/**
+ * "10 per 1 s", "capacity 20, refills 5/s", "10 in flight, lease 1 min", "2,000 per day,
+ * Europe/Berlin": a rule in a few words.
+ */
 export function describeRule(rule: { algorithm: string } & Record<string, unknown>): string {
   const p = rule as Record<string, number | undefined>;
   if (rule.algorithm === "concurrency" && p.limit !== undefined) {
     return `${fmtInt(p.limit)} in flight, lease ${fmtDuration(p.lease_ms ?? DEFAULT_LEASE_MS)}`;
+  }
+  if (rule.algorithm === "calendar" && p.limit !== undefined) {
+    const w = rule as Record<string, unknown>;
+    const from = w.period === "week" && w.week_start === "sunday" ? " from Sunday" : "";
+    return `${fmtInt(p.limit)} ${periodWords(String(w.period ?? DEFAULT_PERIOD))}${from}, ${String(w.time_zone ?? DEFAULT_ZONE)}`;
   }
   if (p.capacity !== undefined && p.refill_per_sec !== undefined) {
     return `capacity ${fmtInt(p.capacity)}, refills ${fmtRate(p.refill_per_sec)}/s`;

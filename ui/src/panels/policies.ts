@@ -22,13 +22,16 @@ import {
   newLimit,
   newOverride,
   newPolicy,
+  everyLimit,
   policyNameProblem,
   policyTitle,
   type LimitForm,
   type PolicyForm,
 } from "../logic/policies";
 import { fileLine, fileName, lookNote, statusChanged } from "../logic/policyfile";
+import { delayAllowed } from "../logic/calendar";
 import { PARAM_SPECS, paramLabel } from "../logic/rules";
+import { calendarFields } from "./calendar-fields";
 import type { FieldError } from "../logic/workload";
 import { emit, on, state } from "../store";
 
@@ -62,6 +65,7 @@ function limitRow(rows: LimitForm[], i: number, path: string): HTMLElement {
   kind.value = row.algorithm;
   kind.addEventListener("change", () => {
     row.algorithm = kind.value;
+    // Whether the policy may delay changes with its kinds: the max delay field follows.
     render();
     validateSoon();
   });
@@ -84,6 +88,20 @@ function limitRow(rows: LimitForm[], i: number, path: string): HTMLElement {
     });
     return h("div", { className: "param" }, h("label", { text: paramLabel(row.algorithm, param) }), input, slot(`${at}.${param}`));
   });
+  if (algorithmInfo(row.algorithm).choices) {
+    params.push(
+      ...calendarFields({
+        get: (param) => row[param],
+        set: (param, value) => (row[param] = value),
+        changed: (layout) => {
+          if (layout) render();
+          validateSoon();
+        },
+        field: (param) => `${at}.${param}`,
+        slot: (param) => slot(`${at}.${param}`),
+      }),
+    );
+  }
   return h(
     "div",
     { className: "policy-limit", data: { limit: at } },
@@ -140,9 +158,38 @@ function tierBlock(i: number): HTMLElement {
   );
 }
 
+/**
+ * The policy's max delay (delay instead of deny): usable when every limit, the tiers' too, is a
+ * token bucket or GCRA; otherwise disabled and the reason given. A delay already set stays
+ * editable beside a limit that cannot delay, so the engine's refusal shows here and the value
+ * can be cleared: nothing is dropped unseen.
+ */
+function delayBlock(): HTMLElement {
+  const allowed = delayAllowed(everyLimit(form));
+  const input = h("input", { id: "policy-max-delay", value: form.max_delay, placeholder: "0: deny at once", data: { field: "max_delay_ms", testid: "policy-max-delay" } });
+  input.inputMode = "decimal";
+  input.spellcheck = false;
+  input.disabled = !allowed.ok && form.max_delay.trim() === "";
+  input.addEventListener("input", () => {
+    form.max_delay = input.value;
+    validateSoon();
+  });
+  const hint = allowed.ok
+    ? "a request that would pass within this wait is admitted now with delay_ms, instead of a 429: 500ms, 1s"
+    : allowed.why;
+  return h(
+    "div",
+    { className: "policy-delay", data: { delay: allowed.ok ? "on" : "off" } },
+    h("label", { htmlFor: "policy-max-delay", text: "Max delay " }, h("span", { className: "hint", text: "delay instead of deny" })),
+    input,
+    h("div", { className: allowed.ok ? "hint" : "hint delay-off", text: hint, data: { testid: "policy-delay-note" } }),
+    slot("max_delay_ms"),
+  );
+}
+
 /** Redraws the limits and tiers from the form (the simple fields are inputs of their own). */
 function render() {
-  $("policy-limits").replaceChildren(limitsBlock(form.limits, "limits"));
+  $("policy-limits").replaceChildren(limitsBlock(form.limits, "limits"), delayBlock());
   $("policy-tiers").replaceChildren(...form.overrides.map((_, i) => tierBlock(i)));
 }
 

@@ -8,13 +8,15 @@ import { $, h, showFieldErrors } from "../dom";
 import { algorithmInfo, algorithmLabel, LIMIT_KINDS } from "../logic/algorithms";
 import { focusAfterRuleClick } from "../logic/live";
 import { logMemoryWarning } from "../logic/logmemory";
+import { DEFAULT_PERIOD, DEFAULT_ZONE } from "../logic/calendar";
+import { calendarFields } from "./calendar-fields";
 import { describeRule, draftFromForm, formFromRule, nameProblem, PARAM_SPECS, paramLabel, type RuleForm } from "../logic/rules";
 import type { FieldError } from "../logic/workload";
 import { emit, on, state } from "../store";
 
 /** Input ids kept from the first version (the E2E test and muscle memory use them). */
 const INPUT_ID: Record<string, string> = { capacity: "rule-capacity", refill_per_sec: "rule-refill", limit: "rule-limit", window_ms: "rule-window", burst: "rule-burst", lease_ms: "rule-lease" };
-const DEFAULTS: Record<string, string> = { capacity: "10", refill_per_sec: "5", limit: "10", window_ms: "1000", burst: "10", lease_ms: "1m" };
+const DEFAULTS: Record<string, string> = { capacity: "10", refill_per_sec: "5", limit: "10", window_ms: "1000", burst: "10", lease_ms: "1m", period: DEFAULT_PERIOD, time_zone: DEFAULT_ZONE, week_start: "monday" };
 
 let editing: string | null = null;
 /** Parameter text per field, kept when the algorithm changes. */
@@ -27,8 +29,21 @@ const nameInput = () => $<HTMLInputElement>("rule-name");
 
 function renderParams() {
   const box = $("rule-params");
-  for (const input of box.querySelectorAll("input")) values[input.dataset.field!] = input.value;
+  for (const input of box.querySelectorAll("input")) if (input.dataset.field) values[input.dataset.field] = input.value;
   const algorithm = algorithmSelect().value;
+  const choices = algorithmInfo(algorithm).choices
+    ? calendarFields({
+        get: (param) => values[param],
+        set: (param, value) => (values[param] = value),
+        changed: (layout) => {
+          if (layout) renderParams();
+          validateSoon();
+        },
+        field: (param) => param,
+        id: (param) => `rule-${param.replace(/_/g, "-")}`,
+        slot: (param) => h("div", { className: "field-error", data: { errorFor: param } }),
+      })
+    : [];
   box.replaceChildren(
     ...algorithmInfo(algorithm).params.map((param) => {
       const spec = PARAM_SPECS[param];
@@ -45,12 +60,15 @@ function renderParams() {
         h("div", { className: "field-error", data: { errorFor: param } }),
       );
     }),
+    ...choices,
   );
 }
 
 function readForm(): RuleForm {
   const form: RuleForm = { name: nameInput().value, algorithm: algorithmSelect().value };
-  for (const input of $("rule-params").querySelectorAll("input")) form[input.dataset.field!] = input.value;
+  for (const input of $("rule-params").querySelectorAll("input")) if (input.dataset.field) form[input.dataset.field] = input.value;
+  // A calendar quota's words are picked, not typed: kept as chosen.
+  for (const param of algorithmInfo(form.algorithm).choices ?? []) form[param] = values[param] ?? "";
   return form;
 }
 
