@@ -1,5 +1,5 @@
 //! `ratelockr stats`: the last 30 seconds of a rule, or of a policy (with its shadow
-//! denials).
+//! denials, delayed admissions, leases given back and settlements).
 
 use crate::console::print_json;
 use crate::opts::Global;
@@ -30,6 +30,10 @@ struct PolicyRow {
     shadow_denied: u64,
     /// Admitted with a delay (the policy's max_delay_ms), not counted in `allowed`.
     delayed: u64,
+    /// Leases given back while live: requests in flight that ended.
+    released: u64,
+    /// Requests settled with their actual cost (some limit changed).
+    settled: u64,
 }
 
 #[derive(Serialize)]
@@ -118,6 +122,8 @@ async fn run_policy(global: &Global, args: &StatsArgs) -> anyhow::Result<ExitCod
             denied: p.denied,
             shadow_denied: p.shadow_denied,
             delayed: p.delayed,
+            released: p.released,
+            settled: p.settled,
         })
         .collect();
     if global.json {
@@ -126,26 +132,28 @@ async fn run_policy(global: &Global, args: &StatsArgs) -> anyhow::Result<ExitCod
     }
     println!("policy {name}: the last 30 seconds");
     println!(
-        "{:>12} {:>8} {:>8} {:>14} {:>8}",
-        "second", "allowed", "denied", "shadow_denied", "delayed"
+        "{:>12} {:>8} {:>8} {:>14} {:>8} {:>8} {:>8}",
+        "second", "allowed", "denied", "shadow_denied", "delayed", "released", "settled"
     );
     for r in &rows {
         println!(
-            "{:>12} {:>8} {:>8} {:>14} {:>8}",
-            r.second, r.allowed, r.denied, r.shadow_denied, r.delayed
+            "{:>12} {:>8} {:>8} {:>14} {:>8} {:>8} {:>8}",
+            r.second, r.allowed, r.denied, r.shadow_denied, r.delayed, r.released, r.settled
         );
     }
-    let total = rows.iter().fold((0, 0, 0, 0), |(a, d, s, l), r| {
-        (
-            a + r.allowed,
-            d + r.denied,
-            s + r.shadow_denied,
-            l + r.delayed,
-        )
+    let total = rows.iter().fold([0; 6], |t, r| {
+        [
+            t[0] + r.allowed,
+            t[1] + r.denied,
+            t[2] + r.shadow_denied,
+            t[3] + r.delayed,
+            t[4] + r.released,
+            t[5] + r.settled,
+        ]
     });
     println!(
-        "{:>12} {:>8} {:>8} {:>14} {:>8}",
-        "total", total.0, total.1, total.2, total.3
+        "{:>12} {:>8} {:>8} {:>14} {:>8} {:>8} {:>8}",
+        "total", total[0], total[1], total[2], total[3], total[4], total[5]
     );
     Ok(ExitCode::SUCCESS)
 }

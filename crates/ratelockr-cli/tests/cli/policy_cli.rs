@@ -191,7 +191,15 @@ fn check_json_is_the_policy_decision_and_stats_count_shadow_denials() {
         fields.sort_unstable();
         assert_eq!(
             fields,
-            ["allowed", "delayed", "denied", "second", "shadow_denied"]
+            [
+                "allowed",
+                "delayed",
+                "denied",
+                "released",
+                "second",
+                "settled",
+                "shadow_denied"
+            ]
         );
     }
     let sum = |field: &str| {

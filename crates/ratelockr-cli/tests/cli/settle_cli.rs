@@ -126,7 +126,8 @@ fn a_policys_request_is_settled_in_every_limit_by_the_policy_and_key() {
         ratelockr(&args)
     };
     let out = run("check", &["--cost", "1000", "--json"]);
-    assert_eq!(json(&out)["allowed"], true);
+    let first = json(&out);
+    assert_eq!(first["allowed"], true);
     let out = run(
         "settle",
         &["--charged", "1000", "--actual", "640", "--json"],
@@ -138,6 +139,23 @@ fn a_policys_request_is_settled_in_every_limit_by_the_policy_and_key() {
     assert_eq!(peek["allowed"], true, "{peek}");
     let out = run("check", &["--cost", "1", "--json"]);
     assert_eq!(json(&out)["allowed"], false);
+    // The policy's last 30 seconds count the settlement, and the lease given back.
+    let lease = first["lease"].as_str().expect("a lease");
+    let out = run("release", &["--lease", lease]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut args = vec!["--redis", url.as_str(), "--prefix", prefix.as_str()];
+    args.extend(["stats", "--policies", file.as_str(), "--policy", "llm"]);
+    let rows = json(&ratelockr(&[args.as_slice(), &["--json"]].concat()));
+    let total = |field: &str| -> u64 {
+        let rows = rows.as_array().expect("rows");
+        rows.iter().map(|r| r[field].as_u64().expect(field)).sum()
+    };
+    assert_eq!((total("settled"), total("released")), (1, 1), "{rows}");
+    let shown = text(&ratelockr(&args).stdout);
+    assert!(
+        shown.contains("released") && shown.contains("settled"),
+        "{shown}"
+    );
     // A bad key is refused by its flag.
     let mut args = vec![
         "--redis",
