@@ -212,12 +212,16 @@ fn read_reply(
     };
     let head = parse_head(reply, policy.tier_limits(tier).len())?;
     Ok(Verdict {
-        decision: Decision::by_redis(
-            head.allowed,
-            head.remaining.max(0) as u64,
-            head.retry_after_ms,
-            head.reset_after_ms,
-        ),
+        decision: Decision {
+            // Served at its start time: the series counts it there.
+            delay_ms: head.delay_ms,
+            ..Decision::by_redis(
+                head.allowed,
+                head.remaining.max(0) as u64,
+                head.retry_after_ms,
+                head.reset_after_ms,
+            )
+        },
         tier,
         binding: Some(head.binding),
         would_deny: head.would_deny,

@@ -19,14 +19,16 @@ impl SeriesBuilder {
         STEPS_MS[self.step]
     }
 
-    /// Counts one decision at log time `ms` (times arrive in order); `would_deny` with
-    /// `allowed`: a shadow policy's admission its limits denied.
+    /// Counts one decision at log time `ms`; `would_deny` with `allowed`: a shadow policy's
+    /// admission its limits denied. Times arrive nearly in order: a delayed admission counts at
+    /// its start time (its log time + delay_ms, at most the policy's max_delay_ms ahead), so a
+    /// later, undelayed one may land in an earlier bucket, found from the back.
     pub fn add(&mut self, ms: u64, allowed: bool, fail_open: bool, would_deny: bool) {
         // Coarsen while the span from the first bucket to this one would not fit: the series
         // is filled in evenly at the end, so its length is the span, not the busy buckets.
         while let Some(first) = self.points.first().map(|p| p.t_ms) {
             let bucket = self.bucket_ms();
-            if (ms / bucket * bucket - first) / bucket < MAX_POINTS as u64
+            if (ms / bucket * bucket).saturating_sub(first) / bucket < MAX_POINTS as u64
                 || self.step + 1 == STEPS_MS.len()
             {
                 break;
@@ -35,15 +37,21 @@ impl SeriesBuilder {
         }
         let bucket = self.bucket_ms();
         let t = ms / bucket * bucket;
-        if self.points.last().is_none_or(|l| t > l.t_ms) {
-            self.points.push(ReplayPoint {
-                t_ms: t,
-                ..ReplayPoint::default()
-            });
-        }
-        // Times arrive in order, so the bucket is the last one (a time behind it, which the
-        // reorder stage never lets through, would count in the last bucket).
-        if let Some(point) = self.points.last_mut() {
+        let at = match self.points.iter().rposition(|p| p.t_ms <= t) {
+            Some(i) if self.points[i].t_ms == t => i,
+            before => {
+                let i = before.map_or(0, |i| i + 1);
+                self.points.insert(
+                    i,
+                    ReplayPoint {
+                        t_ms: t,
+                        ..ReplayPoint::default()
+                    },
+                );
+                i
+            }
+        };
+        if let Some(point) = self.points.get_mut(at) {
             if fail_open {
                 point.fail_open += 1;
             } else if allowed {
@@ -134,5 +142,21 @@ mod tests {
         assert_eq!(series.bucket_ms, 60_000);
         let total: u64 = series.points.iter().map(|p| p.allowed + p.denied).sum();
         assert_eq!(total, 86_400);
+    }
+
+    #[test]
+    fn a_start_time_ahead_of_later_log_times_counts_in_its_own_bucket() {
+        let mut s = SeriesBuilder::default();
+        s.add(2_500, true, false, false); // delayed into the third second
+        s.add(1_200, true, false, false); // logged after it, not delayed
+        s.add(900, false, false, false);
+        s.add(2_700, true, false, false);
+        let counts: Vec<(u64, u64, u64)> = s
+            .finish()
+            .points
+            .iter()
+            .map(|p| (p.t_ms, p.allowed, p.denied))
+            .collect();
+        assert_eq!(counts, [(0, 0, 1), (1_000, 1, 0), (2_000, 2, 0)]);
     }
 }

@@ -159,7 +159,9 @@ impl RuleTally {
             self.denied += 1;
             self.denied_keys.insert(key_hash);
         }
-        self.series.add(ms, d.allowed, d.fail_open(), would_deny);
+        // A delayed admission is served at its start time: the chart shows the smoothed line.
+        self.series
+            .add(ms + d.delay_ms, d.allowed, d.fail_open(), would_deny);
         self.table
             .add(key, ms, cost, d.allowed && !would_deny, d.fail_open());
     }

@@ -2,7 +2,7 @@
 //! real redis-server on the client clock: a delayed admission is recorded as sent at its start
 //! time (decision time + delay_ms), so the records (and the CSV and charts made of them) show
 //! the smoothed line: admitted starts one emission interval apart, never over the limit. The
-//! replay decides such a policy as the engine does (its records stay at the log's times).
+//! replay decides such a policy as the engine does, and charts an admission at its start time.
 
 use crate::common::{limiter, redis};
 use ratelockr::policy::{parse_policies, Format};
@@ -77,7 +77,8 @@ async fn a_delayed_request_is_recorded_at_its_start_time() {
 
 /// The replay decides a delaying policy as the engine does: of 20 logged requests at one
 /// instant, 11 pass (one at once, ten delayed up to 1000 ms) and 9 are denied; the same policy
-/// without max_delay_ms passes one.
+/// without max_delay_ms passes one. Its series counts each admission at its start time: ten in
+/// the log's second (delays 0 to 900 ms), the one delayed 1000 ms in the next.
 #[tokio::test]
 async fn the_replay_admits_what_would_pass_within_the_delay() {
     let server = redis();
@@ -95,10 +96,22 @@ async fn the_replay_admits_what_would_pass_within_the_delay() {
             let (report, _) = crate::helper_replays::replay(&limiter, &log, &spec)
                 .await
                 .expect("replays");
-            (report.rules[0].allowed, report.rules[0].denied)
+            let rule = &report.rules[0];
+            let series: Vec<(u64, u64, u64)> = rule
+                .series
+                .points
+                .iter()
+                .map(|p| (p.t_ms, p.allowed, p.denied))
+                .collect();
+            ((rule.allowed, rule.denied), series)
         }
     };
-    assert_eq!(counts(SMOOTH).await, (11, 9));
+    let (smooth, series) = counts(SMOOTH).await;
+    assert_eq!(smooth, (11, 9));
+    assert_eq!(
+        series,
+        [(1_700_000_000_000, 10, 9), (1_700_000_001_000, 1, 0)]
+    );
     let plain = SMOOTH.replace("name = \"smooth\"\nmax_delay_ms = 1000", "name = \"plain\"");
-    assert_eq!(counts(&plain).await, (1, 19));
+    assert_eq!(counts(&plain).await.0, (1, 19));
 }
