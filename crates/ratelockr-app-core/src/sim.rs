@@ -26,7 +26,9 @@ pub enum SimTarget {
     Policies { names: Vec<String> },
     /// The five algorithms side by side with equal nominal limits: `limit` per `window_ms`.
     /// With `in_flight`, instead a concurrency limit of that many requests in flight per key
-    /// beside the token bucket (the slow endpoint demo: give the workload a hold).
+    /// beside the token bucket (the slow endpoint demo: give the workload a hold). With
+    /// `max_delay_ms`, instead that GCRA limit twice: denying, and delaying up to
+    /// `max_delay_ms` instead (the smooth a burst demo).
     Compare {
         #[ts(type = "number")]
         limit: u64,
@@ -35,6 +37,9 @@ pub enum SimTarget {
         #[ts(optional, type = "number")]
         #[serde(default, skip_serializing_if = "Option::is_none")]
         in_flight: Option<u64>,
+        #[ts(optional, type = "number")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_delay_ms: Option<u64>,
     },
 }
 
@@ -202,9 +207,41 @@ impl SimRequest {
                 .with_field("naive"));
             }
             SimTarget::Compare {
+                in_flight: Some(_),
+                max_delay_ms: Some(_),
+                ..
+            } => {
+                return Err(AppError::new(
+                    ErrorCode::InvalidWorkload,
+                    "one demo at a time: the in-flight limit or the max delay, not both",
+                )
+                .with_field("max_delay_ms"));
+            }
+            SimTarget::Compare {
+                max_delay_ms: Some(_),
+                ..
+            } if self.naive => {
+                return Err(AppError::new(
+                    ErrorCode::InvalidWorkload,
+                    "the naive limiter races a window's count; run it without the max delay",
+                )
+                .with_field("naive"));
+            }
+            SimTarget::Compare {
+                limit,
+                window_ms,
+                max_delay_ms: Some(delay),
+                ..
+            } => SimSpec::delay_beside_deny(COMPARE_PREFIX, *limit, *window_ms, *delay, workload)
+                .map_err(|err| {
+                AppError::new(ErrorCode::InvalidWorkload, err.to_string())
+                    .with_field("max_delay_ms")
+            })?,
+            SimTarget::Compare {
                 limit,
                 window_ms,
                 in_flight: Some(slots),
+                ..
             } => SimSpec::in_flight_beside_rate(
                 COMPARE_PREFIX,
                 *slots,
@@ -216,6 +253,7 @@ impl SimRequest {
                 limit,
                 window_ms,
                 in_flight: None,
+                max_delay_ms: None,
             } => SimSpec::compare(COMPARE_PREFIX, *limit, *window_ms, workload, self.naive)?,
         };
         let spec = SimSpec {
@@ -294,6 +332,7 @@ mod tests {
                 limit: 40,
                 window_ms: 1000,
                 in_flight: Some(10),
+                max_delay_ms: None,
             },
             pattern: Pattern::Constant,
             rps: 40.0,
@@ -342,5 +381,58 @@ mod tests {
         };
         let err = naive.to_spec(|_| None, |_| None).expect_err("naive");
         assert_eq!(err.field.as_deref(), Some("naive"));
+    }
+
+    #[test]
+    fn a_max_delay_runs_the_gcra_limit_denying_beside_it_delaying() {
+        let smooth = |max_delay_ms| SimRequest {
+            target: SimTarget::Compare {
+                limit: 10,
+                window_ms: 1000,
+                in_flight: None,
+                max_delay_ms,
+            },
+            hold_ms: None,
+            ..slow_endpoint("80")
+        };
+        let spec = smooth(Some(2000))
+            .to_spec(|_| None, |_| None)
+            .expect("spec");
+        let names: Vec<&str> = spec.targets.iter().map(|t| t.name()).collect();
+        assert_eq!(names, ["compare-gcra", "compare-gcra-delayed"]);
+        let delays: Vec<u64> = (spec.targets.iter())
+            .map(|t| t.policy.as_ref().expect("a policy").max_delay_ms())
+            .collect();
+        assert_eq!(delays, [0, 2000]);
+        assert!(matches!(
+            spec.targets[1].policy.as_ref().unwrap().limits()[0].algorithm(),
+            ratelockr::Algorithm::Gcra {
+                limit: 10,
+                window_ms: 1000,
+                burst: 10
+            }
+        ));
+        // One demo at a time, and none beside the naive limiter: each named by its field.
+        let both = SimRequest {
+            target: SimTarget::Compare {
+                limit: 10,
+                window_ms: 1000,
+                in_flight: Some(2),
+                max_delay_ms: Some(2000),
+            },
+            ..smooth(None)
+        };
+        let err = both.to_spec(|_| None, |_| None).expect_err("both");
+        assert_eq!(err.field.as_deref(), Some("max_delay_ms"), "{err:?}");
+        let naive = SimRequest {
+            naive: true,
+            ..smooth(Some(2000))
+        };
+        let err = naive.to_spec(|_| None, |_| None).expect_err("naive");
+        assert_eq!(err.field.as_deref(), Some("naive"));
+        let err = smooth(Some(u64::MAX))
+            .to_spec(|_| None, |_| None)
+            .expect_err("too long");
+        assert_eq!(err.field.as_deref(), Some("max_delay_ms"), "{err:?}");
     }
 }

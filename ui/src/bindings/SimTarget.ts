@@ -3,4 +3,4 @@
 /**
  * What to run against.
  */
-export type SimTarget = { "kind": "rule", name: string, } | { "kind": "policies", names: Array<string>, } | { "kind": "compare", limit: number, window_ms: number, in_flight?: number, };
+export type SimTarget = { "kind": "rule", name: string, } | { "kind": "policies", names: Array<string>, } | { "kind": "compare", limit: number, window_ms: number, in_flight?: number, max_delay_ms?: number, };

@@ -85,6 +85,7 @@ mod tests {
                 limit: 5,
                 window_ms: 1000,
                 in_flight: None,
+                max_delay_ms: None,
             },
             pattern: Pattern::Constant,
             rps: 10.0,

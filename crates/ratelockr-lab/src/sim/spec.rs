@@ -7,7 +7,7 @@ use super::error::SimError;
 use super::workload::Workload;
 use crate::subject::Subject;
 use crate::sweep::{self, SweepAxis};
-use ratelockr::policy::Policy;
+use ratelockr::policy::{Limit, Policy, PolicyError};
 use ratelockr::rule::{Algorithm, AlgorithmKind, Rule, RuleError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -235,6 +235,41 @@ impl SimSpec {
             targets: vec![
                 Target::rule(Rule::new(name(AlgorithmKind::TokenBucket), rate)?),
                 Target::rule(Rule::new(name(AlgorithmKind::Concurrency), slots)?),
+            ],
+            clock: SimClock::default(),
+            scope: None,
+            sweep: Vec::new(),
+            connections: None,
+        })
+    }
+
+    /// The same GCRA limit twice on the same traffic (the smooth a burst demo): `<prefix>gcra`
+    /// denies what it cannot admit now, `<prefix>gcra-delayed` admits what would pass within
+    /// `max_delay_ms` (a policy's delay instead of deny), recorded at its start time, so a
+    /// spike's denials become admissions spread at the limit's pace. `limit` per `window_ms`
+    /// with burst `limit`, as [`SimSpec::compare`] makes its GCRA; each a policy of that one
+    /// limit, named `rate`.
+    pub fn delay_beside_deny(
+        prefix: &str,
+        limit: u64,
+        window_ms: u64,
+        max_delay_ms: u64,
+        workload: Workload,
+    ) -> Result<Self, PolicyError> {
+        let gcra = Algorithm::Gcra {
+            limit,
+            window_ms,
+            burst: limit,
+        };
+        let policy = |suffix: &str| {
+            let name = format!("{prefix}{}{suffix}", AlgorithmKind::Gcra.cli_name());
+            Policy::new(name, vec![Limit::new("rate", gcra)?])
+        };
+        Ok(SimSpec {
+            workload,
+            targets: vec![
+                Target::policy(policy("")?),
+                Target::policy(policy("-delayed")?.with_max_delay_ms(max_delay_ms)?),
             ],
             clock: SimClock::default(),
             scope: None,
