@@ -1488,6 +1488,50 @@ describe("RateLockr desktop app", { timeout: 600_000 }, () => {
     }
   });
 
+  it("runs the slow endpoint preset: requests in flight stay at the concurrency limit's 10 and pile up under the token bucket", async () => {
+    // As a newcomer at 1280 × 720: one click on the demo's ▶; the in-flight chart is in view.
+    if (await visible("#warnings-banner")) await click('[data-testid="warnings-dismiss"]');
+    await windowAt(1280, 720);
+    await view("compare");
+    runsBefore = await runsFinished();
+    try {
+      await click('[data-preset-run="slow"]');
+      assert.equal(await browser.execute(() => document.getElementById("sim-hold").value), "lognormal:median=400ms,p99=1.5s", "the preset fills the hold");
+      await until(finished, 60_000, "the slow endpoint run ends").catch(async (e) => {
+        throw new Error(`${e.message}: ${JSON.stringify(await simState())}`);
+      });
+      const peaks = await until(async () => {
+        const p = await browser.execute(() => document.querySelector('#run-charts [data-testid="in-flight-chart"]')?.dataset.peaks);
+        return p ? Object.fromEntries(p.split(",").map((kv) => kv.split(":")).map(([k, v]) => [k, Number(v)])) : false;
+      }, 20_000, "the in-flight chart is drawn");
+      assert.ok(peaks["compare-concurrency"] <= 10, `never more than 10 in flight under the concurrency limit: ${JSON.stringify(peaks)}`);
+      assert.ok(peaks["compare-token-bucket"] > 10, `they pile up under the token bucket: ${JSON.stringify(peaks)}`);
+      // The table says the same, in its own column.
+      const rows = await summaryRows();
+      const head = await browser.execute(() => [...document.querySelectorAll("#summary thead th")].map((th) => th.textContent.trim()));
+      const col = head.indexOf("Most in flight");
+      assert.ok(col > 0, JSON.stringify(head));
+      const most = Object.fromEntries(rows.map((r) => [r.rule, Number(r.cells[col])]));
+      assert.deepEqual(most, peaks, "the table's most in flight is the chart's");
+      // Its lines are named in the legend, the limit among them.
+      assert.match(await text("#run-legend"), /compare-concurrency limit \(10\)/);
+      await photograph(join(SHOTS, "slow-endpoint.png"), [], CROP);
+      await fits("Compare, the slow endpoint", ['#run-charts [data-testid="in-flight-chart"]', '#run-charts .run-panel[data-rule="compare-token-bucket"]', "#summary table", '[data-testid="most-in-flight"]', "#sim-run"]);
+      // The form, unfolded: the hold as typed, in human units; a bad one is named in its slot.
+      await click("#sim-fold");
+      await fill("#sim-hold", "slow");
+      await until(async () => /^hold must be .*“slow”/.test(await text('[data-sim-error-for="hold_ms"]')), 5_000, "the bad hold is named");
+      await photograph(join(SHOTS, "slow-endpoint-form.png"), [], CROP);
+      await fill("#sim-hold", "lognormal:median=400ms,p99=1.5s");
+      await until(async () => (await text('[data-sim-error-for="hold_ms"]')) === "", 5_000, "the error goes with the mistake");
+      // The tests after this one run the five algorithms without holds, as before it.
+      await fill("#sim-hold", "");
+      await fill("#sim-in-flight", "");
+    } finally {
+      await windowAt(1360, 900).catch(() => {});
+    }
+  });
+
   it("shows each job's result at 1280 × 720 without scrolling, with nothing cut off", async () => {
     await windowAt(1280, 720);
     if (await visible("#warnings-banner")) await click('[data-testid="warnings-dismiss"]');
@@ -1644,6 +1688,96 @@ describe("RateLockr desktop app", { timeout: 600_000 }, () => {
       await photograph(join(SHOTS, "copy-commands.png"), []);
     } finally {
       await settings(false).catch(() => {});
+    }
+  });
+
+  it("writes a calendar quota in a chosen time zone into the policies file, and offers a max delay only where it works", async () => {
+    await windowAt(1280, 720);
+    // scripts/e2e.sh answers the Policies view's open dialog with this path; what earlier tests left there comes back after.
+    const file = process.env.RATELOCKR_OPEN_POLICIES ?? join(exportDir, "watch-policies.toml");
+    const earlier = existsSync(file) ? readFileSync(file, "utf8") : null;
+    const outside = (body) => {
+      writeFileSync(`${file}.tmp`, body);
+      renameSync(`${file}.tmp`, file);
+    };
+    outside(["[[policies]]", 'name = "cal-api"', "", "  [[policies.limits]]", '  name = "per-second"', '  algorithm = "token-bucket"', "  capacity = 10", "  refill_per_sec = 10", ""].join("\n"));
+    const at = (field) => `#policy-form [data-field="limits[0].${field}"]`;
+    const value = (sel) => browser.execute((s) => document.querySelector(s)?.value ?? null, sel);
+    const delay = () => browser.execute(() => {
+      const box = document.querySelector(".policy-delay");
+      return box && { on: box.dataset.delay, disabled: document.getElementById("policy-max-delay").disabled, note: box.textContent };
+    });
+    try {
+      await view("policies");
+      if (await browser.execute(() => document.getElementById("policy-open") !== null)) await click("#policy-open");
+      await until(async () => (await text("#policy-file-path")) === file && /cal-api/.test(await text("#policy-list")), 10_000, "the file is open");
+
+      // A delay first: offered beside a token bucket, refused by the engine beside a calendar quota, beside its field.
+      await click("#policy-new");
+      await fill("#policy-name", "cal-daily");
+      assert.deepEqual(await delay().then((d) => [d.on, d.disabled]), ["on", false]);
+      await fill("#policy-max-delay", "500ms");
+      await fill(at("algorithm"), "calendar");
+      await until(async () => /max_delay_ms works with token-bucket and gcra limits only/.test(await text('[data-policy-error-for="max_delay_ms"]')), 5_000, "the engine's refusal beside the max delay");
+      assert.match((await delay()).note, /“per-second” is a calendar quota/);
+      await fill("#policy-max-delay", "");
+      await fill(at("algorithm"), "calendar");
+      await until(async () => (await delay()).disabled, 5_000, "the max delay is off beside a calendar quota");
+
+      // The quota: 2,000 a week from Sunday in Kolkata, the zone found by typing the city.
+      await fill(at("limit"), "2,000");
+      await fill(at("period"), "week");
+      await until(() => visible(at("week_start")), 5_000, "a weekly quota asks for the week's first day");
+      await fill(at("week_start"), "sunday");
+      await fill('#policy-form [data-zone-search="limits[0].time_zone"]', "kolkata");
+      assert.equal(await value(at("time_zone")), "Asia/Kolkata");
+      await until(async () => (await text('[data-policy-error-for^="limits"]')) === "", 5_000, "the engine takes the quota");
+      await pointerAway();
+      await photograph(join(SHOTS, "policies-calendar.png"), [], CROP);
+      await fits("the Policies view with a calendar quota", ['[data-limit="limits[0]"]', ".policy-delay"]);
+      await click("#policy-save");
+      await until(async () => /^Saved “cal-daily”/.test(await text("#policy-note")), 10_000, "the save says so");
+      const saved = readFileSync(file, "utf8");
+      assert.match(saved, /name = "cal-daily"[^]*algorithm = "calendar"\nlimit = 2000\nperiod = "week"\ntime_zone = "Asia\/Kolkata"\nweek_start = "sunday"/, saved);
+      assert.doesNotMatch(saved, /max_delay_ms/, saved);
+      assert.match(saved, /name = "cal-api"/, "the other policy stays");
+      assert.match(await text('#policy-list [data-policy="cal-daily"]'), /2,000 per week from Sunday, Asia\/Kolkata/);
+    } finally {
+      if (earlier !== null) outside(earlier);
+      await windowAt(1360, 900).catch(() => {});
+    }
+  });
+
+  it("runs the smooth a burst demo: the same spike denied by GCRA and admitted, delayed, beside it", async () => {
+    // As a newcomer at 1280 × 720: one click on the demo's ▶; both panels and the table are in view.
+    if (await visible("#warnings-banner")) await click('[data-testid="warnings-dismiss"]');
+    await windowAt(1280, 720);
+    await view("compare");
+    runsBefore = await runsFinished();
+    try {
+      await click('[data-preset-run="smooth"]');
+      assert.equal(await browser.execute(() => document.getElementById("sim-max-delay").value), "2s", "the preset fills the max delay");
+      await until(finished, 60_000, "the smooth a burst run ends").catch(async (e) => {
+        throw new Error(`${e.message}: ${JSON.stringify(await simState())}`);
+      });
+      await until(() => visible('#run-charts .run-panel[data-rule="compare-gcra-delayed"]'), 20_000, "the delayed panel is drawn");
+      const head = await browser.execute(() => [...document.querySelectorAll("#summary thead th")].map((th) => th.textContent.trim()));
+      const count = (cell) => Number(cell.split(" ")[0].replace(/,/g, ""));
+      const of = (rows, name) => (rows.find((r) => r.rule === name) ?? { cells: [] }).cells;
+      const rows = await summaryRows();
+      const [allowed, denied] = [head.indexOf("Allowed"), head.indexOf("Denied")];
+      assert.ok(allowed > 0 && denied > 0, JSON.stringify(head));
+      const deny = of(rows, "compare-gcra");
+      const delay = of(rows, "compare-gcra-delayed");
+      // The same requests: what the left one turned away, the right one admitted later.
+      assert.ok(count(deny[denied]) > count(delay[denied]), `fewer denials when delayed: ${JSON.stringify(rows)}`);
+      assert.ok(count(delay[allowed]) > count(deny[allowed]), `more admitted when delayed: ${JSON.stringify(rows)}`);
+      await photograph(join(SHOTS, "smooth-burst.png"), [], CROP);
+      await fits("Compare, smooth a burst", ['#run-charts .run-panel[data-rule="compare-gcra"]', '#run-charts .run-panel[data-rule="compare-gcra-delayed"]', "#summary table", "#sim-run"]);
+      // The tests after this one run the five algorithms, as before it.
+      await fill("#sim-max-delay", "");
+    } finally {
+      await windowAt(1360, 900).catch(() => {});
     }
   });
 

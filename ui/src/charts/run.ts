@@ -10,6 +10,7 @@ import { h } from "../dom";
 import { algorithmLabel } from "../logic/algorithms";
 import { peak } from "../logic/records";
 import { isStepped, yLabel } from "../logic/exportview";
+import type { InFlightPlot } from "../logic/inflight";
 import type { KeyStateLine } from "../logic/keystate";
 import type { Line, Mark, Measure, RunView } from "../logic/runview";
 import { markXRange, secondsAxis, wheelZoomPlugin, yAxis } from "./axes";
@@ -24,7 +25,7 @@ export interface Pick {
 }
 
 /** A legend swatch that shows the line's dash, so equal lines are told apart here too. */
-function swatch(line: Line): HTMLElement {
+function swatch(line: { color: string; dash: number[] }): HTMLElement {
   const canvas = h("canvas", { className: "swatch", width: 28, height: 8 });
   const ctx = canvas.getContext("2d");
   if (ctx) {
@@ -50,6 +51,8 @@ export class RunChart {
   private syncing = false;
   private observer: ResizeObserver;
   private view: RunView | undefined;
+  /** A run with holds: the requests-in-flight panel drawn after the others. */
+  private inFlight: InFlightPlot | undefined;
 
   constructor(
     private root: HTMLElement,
@@ -65,6 +68,7 @@ export class RunChart {
     this.destroy();
     this.root.dataset.runs = "0";
     this.view = undefined;
+    this.inFlight = undefined;
     this.legend.replaceChildren();
     this.root.replaceChildren(h("div", { className: "empty", text: message }));
   }
@@ -76,7 +80,7 @@ export class RunChart {
 
   /** Panels per row now. */
   columns(): number {
-    const n = this.view?.plots.length ?? 1;
+    const n = (this.view?.plots.length ?? 1) + (this.inFlight ? 1 : 0);
     if (n <= 1) return 1;
     // Side by side is the point of the view: down to ~200 px a panel, then fewer per row.
     const fit = Math.max(1, Math.floor(this.root.clientWidth / 210));
@@ -136,9 +140,10 @@ export class RunChart {
     }
   }
 
-  show(view: RunView, measure: Measure) {
+  show(view: RunView, measure: Measure, inFlight?: InFlightPlot) {
     this.destroy();
     this.view = view;
+    this.inFlight = inFlight;
     this.root.style.setProperty("--cols", String(this.columns()));
     // How many runs are drawn, for the E2E test of overlays.
     this.root.dataset.runs = String(new Set(view.plots.flatMap((p) => p.lines.map((l) => l.run))).size);
@@ -152,9 +157,10 @@ export class RunChart {
         seen.add(l.label);
         return true;
       }).map((l) => h("span", { className: "legend-item" }, swatch(l), l.label)),
+      ...(inFlight?.lines ?? []).map((l) => h("span", { className: "legend-item in-flight-item" }, swatch(l), l.label)),
     );
     const size = this.size();
-    const panels = view.plots.map((plot) => {
+    const panels: HTMLElement[] = view.plots.map((plot) => {
       const panel = h("div", { className: "run-panel", data: { rule: plot.rule ?? "overlay", algorithm: plot.algorithm ?? "" } });
       const allowed = plot.lines.find((l) => l.kind === "allowed" && l.run === plot.lines[0]?.run);
       if (allowed && measure === "bin") panel.dataset.peakAllowed = String(peak(allowed.values.map((v) => v ?? 0)).value);
@@ -206,7 +212,54 @@ export class RunChart {
       this.plots.push(u);
       return panel;
     });
+    if (inFlight) panels.push(this.inFlightPanel(inFlight, size));
     this.root.replaceChildren(...panels);
+  }
+
+  /**
+   * Requests in flight at once, each target's busiest key per bin, under a concurrency limit's
+   * own limit: on its own y scale (a count, not a rate), on the panels' x range and cursor.
+   */
+  private inFlightPanel(plot: InFlightPlot, size: { width: number; height: number }): HTMLElement {
+    const peaks = Object.entries(plot.peaks).map(([rule, n]) => `${rule}:${n}`).join(",");
+    const panel = h("div", { className: "run-panel in-flight-panel", data: { rule: "in-flight", testid: "in-flight-chart", peaks } });
+    const head = h("div", { className: "chart-head" }, h("span", { className: "rule-name", text: plot.title, title: `${plot.title}: from an admitted request's answer until its hold ends, counted per client key` }));
+    const el = h("div");
+    panel.append(head, el);
+    const u = new uPlot(
+      {
+        ...size,
+        legend: { show: false },
+        cursor: { sync: { key: "run-chart" }, drag: { x: true, y: false } },
+        scales: { x: { time: false }, y: { range: () => [0, Math.ceil(plot.yMax * 1.12) + 1] } },
+        axes: [secondsAxis(), yAxis({ label: plot.yLabel, labelSize: 16, labelFont: "11px system-ui" })],
+        series: [
+          {},
+          ...plot.lines.map((l) => ({
+            label: l.label,
+            stroke: l.color,
+            dash: l.dash,
+            width: l.width,
+            points: { show: false },
+            paths: l.stepped ? uPlot.paths.stepped!({ align: 1 }) : undefined,
+          })),
+        ],
+        plugins: [wheelZoomPlugin()],
+        hooks: {
+          setScale: [
+            (self, key) => {
+              if (key !== "x") return;
+              markXRange(self);
+              this.syncX(self);
+            },
+          ],
+        },
+      },
+      [plot.x, ...plot.lines.map((l) => l.values)] as uPlot.AlignedData,
+      el,
+    );
+    this.plots.push(u);
+    return panel;
   }
 
   /** Zooms every panel (and the key's state) to `[from, to]` seconds. */

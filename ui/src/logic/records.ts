@@ -56,6 +56,8 @@ export interface Records {
   tier?: number[];
   would_deny?: number[];
   labels?: string[];
+  /** Runs with holds: per target, per bin of `bin_ms`, the most one key had in flight at once (logic/inflight.ts). */
+  in_flight?: number[][];
 }
 
 /** The limit that decided record `i` ("" for a rule's decision or a fail-open). */

@@ -80,8 +80,8 @@ describe("workload form", () => {
     expect(formSlot("servers", { target: "api" })).toBe("servers");
   });
 
-  it("has the four demo presets, each filling a form that sends", () => {
-    expect(PRESETS.map((p) => p.id)).toEqual(["boundary", "race", "hotkey", "retry"]);
+  it("has the five demo presets, each filling a form that sends", () => {
+    expect(PRESETS.map((p) => p.id)).toEqual(["boundary", "race", "hotkey", "retry", "slow", "smooth"]);
     for (const p of PRESETS) {
       const r = requestFromForm(applyPreset(p, "api"));
       expect(r.ok, p.id).toBe(true);
@@ -94,5 +94,22 @@ describe("workload form", () => {
     expect(storm.ok && storm.request.retry).toEqual({ max_attempts: 3 });
     // A preset resets what it does not set: no Zipf left over from the hot key.
     expect(applyPreset(PRESETS[0]).zipf).toBe(false);
+    // The slow endpoint: a concurrency limit of 10 beside the token bucket, on slow requests.
+    const slow = requestFromForm(applyPreset(PRESETS[4]));
+    expect(slow.ok && slow.request.target).toEqual({ kind: "compare", limit: 40, window_ms: 1000, in_flight: 10 });
+    expect(slow.ok && slow.request.hold_ms).toBe("lognormal:median=400,p99=1500");
+    expect(applyPreset(PRESETS[0]).hold_ms).toBe("");
+  });
+
+  it("sends the hold as the engine takes it, and names the field when it is wrong", () => {
+    const form = { ...DEFAULT_FORM, hold_ms: "uniform:20ms..1s" };
+    const ok = requestFromForm(form);
+    expect(ok.ok && ok.request.hold_ms).toBe("uniform:20..1000");
+    expect(requestFromForm(DEFAULT_FORM).ok && (requestFromForm(DEFAULT_FORM) as { request: { hold_ms?: string } }).request.hold_ms).toBeUndefined();
+    const bad = requestFromForm({ ...form, hold_ms: "slow" });
+    expect(bad.ok).toBe(false);
+    expect(!bad.ok && bad.errors).toEqual([{ field: "hold_ms", message: expect.stringContaining("“slow”") }]);
+    const slots = requestFromForm({ ...DEFAULT_FORM, in_flight: "0" });
+    expect(!slots.ok && slots.errors[0].field).toBe("in_flight");
   });
 });

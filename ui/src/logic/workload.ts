@@ -7,6 +7,7 @@
  */
 import type { Pattern } from "../bindings/Pattern";
 import type { SimRequest } from "../bindings/SimRequest";
+import { parseHold } from "./hold";
 import { parseField, U32_MAX, type NumberSpec } from "./numbers";
 import { axesOf } from "./sweep";
 
@@ -27,6 +28,10 @@ export interface WorkloadForm {
   target: string;
   limit: string;
   window_ms: string;
+  /** Compare only: a concurrency limit of this many in flight beside the token bucket, instead of the five; empty: the five. */
+  in_flight: string;
+  /** Compare only: GCRA denying beside GCRA delaying up to this long (`2s`), instead of the five; empty: the five. */
+  max_delay: string;
   pattern: PatternKind;
   burst_size: string;
   burst_every_ms: string;
@@ -48,6 +53,8 @@ export interface WorkloadForm {
   seed: string;
   naive: boolean;
   retries: string;
+  /** How long an admitted request is in flight (logic/hold.ts); empty: no hold. */
+  hold_ms: string;
   continue_state: boolean;
   /** A sweep of the target rule: two (parameter, values) pairs; a pair without values is none. */
   sweep_x: string;
@@ -60,6 +67,8 @@ export const DEFAULT_FORM: WorkloadForm = {
   target: COMPARE,
   limit: "20",
   window_ms: "1000",
+  in_flight: "",
+  max_delay: "",
   pattern: "constant",
   burst_size: "20",
   burst_every_ms: "500",
@@ -80,6 +89,7 @@ export const DEFAULT_FORM: WorkloadForm = {
   seed: "",
   naive: false,
   retries: "0",
+  hold_ms: "",
   continue_state: false,
   sweep_x: "",
   sweep_xs: "",
@@ -148,6 +158,46 @@ export const PRESETS: Preset[] = [
     about: "Denied clients retry after Retry-After, up to 3 times: the offered load grows past what was planned.",
     form: { target: COMPARE, limit: "50", window_ms: "1000", pattern: "constant", rps: "200", length: "duration", duration_s: "6", servers: "4", keys: "20", retries: "3" },
   },
+  {
+    id: "slow",
+    label: "Slow endpoint",
+    about:
+      "Slow requests (in flight a median 400 ms, 1 in 100 over 1.5 s) at 40 per second on one key. The token bucket of 40 per second admits them all and they pile up, about 20 in flight at once; the concurrency limit holds them at 10 and turns the rest away.",
+    form: {
+      target: COMPARE,
+      limit: "40",
+      window_ms: "1000",
+      in_flight: "10",
+      pattern: "constant",
+      rps: "40",
+      length: "duration",
+      duration_s: "3",
+      servers: "4",
+      keys: "1",
+      hold_ms: "lognormal:median=400ms,p99=1.5s",
+    },
+  },
+  {
+    id: "smooth",
+    label: "Smooth a burst",
+    about:
+      "A spike on one key (4 requests a second, ×8 from 2 s for 1 s) against GCRA 10 per second, twice: one answers 429 to what it cannot admit now; the other delays each request up to 2 s instead (max_delay_ms), so the same spike is admitted, smoothed to 10 a second.",
+    form: {
+      target: COMPARE,
+      limit: "10",
+      window_ms: "1000",
+      max_delay: "2s",
+      pattern: "spike",
+      rps: "4",
+      spike_multiplier: "8",
+      spike_start_ms: "2000",
+      spike_length_ms: "1000",
+      length: "duration",
+      duration_s: "6",
+      servers: "2",
+      keys: "1",
+    },
+  },
 ];
 
 export function applyPreset(preset: Preset, target?: string): WorkloadForm {
@@ -185,12 +235,14 @@ const SPECS: Partial<Record<keyof WorkloadForm, NumberSpec>> = {
   cost: whole("cost", "cost", 0),
   seed: { ...whole("seed", "seed", 0), optional: true },
   retries: whole("retries", "retries", 0, 10),
+  in_flight: { ...whole("in_flight", "in-flight limit", 1), optional: true },
+  max_delay: { ...duration("max_delay", "max delay", 1), optional: true },
 };
 
 /** The fields this form sends, given its choices. */
 export function activeFields(form: WorkloadForm): (keyof WorkloadForm)[] {
   const fields: (keyof WorkloadForm)[] = [];
-  if (form.target === COMPARE) fields.push("limit", "window_ms");
+  if (form.target === COMPARE) fields.push("limit", "window_ms", "in_flight", "max_delay");
   fields.push(...PATTERN_PARAMS[form.pattern]);
   fields.push(form.length === "requests" ? "requests" : "duration_s", "servers", "connections", "keys", "cost", "seed", "retries");
   if (form.zipf) fields.push("zipf_exponent");
@@ -211,6 +263,8 @@ export function requestFromForm(form: WorkloadForm, name?: string): { ok: true; 
     if (p.ok) values[field] = p.value;
     else errors.push({ field: p.field, message: p.message });
   }
+  const hold = parseHold(form.hold_ms ?? "");
+  if (!hold.ok) errors.push({ field: hold.field, message: hold.message });
   const policy = policyOf(form.target);
   const sweep = form.target === COMPARE || policy !== null ? { ok: true as const, axes: [] } : axesOf([[form.sweep_x, form.sweep_xs], [form.sweep_y, form.sweep_ys]]);
   if (!sweep.ok) errors.push({ field: "sweep", message: sweep.message });
@@ -227,7 +281,13 @@ export function requestFromForm(form: WorkloadForm, name?: string): { ok: true; 
   const request: WorkloadRequest = {
     target:
       form.target === COMPARE
-        ? { kind: "compare", limit: v("limit"), window_ms: v("window_ms") }
+        ? {
+            kind: "compare",
+            limit: v("limit"),
+            window_ms: v("window_ms"),
+            ...(values.in_flight !== undefined ? { in_flight: values.in_flight } : {}),
+            ...(values.max_delay !== undefined ? { max_delay_ms: values.max_delay } : {}),
+          }
         : policy !== null
           ? { kind: "policies", names: [policy] }
           : { kind: "rule", name: form.target },
@@ -249,6 +309,7 @@ export function requestFromForm(form: WorkloadForm, name?: string): { ok: true; 
   if (values.seed !== undefined) request.seed = values.seed;
   if (values.connections !== undefined) request.connections = values.connections;
   if (v("retries") > 0) request.retry = { max_attempts: v("retries") };
+  if (hold.ok && hold.value !== undefined) request.hold_ms = hold.value;
   if (sweep.ok && sweep.axes.length) request.sweep = sweep.axes;
   if (name && name.trim()) request.name = name.trim();
   return { ok: true, request };
@@ -267,6 +328,7 @@ export function formSlot(field: string | undefined, form: Pick<WorkloadForm, "ta
   }
   const map: Record<string, string> = {
     duration_ms: "duration_s",
+    max_delay_ms: "max_delay",
     size: "burst_size",
     every_ms: "burst_every_ms",
     multiplier: "spike_multiplier",

@@ -9,6 +9,7 @@ import { $, h } from "../dom";
 import { algorithmLabel } from "../logic/algorithms";
 import { compareRows, type CompareRow } from "../logic/compare";
 import { fmtInt, fmtMicros, fmtOffset, fmtPercent } from "../logic/format";
+import { inFlightPlot } from "../logic/inflight";
 import { burstAndRate, peakCount, peakExceeds, peakText, PROMISE_NOTE, spanText } from "../logic/peak";
 import { recordIndices, OUTCOME } from "../logic/records";
 import { runStatusText } from "../logic/runs";
@@ -77,7 +78,7 @@ async function draw() {
     const peaks = new Map((run.summary?.rows ?? []).flatMap((r) => (r.peak_window ? [[r.rule, { ...r.peak_window, burst: burstOf(run.id, r.rule) }] as const] : [])));
     const v = markPeaks(buildRunView(data, { ...view, envelope: true }), peaks);
     $("run-bin").textContent = `bins of ${v.binMs} ms`;
-    chart.show(v, view.measure);
+    chart.show(v, view.measure, inFlightPlot(data[0].records));
     chartRun = run.id;
     openOnPeak(run);
     drawn = { run: run.id, view: v, measure: view.measure };
@@ -136,9 +137,12 @@ function renderSummary(run: RunInfo | undefined) {
   }
   // Retries (a retry storm's) only when there were any: the columns stay where the E2E reads them.
   const retries = s.rows.some((r) => r.retries > 0);
-  const head = ["Rule", "Algorithm", "Requests", "Allowed", "Denied", "Fail-open", "Over-admitted", "Peak in a window", "p50", "p99", ...(retries ? ["Retries"] : [])];
+  // In flight only for a run with holds, likewise.
+  const inFlight = s.rows.some((r) => r.peak_in_flight !== undefined);
+  const head = ["Rule", "Algorithm", "Requests", "Allowed", "Denied", "Fail-open", "Over-admitted", "Peak in a window", ...(inFlight ? ["Most in flight"] : []), "p50", "p99", ...(retries ? ["Retries"] : [])];
   const titles: Record<string, string> = {
     "Peak in a window": "The most admitted for one client key in any window of the rule's length, against the rule's limit.",
+    "Most in flight": "The most requests one client key had in flight at once: from an admitted request's answer until its hold ended.",
     p50: ROUND_TRIP,
     p99: ROUND_TRIP,
   };
@@ -173,6 +177,7 @@ function renderSummary(run: RunInfo | undefined) {
         h("td", { className: "num" + (r.fail_open > 0 ? " warn" : ""), text: fmtInt(r.fail_open) }),
         h("td", { className: "num" + (r.over_admitted > 0 ? " bad" : ""), text: fmtInt(r.over_admitted) }),
         peakCell(r.peak_window, r.algorithm, run ? burstOf(run.id, r.rule) : undefined),
+        ...(inFlight ? [h("td", { className: "num", text: r.peak_in_flight === undefined ? "–" : fmtInt(r.peak_in_flight), data: { testid: "most-in-flight" } })] : []),
         h("td", { className: "num", text: fmtMicros(r.latency_p50_us) }),
         h("td", { className: "num", text: fmtMicros(r.latency_p99_us) }),
         ...(retries ? [h("td", { className: "num", text: fmtInt(r.retries) })] : []),

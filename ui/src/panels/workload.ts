@@ -60,6 +60,8 @@ function sync() {
     el.classList.toggle("hidden", !PATTERN_PARAMS[f.pattern].includes(param));
   }
   form().querySelectorAll<HTMLElement>(".compare-only").forEach((el) => el.classList.toggle("hidden", f.target !== COMPARE));
+  // Compare with an in-flight limit runs it beside the token bucket, not the five: the card says which.
+  $("sim-card").classList.toggle("in-flight", f.target === COMPARE && f.in_flight.trim() !== "");
   const policy = policyOf(f.target) !== null;
   form().querySelectorAll<HTMLElement>(".rule-only").forEach((el) => el.classList.toggle("hidden", f.target === COMPARE || policy));
   renderSweepParams(f.target);
