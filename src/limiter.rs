@@ -148,7 +148,7 @@ pub trait DecisionObserver: Send + Sync {
     fn lease_ended(&self, _op: crate::lease::LeaseOp, _freed: bool) {}
     /// A request settled with its actual cost ([`crate::settle`]): `outcome` says whether
     /// that gave back, charged more, or changed nothing.
-    fn settled(&self, _outcome: crate::settle::Settled) {}
+    fn settled(&self, _outcome: crate::decision::Settled) {}
 }
 
 /// Why `try_check` gave no decision.

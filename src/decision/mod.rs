@@ -315,6 +315,30 @@ impl PolicyOutcome {
     }
 }
 
+/// What a settlement did, as metrics count it (`ratelockr_settles_total{result}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    /// The actual cost was smaller: the unused part went back.
+    GaveBack,
+    /// The actual cost was larger: the rest was charged.
+    ChargedMore,
+    /// No limit changed (the same cost, a charge of 0, only concurrency limits, or the state
+    /// to settle was gone).
+    Nothing,
+}
+
+impl Settled {
+    pub const ALL: [Settled; 3] = [Settled::GaveBack, Settled::ChargedMore, Settled::Nothing];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Settled::GaveBack => "gave_back",
+            Settled::ChargedMore => "charged_more",
+            Settled::Nothing => "nothing",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,7 +27,7 @@ use crate::error::FailureKind;
 use crate::lease::LeaseOp;
 use crate::limiter::DecisionObserver;
 use crate::rule::{AlgorithmKind, Rule};
-use crate::settle::Settled;
+use crate::decision::Settled;
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
     Registry, TextEncoder,

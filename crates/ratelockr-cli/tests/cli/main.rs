@@ -11,11 +11,11 @@ mod helper_tls;
 
 mod acl;
 mod api;
-mod calendar_cli;
 mod api_policies;
 mod bad_input_cli;
 mod bench;
 mod budget;
+mod calendar_cli;
 mod cli;
 mod cli_tls;
 mod cluster;

@@ -76,7 +76,7 @@ pub(super) async fn dispatch(
             };
             // With its duration, a request's lease has an id of its own, to give it back.
             let lease = req.duration_ms.and_then(|_| {
-                let sets = lease_sets(decider, tier, keys, &req.key);
+                let sets = lease_sets(&decider.rule, decider.policy.as_ref(), tier, keys, &req.key);
                 (!sets.is_empty()).then(|| (lease_id(req), sets))
             });
             let id = lease.as_ref().map(|(id, _)| id.as_str());

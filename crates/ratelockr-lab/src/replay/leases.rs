@@ -9,11 +9,11 @@
 //! denied request's release finds no lease and frees nothing. A lease its request outlives
 //! (duration ≥ `lease_ms`) expires by itself on the same clock, and is not released.
 
-use super::calls::Decider;
 use super::read::Req;
 use ratelockr::keys::KeySpace;
 use ratelockr::lease::{lease_evalsha, LeaseOp};
-use ratelockr::rule::Algorithm;
+use ratelockr::policy::Policy;
+use ratelockr::rule::{Algorithm, Rule};
 use ratelockr::scripts::At;
 use std::collections::BTreeMap;
 
@@ -37,19 +37,18 @@ pub(super) fn lease_id(req: &Req) -> String {
     format!("l{}", req.line)
 }
 
-/// The concurrency limits' leases sets a request of `key` holds under `decider` (tier
-/// `tier` of a policy), with their `lease_ms`; empty when it holds none.
+/// The concurrency limits' leases sets a request of `key` holds under `rule`, or under tier
+/// `tier` of `policy`, with their `lease_ms`; empty when it holds none.
 pub(super) fn lease_sets(
-    decider: &Decider,
+    rule: &Rule,
+    policy: Option<&Policy>,
     tier: usize,
     keys: &KeySpace,
     key: &str,
 ) -> Vec<(String, u64)> {
-    match &decider.policy {
-        None => match *decider.rule.algorithm() {
-            Algorithm::Concurrency { lease_ms, .. } => {
-                vec![(keys.limiter(&decider.rule, key), lease_ms)]
-            }
+    match policy {
+        None => match *rule.algorithm() {
+            Algorithm::Concurrency { lease_ms, .. } => vec![(keys.limiter(rule, key), lease_ms)],
             _ => Vec::new(),
         },
         Some(policy) => policy
