@@ -62,6 +62,8 @@ function sync() {
   form().querySelectorAll<HTMLElement>(".compare-only").forEach((el) => el.classList.toggle("hidden", f.target !== COMPARE));
   // Compare with an in-flight limit runs it beside the token bucket, not the five: the card says which.
   $("sim-card").classList.toggle("in-flight", f.target === COMPARE && f.in_flight.trim() !== "");
+  // With a max delay, GCRA denying beside GCRA delaying (the smooth a burst demo).
+  $("sim-card").classList.toggle("delaying", f.target === COMPARE && f.max_delay.trim() !== "");
   const policy = policyOf(f.target) !== null;
   form().querySelectorAll<HTMLElement>(".rule-only").forEach((el) => el.classList.toggle("hidden", f.target === COMPARE || policy));
   renderSweepParams(f.target);
