@@ -8,7 +8,7 @@ import "uplot/dist/uPlot.min.css";
 import type { WatchedPolicy } from "../bindings/WatchedPolicy";
 import { h } from "../dom";
 import { fmtInt } from "../logic/format";
-import { describeLimit, modeChange, modeText, stackedColumns, watchTotals } from "../logic/watch";
+import { describeLimit, modeChange, modeText, stackedColumns, totalsExtras, watchTotals } from "../logic/watch";
 import { setData, setText } from "../paint";
 import { recentSecondsAxis, yAxis } from "./axes";
 import { gridColumns, gridPlotSize } from "./grid";
@@ -106,6 +106,9 @@ export class WatchGrid {
       `<span class="allowed"><b>${fmtInt(t.allowed)}</b> allowed</span>` +
       `<span class="denied"><b>${fmtInt(t.denied)}</b> denied</span>` +
       `<span class="shadow"><b>${fmtInt(t.shadow_denied)}</b> shadow-denied</span>` +
+      totalsExtras(t)
+        .map((e) => `<span class="${e.kind}"><b>${fmtInt(e.count)}</b> ${e.text}</span>`)
+        .join("") +
       failOpen;
     if (panel.totals.innerHTML !== html) panel.totals.innerHTML = html;
     setData(panel.root, "allowed", String(t.allowed));

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { WatchStatus } from "../bindings/WatchStatus";
 import type { WatchedPolicy } from "../bindings/WatchedPolicy";
-import { createPoller, describeLimit, fmtModified, modeChange, modeText, shouldPoll, stackedColumns, watchColumns, watchMessages, watchTotals } from "./watch";
+import { createPoller, describeLimit, fmtModified, modeChange, modeText, shouldPoll, stackedColumns, totalsExtras, watchColumns, watchMessages, watchTotals } from "./watch";
 
 const point = (second: number, allowed: number, denied: number, shadow_denied: number, fail_open = 0, delayed = 0) => ({ second, allowed, denied, shadow_denied, fail_open, delayed, released: 0, settled: 0 });
 
@@ -24,11 +24,22 @@ describe("Watch", () => {
   const points = [point(100, 3, 1, 0), point(101, 2, 0, 4, 1), point(102, 0, 5, 7)];
 
   it("totals the whole window, the current second included", () => {
-    expect(watchTotals(points)).toEqual({ allowed: 5, denied: 6, shadow_denied: 11, fail_open: 1 });
-    expect(watchTotals([])).toEqual({ allowed: 0, denied: 0, shadow_denied: 0, fail_open: 0 });
+    expect(watchTotals(points)).toEqual({ allowed: 5, denied: 6, shadow_denied: 11, fail_open: 1, delayed: 0, released: 0, settled: 0 });
+    expect(watchTotals([])).toEqual({ allowed: 0, denied: 0, shadow_denied: 0, fail_open: 0, delayed: 0, released: 0, settled: 0 });
     // A delayed admission (max_delay_ms) was admitted: it counts as allowed.
     expect(watchTotals([point(1, 2, 0, 0, 0, 3)]).allowed).toBe(5);
     expect(watchColumns([point(1, 2, 0, 0, 0, 3), point(2, 0, 0, 0)])[1]).toEqual([5]);
+  });
+
+  it("says delays, leases given back and settlements only when there were some", () => {
+    expect(totalsExtras(watchTotals(points))).toEqual([]);
+    const busy = watchTotals([
+      { ...point(1, 2, 0, 0, 0, 3), released: 4, settled: 1 },
+      { ...point(2, 0, 1, 0), released: 1 },
+    ]);
+    expect(totalsExtras(busy).map((e) => `${e.count} ${e.text}`)).toEqual(["3 of them delayed", "5 leases given back", "1 settled"]);
+    const allDelayed = watchTotals([{ ...point(1, 0, 0, 0, 0, 2), released: 1 }]);
+    expect(totalsExtras(allDelayed).map((e) => `${e.count} ${e.text}`)).toEqual(["2 of them delayed", "1 lease given back"]);
   });
 
   it("charts completed seconds only: allowed, denied and shadow-denied each a line", () => {

@@ -16,6 +16,11 @@ export interface WatchTotals {
   denied: number;
   shadow_denied: number;
   fail_open: number;
+  /** Of the allowed, admitted with a wait (the policy's max_delay_ms). */
+  delayed: number;
+  /** Leases given back (in-flight limits), and requests settled with their actual cost. */
+  released: number;
+  settled: number;
 }
 
 /**
@@ -29,9 +34,22 @@ export function watchTotals(points: PolicyStatsPoint[]): WatchTotals {
       denied: t.denied + p.denied,
       shadow_denied: t.shadow_denied + p.shadow_denied,
       fail_open: t.fail_open + p.fail_open,
+      delayed: t.delayed + p.delayed,
+      released: t.released + p.released,
+      settled: t.settled + p.settled,
     }),
-    { allowed: 0, denied: 0, shadow_denied: 0, fail_open: 0 },
+    { allowed: 0, denied: 0, shadow_denied: 0, fail_open: 0, delayed: 0, released: 0, settled: 0 },
   );
+}
+
+/** The totals' optional words, each only when it happened: "3 of them delayed", ... */
+export function totalsExtras(t: WatchTotals): { kind: string; count: number; text: string }[] {
+  const extras = [
+    { kind: "delayed", count: t.delayed, text: "of them delayed" },
+    { kind: "released", count: t.released, text: t.released === 1 ? "lease given back" : "leases given back" },
+    { kind: "settled", count: t.settled, text: "settled" },
+  ];
+  return extras.filter((e) => e.count > 0);
 }
 
 /**
