@@ -36,7 +36,7 @@ export function calendarFields(o: CalendarFieldsOptions): HTMLDivElement[] {
   const cell = (param: string, label: string, ...inputs: HTMLElement[]) => {
     const id = o.id?.(param);
     if (id) inputs[inputs.length - 1].id = id;
-    return h("div", { className: "param" }, h("label", { text: label, ...(id ? { htmlFor: id } : {}) }), ...inputs, o.slot(param));
+    return h("div", { className: `param calendar-${param.replace(/_/g, "-")}` }, h("label", { text: label, ...(id ? { htmlFor: id } : {}) }), ...inputs, o.slot(param));
   };
   const period = h("select", { data: { field: o.field("period") }, ariaLabel: `${o.field("period")}` }, ...PERIODS.map((p) => new Option(p.label, p.value)));
   period.value = o.get("period") || DEFAULT_PERIOD;
