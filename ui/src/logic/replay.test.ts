@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { SweepPoint } from "../bindings/SweepPoint";
-import { barShare, heatColour, heatmap, keyChoices, keyRows, parseAxis, progressShare } from "./replay";
+import { barShare, durationField, heatColour, heatmap, inFlightText, keyChoices, keyRows, parseAxis, progressShare } from "./replay";
 import { sortKeys } from "./perkey";
 
 const point = (params: Record<string, number>, denied_pct: number): SweepPoint => ({
@@ -62,5 +62,20 @@ describe("the client keys a log offers", () => {
     expect(keyChoices([])).toEqual([]);
     expect(keyChoices(["user", "status"])).toEqual(["ip", "path[1]", "ip+path[1]", "field:user", "field:status"]);
     expect(keyChoices(Array.from({ length: 40 }, (_, i) => `f${i}`))).toHaveLength(19);
+  });
+});
+
+describe("a log's durations", () => {
+  it("says each key's requests in flight, and nothing without durations", () => {
+    const f = { capped_at_ms: null, keys: 3, p50: 2, p90: 5, p99: 9, max: 14, top_keys: [{ key: "10.0.0.7", peak: 14, requests: 40, denied: 3 }] };
+    expect(inFlightText("api", f)).toBe("api: in flight at once per key, p50 2 · p90 5 · p99 9 · max 14 (10.0.0.7)");
+    expect(inFlightText("uploads", { ...f, capped_at_ms: 60000 })).toContain("each counted for at most its 60000 ms lease");
+    expect(inFlightText("api", undefined)).toBeUndefined();
+    expect(inFlightText("api", { ...f, keys: 0 })).toBeUndefined();
+  });
+
+  it("takes a blank duration field as none", () => {
+    expect(durationField("  ")).toBeUndefined();
+    expect(durationField(" request_time ")).toBe("request_time");
   });
 });

@@ -3,6 +3,7 @@
  * sorting applies) and the progress share. The sweep's inputs and heatmaps are `./sweep`'s,
  * shared with the simulator.
  */
+import type { InFlight } from "../bindings/InFlight";
 import type { ReplayProgress } from "../bindings/ReplayProgress";
 import type { TopKey } from "../bindings/TopKey";
 import type { KeyRow } from "./perkey";
@@ -55,4 +56,23 @@ export function barShare(share: number | undefined, running: boolean, ended: boo
 export function keyChoices(fields: string[]): string[] {
   if (fields.length === 0) return [];
   return ["ip", "path[1]", "ip+path[1]", ...fields.slice(0, 16).map((f) => `field:${f}`)];
+}
+
+/**
+ * "api: in flight at once per key, p50 2 · p90 5 · p99 9 · max 14 (client 10.0.0.7)": what a
+ * log with durations says about a rule's keys (under a concurrency rule, each counted for at
+ * most its lease). Nothing without durations.
+ */
+export function inFlightText(rule: string, f: InFlight | undefined): string | undefined {
+  if (!f || f.keys === 0) return undefined;
+  const top = f.top_keys[0];
+  const busiest = top ? ` (${top.key})` : "";
+  const capped = f.capped_at_ms != null ? `, each counted for at most its ${f.capped_at_ms} ms lease` : "";
+  return `${rule}: in flight at once per key, p50 ${f.p50} · p90 ${f.p90} · p99 ${f.p99} · max ${f.max}${busiest}${capped}`;
+}
+
+/** The duration field as the engine takes it: blank is none (a lease is held its whole life). */
+export function durationField(text: string): string | undefined {
+  const name = text.trim();
+  return name === "" ? undefined : name;
 }

@@ -17,7 +17,7 @@ import { $, h, showFieldErrors } from "../dom";
 import { algorithmLabel } from "../logic/algorithms";
 import { fmtClock, fmtInt } from "../logic/format";
 import { sortKeys } from "../logic/perkey";
-import { barShare, keyChoices, keyRows, progressShare } from "../logic/replay";
+import { barShare, durationField, inFlightText, keyChoices, keyRows, progressShare } from "../logic/replay";
 import { axesOf, sweepParams } from "../logic/sweep";
 import { heatmapTables } from "./heatmap";
 import { describePolicy } from "../logic/policies";
@@ -49,7 +49,7 @@ function parseSpec(): ParseSpec {
   const filter = $<HTMLInputElement>("replay-filter").value.trim();
   return {
     format: format === "" ? null : (format as LogFormat),
-    fields: { time: null, cost: null, extra: [] },
+    fields: { time: null, cost: null, extra: [], duration: durationField($<HTMLInputElement>("replay-duration").value) },
     key: $<HTMLInputElement>("replay-key").value.trim() || "ip",
     methods,
     path: filter === "" ? null : filter,
@@ -304,7 +304,11 @@ function renderResults() {
   const suggestions = r.rules
     .filter((x) => x.suggestion?.sentence)
     .map((x) => h("p", { className: "sweep-choice", text: `${x.rule}: ${x.suggestion!.sentence}.`, data: { testid: "replay-suggestion" } }));
-  box.replaceChildren(about, h("table", { className: "summary", data: { testid: "replay-rules-table" } }, head, ...r.rules.map(ruleRow)), ...suggestions, ...changesBlock(r));
+  const inFlight = r.rules.flatMap((x) => {
+    const text = inFlightText(x.rule, x.in_flight);
+    return text ? [h("p", { className: "hint", text, data: { testid: "replay-in-flight" } })] : [];
+  });
+  box.replaceChildren(about, h("table", { className: "summary", data: { testid: "replay-rules-table" } }, head, ...r.rules.map(ruleRow)), ...suggestions, ...inFlight, ...changesBlock(r));
   const current = select.value;
   select.replaceChildren(...r.rules.map((rule) => new Option(rule.rule, rule.rule)));
   select.value = r.rules.some((x) => x.rule === current) ? current : (r.rules[0]?.rule ?? "");
