@@ -53,8 +53,8 @@ pub struct Record {
     /// answer, in ms; empty for a denied request and in runs without holds.
     #[serde(default)]
     pub hold_ms: Option<u64>,
-    /// Microseconds from the run's start to the answer (where its time in flight begins);
-    /// 0 where not measured (replays, older CSVs).
+    /// Microseconds from the run's start to the answer, where its time in flight begins (a
+    /// delayed admission's: after its wait); 0 where not measured (replays, older CSVs).
     #[serde(default)]
     pub answered_us: u64,
 }

@@ -8,4 +8,9 @@ export type ViewPanel = { title: string,
 /**
  * The y axis: `requests / 100 ms`, `admitted so far`.
  */
-y_label: string, lines: Array<ViewLine>, };
+y_label: string, lines: Array<ViewLine>, 
+/**
+ * This panel's own y maximum, over the view's: a count of another kind (requests in
+ * flight beside requests per bin). Absent: the view's, else its own lines'.
+ */
+y_max?: number, };

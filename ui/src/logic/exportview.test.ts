@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { exportView, isStepped, isZoomed } from "./exportview";
+import { inFlightPlot } from "./inflight";
 import { keyStateLine } from "./keystate";
 import { buildRunView, RUN_COLORS } from "./runview";
 import { run } from "./testdata";
@@ -47,6 +48,30 @@ describe("the exported view is the one on screen", () => {
     expect(out.x_range).toEqual([0.1, 0.2]);
     expect(out.subtitle).toBe("per 100 ms bin · zoomed to 0.10–0.20 s");
     expect(out.key_state).toEqual({ title: "client-0 on tb", label: "tokens left", x: key!.x, values: key!.values, ceiling: 2 });
+  });
+
+  it("adds a run's in-flight panel on its own scale, carried on past the last send to the last hold's end", () => {
+    const v = buildRunView([runs[0]], { measure: "bin", layout: "panels", envelope: true });
+    const onScreen = v.plots[0].lines[0].values.slice();
+    const inFlight = inFlightPlot({
+      bin_ms: v.binMs,
+      targets: [{ rule: { name: "cc", algorithm: "concurrency", limit: 2 }, naive: false }],
+      in_flight: [[1, 2, 2, 1, 1, 0]],
+    })!;
+    const out = exportView(v, "bin", { title: "t", subtitle: "", columns: 2, inFlight });
+    const panel = out.panels[out.panels.length - 1];
+    expect(panel.title).toBe(inFlight.title);
+    expect(panel.y_max).toBeGreaterThanOrEqual(2);
+    expect(out.y_max).toBe(v.yMax);
+    // One x for every panel, now to the last hold's end; the rate lines have nothing there.
+    expect(out.x.length).toBeGreaterThanOrEqual(6);
+    for (const p of out.panels) for (const l of p.lines) expect(l.values).toHaveLength(out.x.length);
+    expect(out.panels[0].lines[0].values.slice(v.x.length).every((x) => x === null)).toBe(true);
+    expect(panel.lines.map((l) => l.label)).toEqual(["cc in flight", "cc limit (2)"]);
+    expect(panel.lines[0].values.slice(0, 6)).toEqual([1, 2, 2, 1, 1, 0]);
+    expect(panel.lines[1].values.every((x) => x === 2)).toBe(true);
+    // The screen's own lines are left as drawn.
+    expect(v.plots[0].lines[0].values).toEqual(onScreen);
   });
 
   it("knows a zoom from the whole range, and what is stepped", () => {

@@ -5,6 +5,7 @@
  * the chart's logic.
  */
 import type { ChartView } from "../bindings/ChartView";
+import type { InFlightPlot } from "./inflight";
 import type { KeyStateLine } from "./keystate";
 import type { Line, Measure, RunView } from "./runview";
 
@@ -26,6 +27,8 @@ export interface ExportOptions {
   /** The zoomed x range (seconds), when the chart is zoomed or panned. */
   xRange?: [number, number];
   key?: KeyStateLine;
+  /** A run with holds: its requests-in-flight panel, drawn after the others as on screen. */
+  inFlight?: InFlightPlot;
 }
 
 /** Whether `range` shows less than all of `x` (a zoom or pan). */
@@ -57,10 +60,48 @@ export function exportView(view: RunView, measure: Measure, opts: ExportOptions)
       })),
     })),
   };
+  if (opts.inFlight) addInFlight(out, view.binMs, opts.inFlight);
   if (zoomed) out.x_range = opts.xRange;
   if (opts.key) {
     out.key_state = { title: opts.key.title, label: opts.key.label, x: opts.key.x, values: opts.key.values };
     if (opts.key.ceiling !== undefined) out.key_state.ceiling = opts.key.ceiling;
   }
   return out;
+}
+
+/**
+ * Adds the in-flight panel to an exported view: on the view's one x axis, carried on (in bins
+ * of the same width) to the last hold's end, where the rate panels have nothing (gaps); on its
+ * own y scale, as on screen (a count at once, not per bin).
+ */
+function addInFlight(out: ChartView, binMs: number, plot: InFlightPlot) {
+  const step = binMs / 1000;
+  const end = plot.x[plot.x.length - 1] ?? 0;
+  const x = [...out.x];
+  while (x.length > 0 && x[x.length - 1] + step <= end + 1e-9) x.push(x[x.length - 1] + step);
+  // Copies: the lines' values are the screen's own arrays.
+  for (const p of out.panels) for (const l of p.lines) l.values = [...l.values, ...Array<null>(Math.max(0, x.length - l.values.length)).fill(null)];
+  // The panel's bins may be narrower than the view's (runs laid over): each point takes the
+  // most of the bins it covers, so no peak is lost.
+  const at = (values: (number | null)[], from: number, to: number) => {
+    let most: number | null = null;
+    for (let i = 0; i < plot.x.length; i++) {
+      const t = plot.x[i];
+      const inside = (t >= from - 1e-9 && t < to - 1e-9) || (i === plot.x.length - 1 && t <= from + 1e-9);
+      if (inside && values[i] !== null && values[i] !== undefined) most = Math.max(most ?? 0, values[i]!);
+    }
+    return most;
+  };
+  out.x = x;
+  out.panels.push({
+    title: plot.title,
+    y_label: plot.yLabel,
+    y_max: Math.ceil(plot.yMax * 1.12) + 1,
+    lines: plot.lines.map((l) => ({
+      label: l.label,
+      look: { colour: l.color, dash: [...l.dash], width: l.width },
+      values: l.limit !== undefined ? x.map(() => l.limit!) : x.map((t) => at(l.values, t, t + step) ?? (t > end ? null : 0)),
+      stepped: l.stepped,
+    })),
+  });
 }

@@ -9,7 +9,7 @@ import { $, h } from "../dom";
 import { algorithmLabel } from "../logic/algorithms";
 import { compareRows, type CompareRow } from "../logic/compare";
 import { fmtInt, fmtMicros, fmtOffset, fmtPercent } from "../logic/format";
-import { inFlightPlot } from "../logic/inflight";
+import { inFlightPlot, type InFlightPlot } from "../logic/inflight";
 import { burstAndRate, peakCount, peakExceeds, peakText, PROMISE_NOTE, spanText } from "../logic/peak";
 import { recordIndices, OUTCOME } from "../logic/records";
 import { runStatusText } from "../logic/runs";
@@ -42,7 +42,7 @@ let chart: RunChart;
 let chartRun: string | undefined;
 let drawSeq = 0;
 /** What the chart shows now (for the export), with the run it is about. */
-let drawn: { run: string; view: RunView; measure: Measure } | undefined;
+let drawn: { run: string; view: RunView; measure: Measure; inFlight?: InFlightPlot } | undefined;
 
 async function draw() {
   const seq = ++drawSeq;
@@ -78,10 +78,11 @@ async function draw() {
     const peaks = new Map((run.summary?.rows ?? []).flatMap((r) => (r.peak_window ? [[r.rule, { ...r.peak_window, burst: burstOf(run.id, r.rule) }] as const] : [])));
     const v = markPeaks(buildRunView(data, { ...view, envelope: true }), peaks);
     $("run-bin").textContent = `bins of ${v.binMs} ms`;
-    chart.show(v, view.measure, inFlightPlot(data[0].records));
+    const inFlight = inFlightPlot(data[0].records);
+    chart.show(v, view.measure, inFlight);
     chartRun = run.id;
     openOnPeak(run);
-    drawn = { run: run.id, view: v, measure: view.measure };
+    drawn = { run: run.id, view: v, measure: view.measure, inFlight };
     drawKeyState(chart, run.id, data[0].records, v.x[v.x.length - 1] ?? 0);
   } catch (err) {
     if (seq === drawSeq) {
@@ -323,6 +324,7 @@ function screenView(id: string) {
     columns: chart.columns(),
     xRange: chart.xRange(),
     key: shownKeyState(),
+    inFlight: drawn.inFlight,
   });
 }
 

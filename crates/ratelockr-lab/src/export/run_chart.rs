@@ -159,7 +159,7 @@ impl Picture for ChartView {
         let areas = panels_area.split_evenly((grid_rows, columns));
         let (lo, hi) = self.range();
         for (panel, area) in self.panels.iter().zip(&areas) {
-            let top = self.y_max.unwrap_or_else(|| {
+            let top = panel.y_max.or(self.y_max).unwrap_or_else(|| {
                 panel
                     .lines
                     .iter()
@@ -396,6 +396,7 @@ mod tests {
     fn a_cumulative_view_exports_cumulative_and_nothing_else() {
         let cumulative = view(vec![ViewPanel {
             title: "login".into(),
+            y_max: None,
             y_label: "so far".into(),
             lines: vec![
                 line("allowed", "#2ca02c", &[], &[3.0, 8.0, 12.0, 20.0], false),
@@ -434,6 +435,7 @@ mod tests {
     fn an_overlay_exports_both_runs_and_the_key_state() {
         let mut overlay = view(vec![ViewPanel {
             title: "Runs overlaid".into(),
+            y_max: None,
             y_label: "per 500 ms".into(),
             lines: vec![
                 line(
@@ -497,6 +499,7 @@ mod tests {
     fn a_view_that_cannot_be_drawn_is_refused_naming_the_field() {
         let mut bad = view(vec![ViewPanel {
             title: "p".into(),
+            y_max: None,
             y_label: "y".into(),
             lines: vec![line("a", "#112233", &[], &[1.0, 2.0], true)],
         }]);

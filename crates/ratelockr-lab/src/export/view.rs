@@ -59,6 +59,11 @@ pub struct ViewPanel {
     /// The y axis: `requests / 100 ms`, `admitted so far`.
     pub y_label: String,
     pub lines: Vec<ViewLine>,
+    /// This panel's own y maximum, over the view's: a count of another kind (requests in
+    /// flight beside requests per bin). Absent: the view's, else its own lines'.
+    #[cfg_attr(feature = "ts", ts(optional))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub y_max: Option<f64>,
 }
 
 /// A client key's limiter state under the panels, on the same x range.
@@ -145,6 +150,12 @@ impl ChartView {
             return Err(invalid("panels", format!("must hold 1 to {MAX_PANELS}")));
         }
         for (p, panel) in self.panels.iter().enumerate() {
+            if panel.y_max.is_some_and(|y| !finite(y) || y < 0.0) {
+                return Err(invalid(
+                    &format!("panels[{p}].y_max"),
+                    "must be a finite number ≥ 0",
+                ));
+            }
             if panel.lines.len() > MAX_LINES {
                 return Err(invalid(
                     &format!("panels[{p}].lines"),
@@ -325,6 +336,7 @@ impl ChartView {
                 title: format!("Requests per {} ms", timeline.bin_ms),
                 y_label: format!("requests / {} ms", timeline.bin_ms),
                 lines: rates,
+                y_max: None,
             });
         }
         if shown != Shown::PerBin {
@@ -332,6 +344,7 @@ impl ChartView {
                 title: "Admitted so far, under the rule's envelope".into(),
                 y_label: "admitted so far".into(),
                 lines: so_far,
+                y_max: None,
             });
         }
         if let Some(panel) = in_flight_panel(timeline, &per_bin) {
@@ -392,6 +405,7 @@ fn in_flight_panel(
         title: "Requests in flight at once (the busiest key)".into(),
         y_label: "in flight".into(),
         lines,
+        y_max: None,
     })
 }
 

@@ -467,16 +467,17 @@ impl Server {
                             let started = Instant::now();
                             let decided = decide(limiter, target, decided_as, cost, at).await;
                             let answered = Instant::now();
-                            let answered_us = answered.duration_since(start).as_micros() as u64;
                             let decision = &decided.decision;
-                            // An admitted request is in flight from its answer for its hold;
-                            // then its lease, if it took one, goes back (a stop ends the hold
-                            // at once: the run is over). The record says when, so the count of
-                            // requests in flight stays inside the leases' lives.
+                            // An admitted request is in flight from its answer (a delayed
+                            // one's from the end of its wait) for its hold; then its lease, if
+                            // it took one, goes back (a stop ends the hold at once: the run is
+                            // over). The record says when, so the count of requests in flight
+                            // stays inside the leases' lives.
+                            let serves = answered + Duration::from_millis(decision.delay_ms);
+                            let answered_us = serves.duration_since(start).as_micros() as u64;
                             let held = hold.filter(|_| decision.allowed);
                             if let Some(hold) = held {
-                                let ends =
-                                    answered + Duration::from_millis(decision.delay_ms) + hold;
+                                let ends = serves + hold;
                                 held_until_us.fetch_max(
                                     ends.duration_since(start).as_micros() as u64,
                                     Ordering::Relaxed,
