@@ -405,7 +405,7 @@ mod tests {
             .collect();
         assert_eq!(delays, [0, 2000]);
         assert!(matches!(
-            spec.targets[1].policy.as_ref().unwrap().limits()[0].algorithm(),
+            spec.targets[1].policy.as_ref().expect("a policy").limits()[0].algorithm(),
             ratelockr::Algorithm::Gcra {
                 limit: 10,
                 window_ms: 1000,
