@@ -253,3 +253,54 @@ impl Columns {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratelockr_lab::sim::{Record, SimSpec, Workload};
+
+    #[test]
+    fn a_run_with_holds_gives_each_target_its_most_in_flight_per_bin_to_the_last_holds_end() {
+        let spec =
+            SimSpec::in_flight_beside_rate("c-", 2, 100, 1000, Workload::default()).expect("spec");
+        let mut columns = Columns::new("r1", &spec, 1_000);
+        // Three admitted at once on the token bucket, two on the concurrency limit (a third
+        // denied), each in flight 300 ms from about 10 ms in; nothing on another key.
+        for (rule, allowed) in [
+            ("c-token-bucket", true),
+            ("c-token-bucket", true),
+            ("c-token-bucket", true),
+            ("c-concurrency", true),
+            ("c-concurrency", true),
+            ("c-concurrency", false),
+        ] {
+            let record = Record {
+                sent_at_ms: 1_010,
+                rule: rule.into(),
+                key: "client-0".into(),
+                allowed,
+                hold_ms: allowed.then_some(300),
+                answered_us: 10_500,
+                ..Record::default()
+            };
+            columns.push(&RecordRef::from(&record));
+        }
+        let out = columns.finish(100).expect("known rules");
+        // A 100 ms run bins at 10 ms; the bins run on to 310.5 ms, where the last hold ends.
+        assert_eq!(out.bin_ms, 10);
+        assert_eq!(out.in_flight.len(), 2);
+        let [bucket, slots] = [&out.in_flight[0], &out.in_flight[1]];
+        assert_eq!(bucket.len(), 32);
+        assert_eq!((bucket[0], bucket[1], bucket[31]), (0, 3, 3));
+        assert_eq!(slots.iter().max(), Some(&2));
+        // Without holds, nothing to draw.
+        let mut plain = Columns::new("r2", &spec, 1_000);
+        let record = Record {
+            rule: "c-token-bucket".into(),
+            allowed: true,
+            ..Record::default()
+        };
+        plain.push(&RecordRef::from(&record));
+        assert!(plain.finish(100).expect("known").in_flight.is_empty());
+    }
+}
