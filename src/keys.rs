@@ -199,7 +199,8 @@ mod tests {
                 "ratelockr:sw:{r}:k",
                 "ratelockr:sc:{r}:k",
                 "ratelockr:fw:{r}:k",
-                "ratelockr:cc:{r}:k"
+                "ratelockr:cc:{r}:k",
+                "ratelockr:cal:{r}:k",
             ]
         );
         assert_eq!(keys.rule_pattern("tb", "api"), "ratelockr:tb:{api}:*");

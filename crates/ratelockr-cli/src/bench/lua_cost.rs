@@ -540,6 +540,7 @@ mod tests {
                 "sliding_window_counter ÷ token_bucket",
                 "fixed_window ÷ token_bucket",
                 "concurrency ÷ token_bucket",
+                "calendar ÷ token_bucket",
             ]
         );
         assert_eq!(pairs[0].median, 0.5);

@@ -255,6 +255,46 @@ impl Fixture {
                 "--lease-ms",
             ),
             case("lease-ms", &["--lease-ms", "5"], "--lease-ms"),
+            // A calendar's words: each bad one, and each beside another algorithm.
+            case(
+                "period",
+                &[
+                    "--algorithm",
+                    "calendar",
+                    "--window-ms",
+                    DROP,
+                    "--period",
+                    "fortnight",
+                ],
+                "--period",
+            ),
+            case("period", &["--period", "day"], "--period"),
+            case(
+                "time-zone",
+                &[
+                    "--algorithm",
+                    "calendar",
+                    "--window-ms",
+                    DROP,
+                    "--time-zone",
+                    "Mars/Base",
+                ],
+                "--time-zone",
+            ),
+            case("time-zone", &["--time-zone", "UTC"], "--time-zone"),
+            case(
+                "week-start",
+                &[
+                    "--algorithm",
+                    "calendar",
+                    "--window-ms",
+                    DROP,
+                    "--week-start",
+                    "friday",
+                ],
+                "--week-start",
+            ),
+            case("week-start", &["--week-start", "sunday"], "--week-start"),
             case(
                 "policies",
                 &["--policies", "/nonexistent/p.toml"],
@@ -498,6 +538,21 @@ fn replay_refuses_every_bad_flag_by_name() {
     cases.extend([
         case("log", &["--log", &missing_log], &missing_log),
         case("log", &["--log", ""], "--log"),
+        case(
+            "duration-field",
+            &["--duration-field", ""],
+            "--duration-field",
+        ),
+        case(
+            "duration-unit",
+            &["--duration-unit", "hours"],
+            "--duration-unit",
+        ),
+        case(
+            "duration-unit",
+            &["--duration-unit", "s"],
+            "--duration-field",
+        ),
         case("format", &["--format", "bogus"], "--format"),
         case("key", &["--key", ""], "--key"),
         case("key", &["--key", "bogus:x"], "--key"),
