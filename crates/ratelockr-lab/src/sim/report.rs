@@ -115,7 +115,7 @@ pub struct Report {
     /// The average rate the workload offers (0 = as fast as possible); for patterns other than
     /// constant it differs from the base `rps`.
     pub requested_rps: f64,
-    /// The rate actually sent.
+    /// The rate actually sent, over the sending (not the holds that outlast it).
     pub achieved_rps: f64,
     pub targets: Vec<TargetSummary>,
     pub series: Vec<Series>,

@@ -142,14 +142,19 @@ pub async fn run(
     // own on one thread, as `bench` drives the engine: a decision's answer wakes its request on
     // the thread that reads the connection, not across threads (each a futex wake). The
     // collector below stays on the caller's runtime.
+    // When the last request was answered, µs from the start: the rate sent is over the
+    // sending, not the holds that outlast it.
+    let sent_until_us = Arc::new(AtomicU64::new(0));
     let drive_servers = {
         let (workload, stop, sent) = (workload.clone(), stop.clone(), sent.clone());
+        let sent_until_us = sent_until_us.clone();
         move || -> std::io::Result<()> {
             tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?
                 .block_on(async {
                     drive(servers, workload, stop.clone(), sent, start).await;
+                    sent_until_us.store(start.elapsed().as_micros() as u64, Ordering::Relaxed);
                     // The run ends when its last request does: the holds still running,
                     // leases or not.
                     let held: Vec<_> = std::mem::take(&mut *lock(&holds));
@@ -264,10 +269,9 @@ pub async fn run(
         planned_requests: planned,
         requests_sent,
         requested_rps: workload.offered_rps(),
-        achieved_rps: if duration_ms == 0 {
-            0.0
-        } else {
-            requests_sent as f64 * 1000.0 / duration_ms as f64
+        achieved_rps: match sent_until_us.load(Ordering::Relaxed) {
+            0 => 0.0,
+            us => requests_sent as f64 * 1_000_000.0 / us as f64,
         },
         sweep: if spec.sweep.is_empty() {
             Vec::new()
