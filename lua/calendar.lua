@@ -39,7 +39,9 @@ REPLY  {allowed, remaining, retry_after_ms, reset_after_ms}
 A stored window that ended when this one begins counts nothing; one that has not (a caller's
 clock behind the stored window, or a limit whose period or zone was changed) keeps its count, and
 the later of the two windows is the one counted in. An admission writes the window with PX until
-its end; a denial writes nothing. Redis work: TIME (server clock), GET, and SET on admission only.
+its end on the Redis clock (on a caller's clock, for the window's length: expiry only evicts idle
+state, so the same now_ms always gets the same answer); a denial writes nothing.
+Redis work: TIME (server clock), GET, and SET on admission only.
 
 EXAMPLE  (2,000 a day in Europe/Berlin: its days around 2026-12-07 begin at 23:00 UTC; decided at
 08:30 UTC on the 7th, given as now_ms; "" would be the Redis clock)
@@ -82,7 +84,8 @@ if not ((nkeys == 1 or nkeys == 3)
 end
 
 local now = ARGV[3]
-if now == nil or now == '' then
+local server_clock = now == nil or now == ''
+if server_clock then
   local t = redis.call('TIME')
   local us = t[2] + 0
   now = t[1] * 1000 + (us - us % 1000) / 1000
@@ -134,7 +137,11 @@ if yes then allowed = 1 end
 -- shared: calendar.decide
 if yes and charge then
   used = used + cost
-  redis.call('SET', key, struct.pack('<ddd', start, finish, used), 'PX', string.format('%d', finish - now))
+  -- The key lives until the window ends on the Redis clock; on a caller's clock, for the
+  -- window's length (its expiry only evicts idle state, never the answer to a given now_ms).
+  local ttl = finish - now
+  if not server_clock then ttl = finish - start end
+  redis.call('SET', key, struct.pack('<ddd', start, finish, used), 'PX', string.format('%d', ttl))
 end
 remaining = limit - used
 if remaining < 0 then remaining = 0 end

@@ -847,7 +847,11 @@ for i = 1, n do
     -- shared: calendar.decide
     if yes and charge then
       used = used + cost
-      redis.call('SET', key, struct.pack('<ddd', start, finish, used), 'PX', string.format('%d', finish - now))
+      -- The key lives until the window ends on the Redis clock; on a caller's clock, for the
+      -- window's length (its expiry only evicts idle state, never the answer to a given now_ms).
+      local ttl = finish - now
+      if not server_clock then ttl = finish - start end
+      redis.call('SET', key, struct.pack('<ddd', start, finish, used), 'PX', string.format('%d', ttl))
     end
     remaining = limit - used
     if remaining < 0 then remaining = 0 end

@@ -424,7 +424,10 @@ local function charge_rest(i, kind, a, b, d)
         if s > start then start, finish = s, e end
       end
     end
-    redis.call('SET', key, struct.pack('<ddd', start, finish, used + d), 'PX', string.format('%d', finish - now))
+    -- Until the window ends on the Redis clock; on a caller's clock, for its length (as calendar.lua).
+    local ttl = finish - now
+    if ARGV[2] ~= nil and ARGV[2] ~= '' then ttl = finish - start end
+    redis.call('SET', key, struct.pack('<ddd', start, finish, used + d), 'PX', string.format('%d', ttl))
   end
   return nil
 end

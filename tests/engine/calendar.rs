@@ -152,12 +152,21 @@ fn every_decision_counts_in_the_calendar_window_of_its_time_and_resets_on_its_bo
                 prop_assert!(first.allowed, "{ctx}: {first:?}");
                 prop_assert_eq!(first.remaining, 2, "{}", ctx);
                 prop_assert_eq!(first.reset_after_ms as i64, end - at, "{}", ctx);
-                // The key lives until the window ends, on the Redis clock as well: read it while
-                // it surely does.
-                if end - at > 1_000 {
-                    let state = stored(&limiter, &limiter.keys().limiter(&rule, &key)).await;
-                    prop_assert_eq!(state, Some((start, end, 1)), "{}", ctx);
-                }
+                // On a caller's clock the key lives the window's length of real time: its
+                // expiry never changes the answer to a given now_ms.
+                let state = stored(&limiter, &limiter.keys().limiter(&rule, &key)).await;
+                prop_assert_eq!(state, Some((start, end, 1)), "{}", ctx);
+                let ttl: i64 = query(
+                    &limiter,
+                    redis::cmd("PTTL").arg(limiter.keys().limiter(&rule, &key)),
+                )
+                .await;
+                prop_assert!(
+                    ttl > end - start - 60_000 && ttl <= end - start,
+                    "{}: PTTL {}",
+                    ctx,
+                    ttl
+                );
                 Ok(())
             })
         })
