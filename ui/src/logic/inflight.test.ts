@@ -24,4 +24,17 @@ describe("inFlightPlot", () => {
     expect(p.yMax).toBe(20);
     expect(p.lines[1].color).not.toBe(p.lines[0].color);
   });
+
+  it("draws a policy's concurrency limits by name", () => {
+    const policy = {
+      name: "exports",
+      mode: "enforce",
+      limits: [
+        { name: "at-once", algorithm: "concurrency", limit: 5 },
+        { name: "per-second", algorithm: "token_bucket", capacity: 100, refill_per_sec: 100 },
+      ],
+    };
+    const p = inFlightPlot({ bin_ms: 100, targets: [{ rule: { name: "exports", algorithm: "concurrency", limit: 5 }, naive: false, policy }], in_flight: [[4, 5]] })!;
+    expect(p.lines.map((l) => l.label)).toEqual(["exports in flight", "exports at-once limit (5)"]);
+  });
 });

@@ -49,11 +49,16 @@ export function inFlightPlot(rec: Pick<Records, "bin_ms" | "targets" | "in_fligh
     peaks[target.rule.name] = peak;
     yMax = Math.max(yMax, peak);
     lines.push({ label: `${target.rule.name} in flight`, color: info.color, dash: [], width: 2, values, stepped: true, target: t });
-    if (kind === "concurrency" && target.rule.limit !== undefined) {
-      const limit = target.rule.limit;
+    // A concurrency limit's own limit; a policy's, each of its concurrency limits by name.
+    const limits: [string, number][] = target.policy
+      ? target.policy.limits.flatMap((l) => (l.algorithm === "concurrency" && l.limit !== undefined ? [[`${target.rule.name} ${l.name}`, l.limit] as [string, number]] : []))
+      : kind === "concurrency" && target.rule.limit !== undefined
+        ? [[target.rule.name, target.rule.limit]]
+        : [];
+    limits.forEach(([name, limit], i) => {
       yMax = Math.max(yMax, limit);
-      lines.push({ label: `${target.rule.name} limit (${limit})`, color: info.color, dash: [6, 4], width: 1, values: x.map(() => limit), stepped: false, target: t, limit });
-    }
+      lines.push({ label: `${name} limit (${limit})`, color: info.color, dash: [6, 4 + i], width: 1, values: x.map(() => limit), stepped: false, target: t, limit });
+    });
   });
   return { title: "Requests in flight at once (the busiest key)", yLabel: "in flight", x, lines, peaks, yMax };
 }
