@@ -83,7 +83,8 @@ export class RunChart {
     const n = (this.view?.plots.length ?? 1) + (this.inFlight ? 1 : 0);
     if (n <= 1) return 1;
     // Side by side is the point of the view: down to ~200 px a panel, then fewer per row.
-    const fit = Math.max(1, Math.floor(this.root.clientWidth / 210));
+    // With the in-flight panel beside the five, a little narrower, so the six keep one row.
+    const fit = Math.max(1, Math.floor(this.root.clientWidth / (this.inFlight ? 200 : 210)));
     return Math.min(n === 4 ? 2 : n, fit);
   }
 
