@@ -22,12 +22,12 @@ mod http;
 
 pub use http::{serve, MetricsServer, ServeError, CONTENT_TYPE, METRICS_PATH};
 
+use crate::decision::Settled;
 use crate::decision::{Decision, Outcome, PolicyOutcome};
 use crate::error::FailureKind;
 use crate::lease::LeaseOp;
 use crate::limiter::DecisionObserver;
 use crate::rule::{AlgorithmKind, Rule};
-use crate::decision::Settled;
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
     Registry, TextEncoder,
