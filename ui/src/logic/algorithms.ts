@@ -8,6 +8,7 @@
  */
 import type { AlgorithmKind } from "../bindings/AlgorithmKind";
 import { algorithmStyle } from "../bindings/chartStyle";
+import { humanMs } from "./numbers";
 
 export interface AlgorithmInfo {
   kind: string;
@@ -94,4 +95,14 @@ export function algorithmFromName(rule: string): string | undefined {
   if (rule.endsWith("-naive")) return NAIVE.kind;
   const kinds = [...RATE_ALGORITHMS].sort((a, b) => b.kind.length - a.kind.length);
   return kinds.find((a) => rule.endsWith(a.kind.replace(/_/g, "-")))?.kind;
+}
+
+/**
+ * What a policy run is made of, for its panel and table row: "GCRA, delays up to 2s",
+ * "Token bucket + Calendar quota". Said where "policy" alone would leave a newcomer guessing.
+ */
+export function policyMakeup(policy: { limits: { algorithm: string }[]; max_delay_ms?: number }): string {
+  const kinds = policy.limits.map((l) => algorithmLabel(l.algorithm)).join(" + ");
+  const delay = policy.max_delay_ms ? `, delays up to ${humanMs(policy.max_delay_ms)}` : "";
+  return `${kinds}${delay}`;
 }

@@ -4,7 +4,7 @@
  */
 import type { LineStyle } from "../bindings/LineStyle";
 import { CHART_STYLE } from "../bindings/chartStyle";
-import { algorithmInfo } from "./algorithms";
+import { algorithmInfo, policyMakeup } from "./algorithms";
 import { binCount, binTarget, cumulative, deniedByLimit, envelope, limitNames, spanMs, type Records } from "./records";
 import { burstAndRate, peakExceeds, peakLabel, PROMISE_NOTE, type PeakSpan } from "./peak";
 
@@ -208,7 +208,7 @@ export function buildRunView(runs: RunData[], opts: ViewOptions): RunView {
         const [allowed] = outcomeLines(run, m, ["allowed"]);
         lines.push({ ...allowed, label: `allowed · ${run.name}`, color: RUN_COLORS[(i + 1) % RUN_COLORS.length], dash: [...OVERLAY_DASH], width: 2 });
       });
-      const title = target.policy ? `${target.rule.name} (policy${target.policy.mode === "shadow" ? ", shadow" : ""})` : target.rule.name;
+      const title = target.policy ? `${target.rule.name} (${policyMakeup(target.policy)}${target.policy.mode === "shadow" ? ", shadow" : ""})` : target.rule.name;
       return { title, target: t, rule: target.rule.name, algorithm: target.naive ? "naive_get_set" : target.policy ? "policy" : target.rule.algorithm, lines };
     });
   } else {

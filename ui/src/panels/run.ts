@@ -1,12 +1,13 @@
 //! The run card: the selected run's chart (with overlays), its summary with latency labelled
 //! for what it measures, and its exports.
 import { api, toAppError } from "../api";
+import type { SummaryRow } from "../bindings/SummaryRow";
 import type { PeakWindow } from "../bindings/PeakWindow";
 import type { RunInfo } from "../bindings/RunInfo";
 import type { RunRecords } from "../bindings/RunRecords";
 import { RunChart, type Pick } from "../charts/run";
 import { $, h } from "../dom";
-import { algorithmLabel } from "../logic/algorithms";
+import { algorithmLabel, policyMakeup } from "../logic/algorithms";
 import { compareRows, type CompareRow } from "../logic/compare";
 import { fmtInt, fmtMicros, fmtOffset, fmtPercent } from "../logic/format";
 import { inFlightPlot, type InFlightPlot } from "../logic/inflight";
@@ -103,6 +104,12 @@ function renderHead(run: RunInfo | undefined) {
 const ROUND_TRIP = "Client-observed time per decision, send to reply: includes queueing in the simulated servers and the connection, not only Redis.";
 
 /** GCRA's burst for `rule` of run `id` (its peak's promise: burst + rate). */
+/** A row's algorithm: a policy's by what it is made of (its limits, its delay). */
+function algorithmCell(r: SummaryRow, id: string | undefined): string {
+  const policy = r.algorithm === "policy" && id ? runInfo(id)?.targets.find((t) => t.rule.name === r.rule)?.policy : undefined;
+  return policy ? `Policy: ${policyMakeup(policy)}` : algorithmLabel(r.algorithm);
+}
+
 function burstOf(id: string, rule: string): number | undefined {
   const r = runInfo(id)?.targets.find((t) => t.rule.name === rule)?.rule;
   return r?.algorithm === "gcra" ? r.burst : undefined;
@@ -171,7 +178,7 @@ function renderSummary(run: RunInfo | undefined) {
         "tr",
         { data: { rule: r.rule }, className: s.sweep_choice?.rule === r.rule ? "chosen" : "" },
         h("td", { text: r.rule }),
-        h("td", { text: r.naive ? `${algorithmLabel("naive_get_set")}` : algorithmLabel(r.algorithm) }),
+        h("td", { text: r.naive ? `${algorithmLabel("naive_get_set")}` : algorithmCell(r, run?.id) }),
         h("td", { className: "num", text: fmtInt(r.requests) }),
         h("td", { className: "num" }, fmtInt(r.allowed), " ", pct(r.allowed)),
         h("td", { className: "num" }, fmtInt(r.denied), " ", pct(r.denied), ...deniedBy(r)),
