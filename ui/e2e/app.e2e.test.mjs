@@ -1537,6 +1537,16 @@ describe("RateLockr desktop app", { timeout: 600_000 }, () => {
       await photograph(join(SHOTS, "slow-endpoint-form.png"), [], CROP);
       await fill("#sim-hold", "lognormal:median=400ms,p99=1.5s");
       await until(async () => (await text('[data-sim-error-for="hold_ms"]')) === "", 5_000, "the error goes with the mistake");
+      // The five algorithms on the same slow requests (no in-flight limit): six panels and
+      // their table still fit at 1280 × 720.
+      await fill("#sim-in-flight", "");
+      await fill("#sim-duration", "2");
+      runsBefore = await runsFinished();
+      await click("#sim-run");
+      await until(finished, 60_000, "the five algorithms' run with holds ends");
+      await until(() => visible('#run-charts [data-testid="in-flight-chart"]'), 20_000, "the in-flight chart is drawn");
+      await photograph(join(SHOTS, "five-with-holds.png"), [], CROP);
+      await fits("Compare, the five algorithms with holds", ['#run-charts [data-testid="in-flight-chart"]', "#summary table", '[data-testid="most-in-flight"]', "#sim-run"]);
       // The tests after this one run the five algorithms without holds, as before it.
       await fill("#sim-hold", "");
       await fill("#sim-in-flight", "");

@@ -215,7 +215,8 @@ function renderSummary(run: RunInfo | undefined) {
         h("div", { className: "run-heatmaps" }, ...heatmapTables(s.sweep, "Sweep")),
       ]
     : [];
-  el.replaceChildren(caption, h("table", { className: "summary" }, thead, body), ...sweep, latency);
+  // A column more (requests in flight): a size smaller, so that rows stay one line each.
+  el.replaceChildren(caption, h("table", { className: inFlight ? "summary wide" : "summary" }, thead, body), ...sweep, latency);
 }
 
 /** A policy's denials by limit under its denied count: "by daily 12, per-second 3"; a shadow policy's would-be denials. */
