@@ -34,6 +34,24 @@ pub struct CalendarError {
 /// Redis clock up to this far from it still finds its window among them.
 pub const REACH_MS: i64 = 2 * 3600 * 1000;
 
+/// The latest time a calendar quota decides: 9999-10-01T00:00:00Z, so that every window the
+/// engine works out around it (a month, and the reach either side) is still a date the
+/// time-zone library holds (years up to 9999). A caller's `now_ms` past it is refused.
+pub const LATEST_MS: i64 = 253_394_352_000_000;
+
+/// An explicit time a calendar quota can decide at, or the error naming `now_ms`.
+pub fn check_time(at_ms: u64) -> Result<(), CalendarError> {
+    if at_ms > LATEST_MS as u64 {
+        return Err(CalendarError {
+            parameter: "now_ms",
+            reason: format!(
+                "{at_ms} is past the latest time a calendar quota decides ({LATEST_MS} ms since the epoch, 9999-10-01)"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// The calendar period a quota counts in.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -264,6 +282,9 @@ impl Calendar {
     /// Where the windows begin from the one holding `from_ms` to the first beginning after
     /// `to_ms`, ascending: every window of the span, whole.
     pub fn edges(&self, from_ms: i64, to_ms: i64) -> Vec<i64> {
+        // Within the dates the library holds (a caller's time is checked against LATEST_MS
+        // before it gets here; this only keeps a stray one from looping).
+        let (from_ms, to_ms) = (from_ms.clamp(0, LATEST_MS), to_ms.clamp(0, LATEST_MS));
         let zone = self.time_zone.zone();
         let civil = |ms: i64| {
             Timestamp::from_millisecond(ms)
@@ -278,7 +299,10 @@ impl Calendar {
         start = self.step(start, -1);
         let mut edges = Vec::new();
         let mut past_end = 0;
-        while past_end < 2 {
+        // Bounded however the calendar steps: a span of hours holds a few dozen periods.
+        let mut steps = 0;
+        while past_end < 2 && steps < 10_000 {
+            steps += 1;
             let edge = self.resolve(start, &zone);
             if edge > to_ms {
                 past_end += 1;
@@ -464,6 +488,17 @@ mod tests {
         assert!(edges[0] <= at - REACH_MS && at + REACH_MS < edges[edges.len() - 1]);
         // The same list serves a minute later.
         assert_eq!(hourly.windows_arg(at + 60_000), hourly.windows_arg(at));
+    }
+
+    #[test]
+    fn a_time_past_the_librarys_dates_is_refused_and_never_loops() {
+        assert!(check_time(LATEST_MS as u64).is_ok());
+        let err = check_time(LATEST_MS as u64 + 1).expect_err("past 9999-10-01");
+        assert_eq!(err.parameter, "now_ms");
+        // A stray one (not checked first) still ends, with windows of the latest dates.
+        let monthly = calendar(Period::Month, "Pacific/Kiritimati");
+        assert!(!monthly.edges(i64::MAX - 1, i64::MAX).is_empty());
+        assert!(!calendar(Period::Hour, "UTC").edges(-5, 0).is_empty());
     }
 
     #[test]

@@ -96,6 +96,9 @@ impl Limiter {
     ) -> Result<Decided, RuleError> {
         validate_client_key(client_key)?;
         let at = at.check()?;
+        if let (Some(_), Some(ms)) = (rule.algorithm().calendar(), at.millis()) {
+            crate::calendar::check_time(ms)?;
+        }
         let subject = RuleSubject {
             rule,
             limiter_key: self.keys().limiter(rule, client_key),

@@ -121,6 +121,11 @@ impl Limiter {
         validate_client_key(client_key)?;
         let at = at.check()?;
         let (tier, limits) = policy.limits_for(client_key);
+        if let Some(ms) = at.millis() {
+            if limits.iter().any(|l| l.algorithm().calendar().is_some()) {
+                crate::calendar::check_time(ms).map_err(RuleError::from)?;
+            }
+        }
         if cost > 0 {
             check_cost(limits, cost)?;
         }

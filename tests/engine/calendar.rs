@@ -469,3 +469,37 @@ fn the_header_window_is_the_current_windows_real_length() {
     let (_, berlin) = ratelockr::headers::policy(&day("Europe/Berlin"));
     assert!([82_800, 86_400, 90_000].contains(&berlin), "{berlin}");
 }
+
+/// A caller's time past the dates the time-zone library holds (years up to 9999) is the
+/// caller's mistake, named as such, for a rule and a policy, never worked out (nor a hang).
+#[tokio::test]
+async fn a_time_past_year_9999_is_refused_naming_now_ms() {
+    let server = redis();
+    let limiter = limiter(&server, "cal-far");
+    let rule = calendar(5, Period::Month, "Europe/Berlin", WeekStart::Monday);
+    let far = At::Millis(ratelockr::scripts::MAX_NOW_MS);
+    let err = limiter
+        .try_check_at(&rule, "k", 1, far)
+        .await
+        .expect_err("past 9999");
+    assert!(err.to_string().contains("now_ms"), "{err}");
+    let policy = Policy::new(
+        "p",
+        vec![Limit::new("monthly", *rule.algorithm()).expect("valid")],
+    )
+    .expect("valid");
+    let err = limiter
+        .try_check_policy_at(&policy, "k", 1, far)
+        .await
+        .expect_err("past 9999");
+    assert!(err.to_string().contains("now_ms"), "{err}");
+    // The last time it decides still works.
+    let last = At::Millis(ratelockr::calendar::LATEST_MS as u64);
+    assert!(
+        limiter
+            .try_check_at(&rule, "k", 1, last)
+            .await
+            .expect("decided")
+            .allowed
+    );
+}
