@@ -274,9 +274,14 @@ pub struct Calendar {
 impl Calendar {
     /// The window that holds `at_ms`: its start and its end, in ms since the epoch.
     pub fn window_at(&self, at_ms: i64) -> (i64, i64) {
-        let edges = self.edges(at_ms, at_ms);
-        let i = edges.partition_point(|&edge| edge <= at_ms);
-        (edges[i - 1], edges[i])
+        self.with_list(at_ms, |list| {
+            // (Within the list: a time past the library's dates has the last window.)
+            let i = list
+                .edges
+                .partition_point(|&edge| edge <= at_ms)
+                .clamp(1, list.edges.len() - 1);
+            (list.edges[i - 1], list.edges[i])
+        })
     }
 
     /// Where the windows begin from the one holding `from_ms` to the first beginning after
@@ -356,21 +361,28 @@ impl Calendar {
     }
 
     /// The windows' beginnings a decision at `at_ms` sends (the script's windows argument):
-    /// [`REACH_MS`] either side, as text `b0,b1,...`. Kept per thread and calendar, and worked
-    /// out again only when `at_ms` comes within [`REACH_MS`] of the list's ends.
+    /// [`REACH_MS`] either side, as text `b0,b1,...`.
     pub fn windows_arg(&self, at_ms: i64) -> Arc<str> {
+        self.with_list(at_ms, |list| list.text.clone())
+    }
+
+    /// `f` of the windows around `at_ms`, [`REACH_MS`] either side at least. Kept per thread and
+    /// calendar, and worked out again only when `at_ms` comes within [`REACH_MS`] of the list's
+    /// ends: a decision, and its headers' window, do no time-zone arithmetic.
+    fn with_list<R>(&self, at_ms: i64, f: impl FnOnce(&WindowList) -> R) -> R {
         thread_local! {
             static LISTS: std::cell::RefCell<Vec<WindowList>> =
                 const { std::cell::RefCell::new(Vec::new()) };
         }
         LISTS.with(|lists| {
             let mut lists = lists.borrow_mut();
-            if let Some(list) = lists.iter().find(|list| {
+            let covers = |list: &WindowList| {
                 list.calendar == *self
-                    && list.first <= at_ms - REACH_MS
-                    && at_ms + REACH_MS < list.last
-            }) {
-                return list.text.clone();
+                    && list.edges[0] <= at_ms - REACH_MS
+                    && at_ms + REACH_MS < list.edges[list.edges.len() - 1]
+            };
+            if let Some(list) = lists.iter().find(|list| covers(list)) {
+                return f(list);
             }
             // Reach further than needed, so the list serves a while.
             let edges = self.edges(at_ms - 2 * REACH_MS, at_ms + 2 * REACH_MS);
@@ -382,10 +394,10 @@ impl Calendar {
                 .into();
             let entry = WindowList {
                 calendar: *self,
-                first: edges[0],
-                last: edges[edges.len() - 1],
-                text: text.clone(),
+                edges,
+                text,
             };
+            let answer = f(&entry);
             match lists.iter_mut().find(|list| list.calendar == *self) {
                 Some(slot) => *slot = entry,
                 None => {
@@ -396,17 +408,17 @@ impl Calendar {
                     lists.push(entry);
                 }
             }
-            text
+            answer
         })
     }
 }
 
-/// A calendar's windows argument as last worked out on a thread, and the span it covers.
+/// A calendar's windows as last worked out on a thread: where they begin (ascending, the span
+/// it covers from the first to the last), and the same as the script's argument.
 #[derive(Debug)]
 struct WindowList {
     calendar: Calendar,
-    first: i64,
-    last: i64,
+    edges: Vec<i64>,
     text: Arc<str>,
 }
 
