@@ -8,6 +8,7 @@ pub mod bench_replay;
 pub mod check;
 pub mod check_policy;
 pub mod policy_lines;
+pub mod policy_target;
 pub mod release;
 pub mod replay;
 pub mod replay_changes;

@@ -1,12 +1,12 @@
 //! `ratelockr release`: gives back (or with `--renew`, renews) the lease a `check` under
 //! concurrency limits printed, by its id: of a policy from a file, or of a rule given as flags.
 
+use super::policy_target::PolicyTarget;
 use crate::console::print_json;
-use crate::opts::{flag_error, AlgorithmArg, Global, RuleArgs};
+use crate::opts::{flag_error, Global};
 use anyhow::{anyhow, Context};
 use clap::Args;
-use ratelockr::{LeaseError, Policy};
-use std::path::PathBuf;
+use ratelockr::LeaseError;
 use std::process::ExitCode;
 
 #[derive(Debug, Args)]
@@ -21,33 +21,12 @@ pub struct ReleaseArgs {
     /// Renew the lease (its lease_ms again from now) instead of giving it back.
     #[arg(long)]
     pub renew: bool,
-    /// The policies file the lease's policy is in (TOML or JSON, or a rules file).
-    #[arg(
-        long,
-        value_name = "FILE",
-        requires = "policy",
-        conflicts_with = "algorithm"
-    )]
-    pub policies: Option<PathBuf>,
-    /// The policy of --policies the lease was taken under.
-    #[arg(long, value_name = "NAME", requires = "policies")]
-    pub policy: Option<String>,
-    /// The algorithm of a rule given as flags, as `check` was given it: concurrency.
-    #[arg(long, value_enum, required_unless_present = "policies")]
-    pub algorithm: Option<AlgorithmArg>,
     #[command(flatten)]
-    pub rule: RuleArgs,
+    pub target: PolicyTarget,
 }
 
 pub async fn run(global: &Global, args: &ReleaseArgs) -> anyhow::Result<ExitCode> {
-    let policy = match (&args.policies, &args.policy, args.algorithm) {
-        (Some(path), Some(name), _) => {
-            args.rule.refuse_with("--policies")?;
-            super::check_policy::load_policy(path, name)?
-        }
-        (_, _, Some(algorithm)) => Policy::from_rule(&args.rule.rule_for(algorithm.into())?),
-        _ => anyhow::bail!("give --policies FILE with --policy NAME, or --algorithm concurrency"),
-    };
+    let policy = args.target.policy("concurrency")?;
     let backend = global.backend()?;
     let limiter = global.limiter(&backend)?;
     let lease = limiter

@@ -2,12 +2,12 @@
 //! really took, in every limit of its policy at once: of a policy from a file, or of a rule
 //! given as flags, as `check` was given it.
 
+use super::policy_target::PolicyTarget;
 use crate::console::print_json;
-use crate::opts::{flag_error, AlgorithmArg, Global, RuleArgs};
+use crate::opts::{flag_error, Global};
 use anyhow::anyhow;
 use clap::Args;
-use ratelockr::{Policy, SettleError};
-use std::path::PathBuf;
+use ratelockr::SettleError;
 use std::process::ExitCode;
 
 #[derive(Debug, Args)]
@@ -21,33 +21,12 @@ pub struct SettleArgs {
     /// What it really cost: less gives the rest back, more charges it even past the limit.
     #[arg(long)]
     pub actual: u64,
-    /// The policies file the request's policy is in (TOML or JSON, or a rules file).
-    #[arg(
-        long,
-        value_name = "FILE",
-        requires = "policy",
-        conflicts_with = "algorithm"
-    )]
-    pub policies: Option<PathBuf>,
-    /// The policy of --policies the request was decided under.
-    #[arg(long, value_name = "NAME", requires = "policies")]
-    pub policy: Option<String>,
-    /// The algorithm of a rule given as flags, as `check` was given it.
-    #[arg(long, value_enum, required_unless_present = "policies")]
-    pub algorithm: Option<AlgorithmArg>,
     #[command(flatten)]
-    pub rule: RuleArgs,
+    pub target: PolicyTarget,
 }
 
 pub async fn run(global: &Global, args: &SettleArgs) -> anyhow::Result<ExitCode> {
-    let policy = match (&args.policies, &args.policy, args.algorithm) {
-        (Some(path), Some(name), _) => {
-            args.rule.refuse_with("--policies")?;
-            super::check_policy::load_policy(path, name)?
-        }
-        (_, _, Some(algorithm)) => Policy::from_rule(&args.rule.rule_for(algorithm.into())?),
-        _ => anyhow::bail!("give --policies FILE with --policy NAME, or --algorithm A"),
-    };
+    let policy = args.target.policy("A")?;
     let backend = global.backend()?;
     let limiter = global.limiter(&backend)?;
     let settled = limiter
