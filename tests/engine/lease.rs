@@ -5,10 +5,9 @@
 //! frees a slot before its wait); and serve's `/api/release` and `/api/renew` give back by id.
 
 use crate::common::{eventually, http, limiter, limiter_with, options, query, redis};
-use crate::served::json;
+use crate::served::{assert_refusals, json};
 use ratelockr::policy::Mode;
 use ratelockr::{DenyCacheOptions, LeaseError, Limit, LimiterOptions, Policy, Rule};
-use serde_json::Value;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -345,40 +344,37 @@ name = "plain"
     assert_eq!(json(&body), serde_json::json!({"released": true}));
 
     // Refusals name their field.
-    for (body, status, code, field) in [
-        (
-            r#"{"policy": "plain", "key": "k", "lease": "abc"}"#,
-            400,
-            "no_concurrency_limit",
-            "policy",
-        ),
-        (
-            r#"{"policy": "upload", "key": "k", "lease": "a b"}"#,
-            400,
-            "invalid_lease",
-            "lease",
-        ),
-        (
-            r#"{"policy": "nope", "key": "k", "lease": "abc"}"#,
-            404,
-            "unknown_policy",
-            "policy",
-        ),
-        (
-            r#"{"rule": "nope", "key": "k", "lease": "abc"}"#,
-            404,
-            "unknown_rule",
-            "rule",
-        ),
-    ] {
-        let (got, _, reply) = http(addr, "POST", "/api/release", body).await;
-        let error = &json(&reply)["error"];
-        assert_eq!(
-            (got, &error["code"], &error["field"]),
-            (status, &Value::from(code), &Value::from(field)),
-            "{body}: {reply}"
-        );
-    }
+    assert_refusals(
+        addr,
+        "/api/release",
+        &[
+            (
+                r#"{"policy": "plain", "key": "k", "lease": "abc"}"#,
+                400,
+                "no_concurrency_limit",
+                "policy",
+            ),
+            (
+                r#"{"policy": "upload", "key": "k", "lease": "a b"}"#,
+                400,
+                "invalid_lease",
+                "lease",
+            ),
+            (
+                r#"{"policy": "nope", "key": "k", "lease": "abc"}"#,
+                404,
+                "unknown_policy",
+                "policy",
+            ),
+            (
+                r#"{"rule": "nope", "key": "k", "lease": "abc"}"#,
+                404,
+                "unknown_rule",
+                "rule",
+            ),
+        ],
+    )
+    .await;
     let (got, _, reply) = http(
         addr,
         "POST",

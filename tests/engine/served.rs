@@ -34,3 +34,17 @@ pub async fn serve_policies(
 pub fn json(body: &str) -> Value {
     serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
 }
+
+/// POSTs each `(body, status, code, field)` to `path` at `addr` and checks it is refused so: the
+/// status, and the error shape's code and field.
+pub async fn assert_refusals(addr: SocketAddr, path: &str, cases: &[(&str, u16, &str, &str)]) {
+    for &(body, status, code, field) in cases {
+        let (got, _, reply) = crate::common::http(addr, "POST", path, body).await;
+        let error = &json(&reply)["error"];
+        assert_eq!(
+            (got, &error["code"], &error["field"]),
+            (status, &Value::from(code), &Value::from(field)),
+            "{body}: {reply}"
+        );
+    }
+}

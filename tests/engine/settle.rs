@@ -9,10 +9,9 @@
 //! - a peek or a denial settles nothing; the endpoint answers and refuses bad input by field.
 
 use crate::common::{http, limiter, query, redis, T0};
-use crate::served::json;
+use crate::served::{assert_refusals, json};
 use proptest::test_runner::{Config, TestRunner};
 use ratelockr::{At, Limit, Limiter, Policy, SettleError};
-use serde_json::Value;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -520,70 +519,67 @@ name = "llm"
     .await;
     assert_eq!(json(&body)["remaining"], 5000 - 31, "{body}");
 
-    for (body, status, code, field) in [
-        (
-            r#"{"policy": "llm", "key": "k", "actual": 3}"#,
-            400,
-            "missing_field",
-            "charged",
-        ),
-        (
-            r#"{"policy": "llm", "key": "k", "charged": 3}"#,
-            400,
-            "missing_field",
-            "actual",
-        ),
-        (
-            r#"{"policy": "llm", "charged": 3, "actual": 1}"#,
-            400,
-            "missing_field",
-            "key",
-        ),
-        (
-            r#"{"policy": "llm", "key": "k", "charged": -3, "actual": 1}"#,
-            400,
-            "invalid_cost",
-            "charged",
-        ),
-        (
-            r#"{"policy": "llm", "key": "k", "charged": 3, "actual": "x"}"#,
-            400,
-            "invalid_cost",
-            "actual",
-        ),
-        (
-            r#"{"policy": "llm", "key": "k", "charged": 9000, "actual": 1}"#,
-            400,
-            "invalid_cost",
-            "charged",
-        ),
-        (
-            r#"{"policy": "llm", "key": "", "charged": 3, "actual": 1}"#,
-            400,
-            "invalid_key",
-            "key",
-        ),
-        (
-            r#"{"policy": "nope", "key": "k", "charged": 3, "actual": 1}"#,
-            404,
-            "unknown_policy",
-            "policy",
-        ),
-        (
-            r#"{"rule": "nope", "key": "k", "charged": 3, "actual": 1}"#,
-            404,
-            "unknown_rule",
-            "rule",
-        ),
-    ] {
-        let (got, _, reply) = http(addr, "POST", "/api/settle", body).await;
-        let error = &json(&reply)["error"];
-        assert_eq!(
-            (got, &error["code"], &error["field"]),
-            (status, &Value::from(code), &Value::from(field)),
-            "{body}: {reply}"
-        );
-    }
+    assert_refusals(
+        addr,
+        "/api/settle",
+        &[
+            (
+                r#"{"policy": "llm", "key": "k", "actual": 3}"#,
+                400,
+                "missing_field",
+                "charged",
+            ),
+            (
+                r#"{"policy": "llm", "key": "k", "charged": 3}"#,
+                400,
+                "missing_field",
+                "actual",
+            ),
+            (
+                r#"{"policy": "llm", "charged": 3, "actual": 1}"#,
+                400,
+                "missing_field",
+                "key",
+            ),
+            (
+                r#"{"policy": "llm", "key": "k", "charged": -3, "actual": 1}"#,
+                400,
+                "invalid_cost",
+                "charged",
+            ),
+            (
+                r#"{"policy": "llm", "key": "k", "charged": 3, "actual": "x"}"#,
+                400,
+                "invalid_cost",
+                "actual",
+            ),
+            (
+                r#"{"policy": "llm", "key": "k", "charged": 9000, "actual": 1}"#,
+                400,
+                "invalid_cost",
+                "charged",
+            ),
+            (
+                r#"{"policy": "llm", "key": "", "charged": 3, "actual": 1}"#,
+                400,
+                "invalid_key",
+                "key",
+            ),
+            (
+                r#"{"policy": "nope", "key": "k", "charged": 3, "actual": 1}"#,
+                404,
+                "unknown_policy",
+                "policy",
+            ),
+            (
+                r#"{"rule": "nope", "key": "k", "charged": 3, "actual": 1}"#,
+                404,
+                "unknown_rule",
+                "rule",
+            ),
+        ],
+    )
+    .await;
     let (got, _, reply) = http(
         addr,
         "POST",
