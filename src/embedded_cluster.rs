@@ -91,6 +91,10 @@ impl EmbeddedCluster {
                 &bus,
                 "--cluster-require-full-coverage",
                 "no",
+                // A replica's first sync starts at once: the default diskless sync waits 5 s
+                // for more replicas to share the transfer, and formation waits for the sync.
+                "--repl-diskless-sync-delay",
+                "0",
             ]
             .map(String::from)
             .to_vec();
