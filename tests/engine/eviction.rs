@@ -30,8 +30,8 @@ async fn evicts(rule: Rule, ttl_ms: i64, fresh_remaining: i64) {
 
 #[tokio::test]
 async fn an_idle_bucket_expires_after_twice_its_fill_time() {
-    // Capacity 1 at 1 token a second: ceil(1 / 1 * 2) = 2 s.
-    evicts(Rule::token_bucket("tb", 1, 1.0).expect("valid"), 2_000, 0).await;
+    // Capacity 1 at 2 tokens a second: ceil(1 / 2 * 2) = 1 s.
+    evicts(Rule::token_bucket("tb", 1, 2.0).expect("valid"), 1_000, 0).await;
 }
 
 #[tokio::test]

@@ -327,22 +327,22 @@ async fn on_the_server_clock_the_ttl_is_set_once_per_half_ttl_and_never_below_ha
     }
     assert!(kept, "three admissions in a row crossed a period boundary");
 
-    // A 2 s TTL (capacity 1,000 at 1,000 a second; 1 s to fill), admissions for 2.5 s:
-    // after every one of them at least half the TTL is left (the bucket's time to fill, so
-    // the key outlives its refill and an absent key is exactly a full bucket), and some
-    // kept the TTL rather than renewing it.
-    let argv = ["1000", "1000"];
+    // A 1 s TTL, the shortest (whole seconds; capacity 500 at 1,000 a second, 0.5 s to fill),
+    // admissions for 1.25 s (two and a half periods): after every one of them at least half
+    // the TTL is left (the bucket's time to fill, so the key outlives its refill and an absent
+    // key is exactly a full bucket), and some kept the TTL rather than renewing it.
+    let argv = ["500", "1000"];
     let (mut renewed, mut kept) = (0, 0);
     let start = std::time::Instant::now();
-    while start.elapsed() < Duration::from_millis(2_500) {
+    while start.elapsed() < Duration::from_millis(1_250) {
         let (allowed, ttl, _) = admit_and_read(&limiter, "fast", &argv, None).await;
         assert_eq!(allowed, 1);
         assert!(
-            ttl >= 1_000,
+            ttl >= 500,
             "PTTL {ttl} after an admission: less than half the TTL"
         );
         // A kept TTL is at least one 20 ms sleep older than a new one.
-        if ttl >= 1_990 {
+        if ttl >= 990 {
             renewed += 1
         } else {
             kept += 1

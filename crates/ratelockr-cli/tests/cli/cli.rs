@@ -860,7 +860,7 @@ fn check_now_ms_answers_the_same_at_the_same_time_for_every_algorithm() {
     // Windows of a minute: the state's TTL runs on the Redis clock (it only evicts), and must
     // outlive the asks however slowly a loaded machine starts each process.
     let window = ["--limit", "2", "--window-ms", "60000"];
-    for (algorithm, params) in [
+    let algorithms = [
         (
             "token-bucket",
             &["--capacity", "2", "--refill-per-sec", "0.01"][..],
@@ -869,22 +869,28 @@ fn check_now_ms_answers_the_same_at_the_same_time_for_every_algorithm() {
         ("sliding-window-log", &window[..]),
         ("sliding-window-counter", &window[..]),
         ("fixed-window", &window[..]),
-    ] {
-        let ask = |extra: &[&str]| {
-            let mut args = vec!["check", "--redis", &url, "--prefix", &prefix, "--json"];
-            args.extend(["--key", "k", "--algorithm", algorithm, "--now-ms", now]);
-            args.extend(params);
-            args.extend(extra);
-            json(&ratelockr(&args))
-        };
-        let (first, _) = (ask(&[]), ask(&[]));
+    ];
+    let ask = |algorithm: &str, params: &[&str], extra: &[&str]| {
+        let mut args = vec!["check", "--redis", &url, "--prefix", &prefix, "--json"];
+        args.extend(["--key", "k", "--algorithm", algorithm, "--now-ms", now]);
+        args.extend(params);
+        args.extend(extra);
+        json(&ratelockr(&args))
+    };
+    let mut answers = Vec::new();
+    for (algorithm, params) in algorithms {
+        let (first, _) = (ask(algorithm, params, &[]), ask(algorithm, params, &[]));
         assert_eq!(first["allowed"], true, "{algorithm}: {first}");
-        let denied = ask(&[]);
-        let peek = ask(&["--peek"]);
-        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let denied = ask(algorithm, params, &[]);
+        let peek = ask(algorithm, params, &["--peek"]);
+        answers.push((denied, peek));
+    }
+    // More than a second later (one wait for all five).
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    for ((algorithm, params), (denied, peek)) in algorithms.into_iter().zip(answers) {
         // A denial charges nothing and a peek nothing: asked again, the same answers.
-        assert_eq!(ask(&[]), denied, "{algorithm}");
-        assert_eq!(ask(&["--peek"]), peek, "{algorithm}");
+        assert_eq!(ask(algorithm, params, &[]), denied, "{algorithm}");
+        assert_eq!(ask(algorithm, params, &["--peek"]), peek, "{algorithm}");
         assert_eq!(denied["allowed"], false, "{algorithm}: {denied}");
         assert_eq!(denied["fail_open"], false, "{algorithm}: {denied}");
         if algorithm == "fixed-window" {

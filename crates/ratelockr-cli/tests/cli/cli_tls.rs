@@ -136,9 +136,21 @@ fn tls_errors_name_what_failed() {
     let pki = Pki::new("cli-tls-errors");
     let server = TlsRedis::start(&pki, TlsServer::default());
     let url = server.url();
-    // A short deadline: a plain server never answers the handshake.
+    // A deadline a refused TLS handshake (an unknown CA) surely ends within, so that its own
+    // error is seen, not a timeout.
     let mut base: Vec<&str> = [&CHECK[..1], &["--deadline-ms", "2000"], &CHECK[3..]].concat();
     base.extend(["--key", "k"]);
+    // A short one where nothing answers within any deadline (a plain Redis behind rediss://
+    // never answers the handshake): check, simulate and serve each wait it out, some more than
+    // once, before the port is asked in plain TCP (a probe with its own time limit).
+    const NEVER_ANSWERS_MS: &str = "500";
+    let mut plain_base: Vec<&str> = [
+        &CHECK[..1],
+        &["--deadline-ms", NEVER_ANSWERS_MS],
+        &CHECK[3..],
+    ]
+    .concat();
+    plain_base.extend(["--key", "k"]);
 
     // Unknown CA: a fail-open decision (exit 0) that says why on stderr.
     let mut args = base.clone();
@@ -154,7 +166,7 @@ fn tls_errors_name_what_failed() {
     // A plain-TCP Redis behind rediss://.
     let plain = common::redis();
     let plain_url = format!("rediss://127.0.0.1:{}", plain.port());
-    let mut args = base.clone();
+    let mut args = plain_base.clone();
     args.extend(["--redis", &plain_url]);
     let out = ratelockr(&args, &[]);
     assert_eq!(json(&out)["fail_open"], true);
@@ -172,7 +184,7 @@ fn tls_errors_name_what_failed() {
             "--redis",
             &plain_url,
             "--deadline-ms",
-            "2000",
+            NEVER_ANSWERS_MS,
             "--algorithm",
             "fixed-window",
             "--limit",
@@ -193,7 +205,7 @@ fn tls_errors_name_what_failed() {
         "{}",
         text(&simulate.stderr)
     );
-    let serve_warning = serve_stderr_until(&plain_url, "does not answer");
+    let serve_warning = serve_stderr_until(&plain_url, NEVER_ANSWERS_MS, "does not answer");
     assert!(
         serve_warning.contains("use redis:// for it"),
         "{serve_warning}"
@@ -229,12 +241,19 @@ fn tls_errors_name_what_failed() {
     }
 }
 
-/// `ratelockr serve` on a loopback port against `url`: its stderr up to the first line holding
-/// `needle` (or everything it wrote before exiting), then it is stopped.
-fn serve_stderr_until(url: &str, needle: &str) -> String {
+/// `ratelockr serve` on a loopback port against `url` with a deadline of `deadline_ms`: its
+/// stderr up to the first line holding `needle` (or everything it wrote before exiting), then
+/// it is stopped.
+fn serve_stderr_until(url: &str, deadline_ms: &str, needle: &str) -> String {
     use std::io::{BufRead, BufReader};
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ratelockr"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--deadline-ms", "2000"])
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--deadline-ms",
+            deadline_ms,
+        ])
         .args(["--redis", url])
         .env_remove("RUST_LOG")
         .env_remove("REDIS_URL")
