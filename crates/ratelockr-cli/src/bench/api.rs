@@ -6,13 +6,21 @@
 //!
 //! Measured as [`super::engine`] measures the engine, so the two figures of one run compare:
 //! the same rule, the same keys, warm-up excluded, and only answers Redis decided counted.
+//!
+//! The same harness serves the tower layer's example route (`GET /hello`, keyed by
+//! `x-api-key`) without the layer and with it ([`Served`]): the CPU per request of the two is
+//! the layer's cost on top of HTTP, and HTTP's own cost on this machine.
 
-use super::http_load::{HttpLoad, HttpLoadReport};
+use super::http_load::{Ask, HttpLoad, HttpLoadReport, KEY_HEADER};
 use super::load::on_own_runtime;
+use axum::routing::get;
+use axum::Router;
 use ratelockr::api::DecisionApi;
 use ratelockr::limiter::Limiter;
 use ratelockr::rule::Rule;
+use ratelockr_tower::{KeyExtractor, RateLimitLayer};
 use serde::Serialize;
+use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,9 +35,25 @@ pub enum LoadGenerator {
     External(PathBuf),
 }
 
+/// What answers the load generator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Served {
+    /// `serve`'s decision endpoint: `POST /api/check`, or `/api/check/batch`.
+    Endpoint,
+    /// The tower layer's example route, `GET /hello`, with no limit: HTTP alone.
+    Route,
+    /// The same route behind [`RateLimitLayer`] with the rule, keyed by `x-api-key`.
+    LimitedRoute,
+}
+
+/// The example service's route ([`Served::Route`]).
+const ROUTE: &str = "/hello";
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct ApiBench {
+    pub served: Served,
     /// Loaded into the endpoint and asked for by name.
     pub rule: Rule,
     /// Keep-alive connections, each with one request in flight.
@@ -46,6 +70,7 @@ pub struct ApiBench {
 /// What was measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct ApiReport {
+    pub served: Served,
     pub algorithm: &'static str,
     pub connections: usize,
     pub keys: usize,
@@ -55,7 +80,8 @@ pub struct ApiReport {
     pub external_load: bool,
     /// The measured interval (warm-up excluded).
     pub seconds: f64,
-    /// Decisions Redis made (allowed or denied) that the endpoint answered.
+    /// Decisions Redis made (allowed or denied) that the endpoint answered (for
+    /// [`Served::Route`], requests answered).
     pub decisions: u64,
     pub allowed: u64,
     pub denied: u64,
@@ -95,26 +121,30 @@ impl ApiBench {
             "a batch holds 1 to {} requests",
             ratelockr::api::MAX_BATCH
         );
+        anyhow::ensure!(
+            self.batch == 1 || self.served == Served::Endpoint,
+            "only the decision endpoint takes a batch"
+        );
         limiter
             .ping()
             .await
             .map_err(|e| anyhow::anyhow!("Redis at {} does not answer: {e}", limiter.target()))?;
+        let (app, ask) = self.app(limiter)?;
+        let (stop_server, stopped) = tokio::sync::oneshot::channel::<()>();
+        let stopped = async {
+            let _ = stopped.await;
+        };
         let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
         let addr = listener.local_addr()?;
-        let app = DecisionApi::new(limiter.clone(), vec![self.rule.clone()]).router();
-        let (stop_server, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(async move {
+        let server = tokio::spawn(
             axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = stopped.await;
-                })
-                .await
-        });
+                .with_graceful_shutdown(stopped)
+                .into_future(),
+        );
         let load = HttpLoad {
             addr,
-            rule: self.rule.name().to_string(),
+            ask,
             keys: self.keys,
-            batch: self.batch,
             connections: self.connections,
             warmup_ms: self.warmup.as_millis() as u64,
             duration_ms: self.duration.as_millis() as u64,
@@ -136,6 +166,7 @@ impl ApiBench {
         let report = report?;
         let decisions = report.allowed + report.denied;
         Ok(ApiReport {
+            served: self.served,
             algorithm: self.rule.kind().as_str(),
             connections: self.connections,
             keys: self.keys,
@@ -154,6 +185,44 @@ impl ApiBench {
             process_cpu_us_per_decision: cpu.map(|(b, a)| (a - b) * 1e6 / decisions.max(1) as f64),
         })
     }
+}
+
+impl ApiBench {
+    /// The service to measure over `limiter`, and what to ask it.
+    fn app(&self, limiter: &Limiter) -> anyhow::Result<(Router, Ask)> {
+        let get_route = || Ask::Get {
+            path: ROUTE.to_string(),
+        };
+        Ok(match self.served {
+            Served::Endpoint => (
+                DecisionApi::new(limiter.clone(), vec![self.rule.clone()]).router(),
+                Ask::Check {
+                    rule: self.rule.name().to_string(),
+                    batch: self.batch,
+                },
+            ),
+            Served::Route => (Router::new().route(ROUTE, get(hello)), get_route()),
+            Served::LimitedRoute => {
+                // As the example service builds it, less the deny cache: each request is one
+                // decision, as each of the engine's is.
+                let layer = RateLimitLayer::builder(KeyExtractor::header(KEY_HEADER.parse()?))
+                    .limiter(limiter.clone())
+                    .rule(self.rule.clone())
+                    .headers_on_admitted(true)
+                    .fail_open_header(true)
+                    .build()?;
+                (
+                    Router::new().route(ROUTE, get(hello)).layer(layer),
+                    get_route(),
+                )
+            }
+        })
+    }
+}
+
+/// The example service's `GET /hello`, less the key in its answer.
+async fn hello() -> &'static str {
+    "hello\n"
 }
 
 /// Runs the load generator as `<program> bench-http-load --spec <json>`.

@@ -1,9 +1,11 @@
 //! The load generator of `bench --api`: N keep-alive HTTP/1.1 connections (requests written
 //! as bytes made in advance, answers read with httparse, as wrk does),
 //! each sending its next request when the last answer is read (closed loop), to
-//! `POST /api/check` (one decision a request) or `POST /api/check/batch` (`batch` decisions a
-//! request). `ratelockr bench --api` runs it in a process of its own (the hidden
-//! `bench-http-load` subcommand), so the endpoint's process pays only for the endpoint.
+//! `POST /api/check` (one decision a request), `POST /api/check/batch` (`batch` decisions a
+//! request) or a service's `GET` route with the client key in `x-api-key` (the tower layer's
+//! example service, with or without the layer). `ratelockr bench --api` runs it in a process of
+//! its own (the hidden `bench-http-load` subcommand), so the endpoint's process pays only for
+//! the endpoint.
 //!
 //! Only answers Redis decided count (a non-200 answer, a failed request, an item in the error
 //! shape or a fail-open decision is an error, never a decision); warm-up is excluded.
@@ -18,19 +20,44 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// The header a service's route is keyed by ([`Ask::Get`]).
+pub const KEY_HEADER: &str = "x-api-key";
+/// The header the tower layer marks a fail-open admission with.
+const FAIL_OPEN_HEADER: &str = "ratelimit-fail-open";
+
 /// What to send, and for how long.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HttpLoad {
     pub addr: SocketAddr,
-    /// The loaded rule asked for by name.
-    pub rule: String,
+    pub ask: Ask,
     /// Distinct client keys, visited round-robin.
     pub keys: usize,
-    /// Decisions per request: 1 asks `POST /api/check`, more ask `POST /api/check/batch`.
-    pub batch: usize,
     pub connections: usize,
     pub warmup_ms: u64,
     pub duration_ms: u64,
+}
+
+/// What each request asks.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Ask {
+    /// The decision endpoint about the loaded rule named `rule`: `POST /api/check` when
+    /// `batch` is 1, else `POST /api/check/batch` with `batch` decisions a request.
+    Check { rule: String, batch: usize },
+    /// A service's `GET path`, keyed by [`KEY_HEADER`]: 200 is an admission, 429 a denial, and
+    /// an answer marked fail-open an error (the tower layer's example service; without the
+    /// layer every answer is a 200).
+    Get { path: String },
+}
+
+impl Ask {
+    /// Decisions one request asks for.
+    pub fn batch(&self) -> usize {
+        match self {
+            Ask::Check { batch, .. } => *batch,
+            Ask::Get { .. } => 1,
+        }
+    }
 }
 
 /// What the load generator saw while measuring.
@@ -52,68 +79,22 @@ impl HttpLoad {
     pub async fn drive(&self) -> anyhow::Result<HttpLoadReport> {
         anyhow::ensure!(self.connections >= 1, "connections must be at least 1");
         anyhow::ensure!(self.keys >= 1, "keys must be at least 1");
-        anyhow::ensure!(self.batch >= 1, "a batch holds at least 1 request");
-        let batch = self.batch;
-        let path = if batch > 1 {
-            CHECK_BATCH_PATH
-        } else {
-            CHECK_PATH
-        };
-        let addr = self.addr;
-        // Each request whole, as it goes on the wire, made before the clock starts: one per
-        // key (single), or `keys` batches of `batch` consecutive keys. The generator writes
-        // these bytes and reads each answer with httparse (as wrk does), so the CPU it takes
-        // from the endpoint on a shared machine is the least a keep-alive client needs.
-        let one = |i: usize| serde_json::json!({"rule": self.rule, "key": client_key(i % self.keys), "cost": 1});
-        let requests: Arc<[Vec<u8>]> = (0..self.keys)
-            .map(|i| {
-                let body = if batch > 1 {
-                    serde_json::Value::Array((0..batch).map(|j| one(i * batch + j)).collect())
-                } else {
-                    one(i)
-                }
-                .to_string();
-                format!(
-                    "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-                    body.len()
-                )
-                .into_bytes()
-            })
-            .collect();
+        let batch = self.ask.batch();
+        anyhow::ensure!(batch >= 1, "a batch holds at least 1 request");
+        let requests = self.requests();
         let phase = Phase::default();
         let mut tasks = Vec::with_capacity(self.connections);
-        for task in 0..self.connections {
-            let (requests, phase, stride) = (requests.clone(), phase.clone(), self.connections);
-            let stream = tokio::net::TcpStream::connect(addr).await?;
+        for first in 0..self.connections {
+            let run = Run {
+                requests: requests.clone(),
+                phase: phase.clone(),
+                ask: self.ask.clone(),
+                first,
+                stride: self.connections,
+            };
+            let stream = TcpStream::connect(self.addr).await?;
             stream.set_nodelay(true)?;
-            tasks.push(tokio::spawn(async move {
-                let mut connection = Connection::new(stream);
-                let mut tally = Tally::new();
-                let mut i = task;
-                loop {
-                    let request = &requests[i % requests.len()];
-                    i += stride;
-                    let started = Instant::now();
-                    let answer = connection.exchange(request).await;
-                    let elapsed = started.elapsed();
-                    match phase.now() {
-                        Step::Measuring => {}
-                        Step::Warming => continue,
-                        Step::Stopped => break,
-                    }
-                    match answer {
-                        Ok((200, body)) => count(body, batch > 1, elapsed, &mut tally, batch),
-                        Ok(_) => tally.error(),
-                        // A connection that failed (closed, or an answer that is not HTTP)
-                        // cannot be used again.
-                        Err(_) => {
-                            tally.error();
-                            break;
-                        }
-                    }
-                }
-                anyhow::Ok(tally)
-            }));
+            tasks.push(tokio::spawn(run.drive(stream)));
         }
         tokio::time::sleep(Duration::from_millis(self.warmup_ms)).await;
         phase.measure();
@@ -132,6 +113,100 @@ impl HttpLoad {
             p99_us: totals.us(0.99),
             max_us: totals.max_us(),
         })
+    }
+}
+
+impl HttpLoad {
+    /// Each request whole, as it goes on the wire, made before the clock starts: one per key
+    /// (single), or `keys` batches of `batch` consecutive keys. The generator writes these
+    /// bytes and reads each answer with httparse (as wrk does), so the CPU it takes from the
+    /// endpoint on a shared machine is the least a keep-alive client needs.
+    fn requests(&self) -> Arc<[Vec<u8>]> {
+        let addr = self.addr;
+        match &self.ask {
+            Ask::Check { rule, batch } => {
+                let batch = *batch;
+                let path = if batch > 1 {
+                    CHECK_BATCH_PATH
+                } else {
+                    CHECK_PATH
+                };
+                let one = |i: usize| serde_json::json!({"rule": rule, "key": client_key(i % self.keys), "cost": 1});
+                (0..self.keys)
+                    .map(|i| {
+                        let body = if batch > 1 {
+                            serde_json::Value::Array((0..batch).map(|j| one(i * batch + j)).collect())
+                        } else {
+                            one(i)
+                        }
+                        .to_string();
+                        format!(
+                            "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                            body.len()
+                        )
+                        .into_bytes()
+                    })
+                    .collect()
+            }
+            Ask::Get { path } => (0..self.keys)
+                .map(|i| {
+                    format!(
+                        "GET {path} HTTP/1.1\r\nhost: {addr}\r\n{KEY_HEADER}: {}\r\n\r\n",
+                        client_key(i)
+                    )
+                    .into_bytes()
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One connection's closed loop: its share of the requests, in turn, until the run stops.
+struct Run {
+    requests: Arc<[Vec<u8>]>,
+    phase: Phase,
+    ask: Ask,
+    /// This connection's first request, and the step to its next.
+    first: usize,
+    stride: usize,
+}
+
+impl Run {
+    async fn drive(self, stream: TcpStream) -> anyhow::Result<Tally> {
+        let batch = self.ask.batch();
+        let mut connection = Connection::new(stream);
+        let mut tally = Tally::new();
+        let mut i = self.first;
+        loop {
+            let request = &self.requests[i % self.requests.len()];
+            i += self.stride;
+            let started = Instant::now();
+            let answer = connection.exchange(request).await;
+            let elapsed = started.elapsed();
+            match self.phase.now() {
+                Step::Measuring => {}
+                Step::Warming => continue,
+                Step::Stopped => break,
+            }
+            match (&self.ask, answer) {
+                (Ask::Check { .. }, Ok(answer)) if answer.status == 200 => {
+                    count(answer.body, batch > 1, elapsed, &mut tally, batch)
+                }
+                (Ask::Get { .. }, Ok(answer)) if !answer.fail_open => match answer.status {
+                    200 => tally.decided(true, elapsed),
+                    429 => tally.decided(false, elapsed),
+                    _ => tally.error(),
+                },
+                (_, Ok(_)) => tally.error(),
+                // A connection that failed (closed, or an answer that is not HTTP) cannot be
+                // used again.
+                (_, Err(_)) => {
+                    tally.error();
+                    break;
+                }
+            }
+        }
+        Ok(tally)
     }
 }
 
@@ -171,6 +246,13 @@ fn count(body: &[u8], many: bool, waited: Duration, tally: &mut Tally, batch: us
     }
 }
 
+/// An answer as the generator reads it.
+struct Answer<'a> {
+    status: u16,
+    body: &'a [u8],
+    fail_open: bool,
+}
+
 /// One keep-alive HTTP/1.1 connection: a request written, its answer read, in turn.
 struct Connection {
     stream: TcpStream,
@@ -191,14 +273,14 @@ impl Connection {
         }
     }
 
-    /// Writes `request` and reads its answer: the status and the body (by Content-Length;
-    /// the endpoint answers every request with one).
-    async fn exchange(&mut self, request: &[u8]) -> anyhow::Result<(u16, &[u8])> {
+    /// Writes `request` and reads its answer: the status, the body (by Content-Length; the
+    /// endpoint answers every request with one) and whether it is marked fail-open.
+    async fn exchange(&mut self, request: &[u8]) -> anyhow::Result<Answer<'_>> {
         self.buf.copy_within(self.used..self.filled, 0);
         self.filled -= self.used;
         self.used = 0;
         self.stream.write_all(request).await?;
-        let (status, head, length) = loop {
+        let (status, head, length, fail_open) = loop {
             let mut headers = [httparse::EMPTY_HEADER; 32];
             let mut response = httparse::Response::new(&mut headers);
             if let httparse::Status::Complete(head) = response.parse(&self.buf[..self.filled])? {
@@ -208,7 +290,11 @@ impl Connection {
                     .find(|h| h.name.eq_ignore_ascii_case("content-length"))
                     .and_then(|h| std::str::from_utf8(h.value).ok()?.parse::<usize>().ok())
                     .ok_or_else(|| anyhow::anyhow!("an answer without Content-Length"))?;
-                break (response.code.unwrap_or(0), head, length);
+                let fail_open = response
+                    .headers
+                    .iter()
+                    .any(|h| h.name.eq_ignore_ascii_case(FAIL_OPEN_HEADER));
+                break (response.code.unwrap_or(0), head, length, fail_open);
             }
             self.read_more().await?;
         };
@@ -216,7 +302,11 @@ impl Connection {
             self.read_more().await?;
         }
         self.used = head + length;
-        Ok((status, &self.buf[head..head + length]))
+        Ok(Answer {
+            status,
+            body: &self.buf[head..head + length],
+            fail_open,
+        })
     }
 
     async fn read_more(&mut self) -> anyhow::Result<()> {

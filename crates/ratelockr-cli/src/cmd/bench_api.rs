@@ -3,11 +3,17 @@
 //! figure for the same rule, keys and concurrency, measured back to back in each round; and the
 //! batch form (`POST /api/check/batch`) with as many decisions in flight. The HTTP load
 //! generator runs in a process of its own (this binary's hidden `bench-http-load`).
+//!
+//! Each figure's CPU per decision comes from the OS for the process that made it (the engine's
+//! and the endpoint's: this process, in turn; the load generator's is its own), so their ratio
+//! holds on any machine where throughput ratios measure how two cores are shared. The tower
+//! layer's example route is measured the same way without and with the layer: the difference
+//! is the layer's cost per request, the route alone HTTP's.
 
 use crate::console::{print_json, rounds_text};
 use crate::opts::{AlgorithmArg, Global};
 use ratelockr::AlgorithmKind;
-use ratelockr_cli::bench::api::{ApiBench, ApiReport, LoadGenerator};
+use ratelockr_cli::bench::api::{ApiBench, ApiReport, LoadGenerator, Served};
 use ratelockr_cli::bench::ceiling::median;
 use ratelockr_cli::bench::engine::{EngineBench, EngineReport};
 use ratelockr_cli::bench::http_load::HttpLoad;
@@ -57,12 +63,105 @@ struct Result {
     batch_p50_us: f64,
     batch_p99_us: f64,
     batch_errors: u64,
+    /// CPU per decision of each, medians over rounds.
+    cpu: CpuPerDecision,
     concurrency: usize,
     keys: usize,
     threads: usize,
     engine_rounds: Vec<EngineReport>,
     api_rounds: Vec<ApiReport>,
     batch_rounds: Vec<ApiReport>,
+    /// `GET /hello` alone, then behind the layer.
+    route_rounds: Vec<ApiReport>,
+    limited_route_rounds: Vec<ApiReport>,
+}
+
+/// CPU per decision, µs, each the median over rounds (none where the OS did not say).
+#[derive(Debug, Serialize)]
+struct CpuPerDecision {
+    /// The engine in process (`client_cpu_us_per_decision`).
+    engine_us: Option<f64>,
+    /// The endpoint's process per `POST /api/check`.
+    serve_us: Option<f64>,
+    /// The median of each round's serve ÷ engine.
+    serve_to_engine: Option<f64>,
+    serve_to_engine_rounds: Vec<f64>,
+    /// The endpoint's process per decision of `POST /api/check/batch`.
+    batch_us: Option<f64>,
+    batch_to_engine: Option<f64>,
+    /// The example route per request with no limit: HTTP's own cost on this machine.
+    route_us: Option<f64>,
+    /// The same route behind the layer.
+    limited_route_us: Option<f64>,
+    /// The layer's cost per request: the median of each round's limited − alone.
+    layer_us: Option<f64>,
+    layer_us_rounds: Vec<f64>,
+}
+
+impl CpuPerDecision {
+    fn of(
+        engine: &[EngineReport],
+        api: &[ApiReport],
+        batch: &[ApiReport],
+        route: &[ApiReport],
+        limited: &[ApiReport],
+    ) -> Self {
+        let med = |v: Vec<f64>| (!v.is_empty()).then(|| median(v));
+        let cpu = |r: &[ApiReport]| {
+            med(r
+                .iter()
+                .filter_map(|r| r.process_cpu_us_per_decision)
+                .collect())
+        };
+        let engine_cpu = |i: usize| engine[i].client_cpu_us_per_decision;
+        let to_engine = |r: &[ApiReport]| -> Vec<f64> {
+            r.iter()
+                .enumerate()
+                .filter_map(|(i, r)| Some(r.process_cpu_us_per_decision? / engine_cpu(i)?))
+                .collect()
+        };
+        let serve_to_engine_rounds = to_engine(api);
+        let layer_us_rounds: Vec<f64> = route
+            .iter()
+            .zip(limited)
+            .filter_map(|(a, b)| {
+                Some(b.process_cpu_us_per_decision? - a.process_cpu_us_per_decision?)
+            })
+            .collect();
+        CpuPerDecision {
+            engine_us: med(engine
+                .iter()
+                .filter_map(|r| r.client_cpu_us_per_decision)
+                .collect()),
+            serve_us: cpu(api),
+            serve_to_engine: med(serve_to_engine_rounds.clone()),
+            serve_to_engine_rounds,
+            batch_us: cpu(batch),
+            batch_to_engine: med(to_engine(batch)),
+            route_us: cpu(route),
+            limited_route_us: cpu(limited),
+            layer_us: med(layer_us_rounds.clone()),
+            layer_us_rounds,
+        }
+    }
+
+    /// One line: each figure, or `?` where the OS did not say.
+    fn text(&self) -> String {
+        let us = |v: Option<f64>| v.map_or_else(|| "?".into(), |v| format!("{v:.1} us"));
+        let x = |v: Option<f64>| v.map_or_else(|| "?".into(), |v| format!("{v:.2} x"));
+        format!(
+            "CPU per decision: engine {}, serve {} ({} the engine; rounds {}), batch {} ({}); GET /hello alone {}, behind the layer {} (the layer {})",
+            us(self.engine_us),
+            us(self.serve_us),
+            x(self.serve_to_engine),
+            rounds_text(&self.serve_to_engine_rounds),
+            us(self.batch_us),
+            x(self.batch_to_engine),
+            us(self.route_us),
+            us(self.limited_route_us),
+            self.layer_us.map_or_else(|| "?".into(), |v| format!("{v:+.1} us")),
+        )
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -105,6 +204,7 @@ pub async fn run(global: &Global, args: &ApiBenchArgs) -> anyhow::Result<ExitCod
             attack: None,
         };
         let api = ApiBench {
+            served: Served::Endpoint,
             rule,
             connections: args.concurrency,
             keys: args.keys,
@@ -118,12 +218,27 @@ pub async fn run(global: &Global, args: &ApiBenchArgs) -> anyhow::Result<ExitCod
             batch: args.batch,
             ..api.clone()
         };
+        let route = ApiBench {
+            served: Served::Route,
+            ..api.clone()
+        };
+        let limited_route = ApiBench {
+            served: Served::LimitedRoute,
+            ..api.clone()
+        };
         let (mut engine_rounds, mut api_rounds, mut batch_rounds) =
             (Vec::new(), Vec::new(), Vec::new());
+        let (mut route_rounds, mut limited_route_rounds) = (Vec::new(), Vec::new());
         for _ in 0..args.rounds.max(1) {
             engine_rounds.push(engine.run_on_own_runtime(&limiter, args.threads).await?);
             api_rounds.push(api.run_on_own_runtime(&limiter, args.threads).await?);
             batch_rounds.push(batch.run_on_own_runtime(&limiter, args.threads).await?);
+            route_rounds.push(route.run_on_own_runtime(&limiter, args.threads).await?);
+            limited_route_rounds.push(
+                limited_route
+                    .run_on_own_runtime(&limiter, args.threads)
+                    .await?,
+            );
         }
         let to_engine = |rounds: &[ApiReport]| -> Vec<f64> {
             rounds
@@ -157,12 +272,21 @@ pub async fn run(global: &Global, args: &ApiBenchArgs) -> anyhow::Result<ExitCod
             batch_p50_us: batch_med(|r| r.p50_us),
             batch_p99_us: batch_med(|r| r.p99_us),
             batch_errors: batch_rounds.iter().map(|r| r.errors).sum(),
+            cpu: CpuPerDecision::of(
+                &engine_rounds,
+                &api_rounds,
+                &batch_rounds,
+                &route_rounds,
+                &limited_route_rounds,
+            ),
             concurrency: args.concurrency,
             keys: args.keys,
             threads: args.threads,
             engine_rounds,
             api_rounds,
             batch_rounds,
+            route_rounds,
+            limited_route_rounds,
         };
         if !global.json {
             let rounds = rounds_text(&result.api_to_engine_rounds);
@@ -192,6 +316,7 @@ pub async fn run(global: &Global, args: &ApiBenchArgs) -> anyhow::Result<ExitCod
                 rounds_text(&result.batch_to_engine_rounds),
                 result.batch_errors
             );
+            println!("{:<19} {}", "", result.cpu.text());
         }
         results.push(result);
     }

@@ -4,7 +4,7 @@
 use ratelockr::{AlgorithmKind, EmbeddedRedis, KeySpace, Limiter, LimiterOptions, Metrics};
 use ratelockr::{Outcome, RedisTarget};
 use ratelockr_cli::bench::{
-    api::{ApiBench, LoadGenerator},
+    api::{ApiBench, LoadGenerator, Served},
     bench_rule,
     engine::EngineBench,
 };
@@ -120,6 +120,7 @@ async fn refuses_to_measure_a_redis_that_does_not_answer() {
 
 fn short_api() -> ApiBench {
     ApiBench {
+        served: Served::Endpoint,
         rule: bench_rule(AlgorithmKind::TokenBucket).expect("rule"),
         connections: 4,
         keys: 3,
@@ -186,6 +187,59 @@ async fn the_batch_form_counts_every_item_redis_decided() {
     assert_eq!(report.batch, 8);
     // Whole batches only: every request answered all of its items.
     assert_eq!(report.decisions % 8, 0, "{report:?}");
+}
+
+/// The tower layer's example route, alone and behind the layer: alone, every answer is a 200
+/// and nothing is decided by Redis; behind a tight layer, its 429s count as denials and each
+/// counted answer is a decision the engine made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_route_is_measured_alone_and_behind_the_layer() {
+    let redis = EmbeddedRedis::start().expect("redis-server on PATH");
+    let target = RedisTarget::parse(&redis.url()).expect("url");
+    let metrics = Metrics::new();
+    let limiter = Limiter::new(
+        &target,
+        LimiterOptions {
+            keys: KeySpace::new("bench-layer-test"),
+            deadline: Duration::from_secs(2),
+            ..LimiterOptions::default()
+        },
+    )
+    .with_observer(Arc::new(metrics.clone()));
+    let alone = ApiBench {
+        served: Served::Route,
+        ..short_api()
+    }
+    .run_on_own_runtime(&limiter, 1)
+    .await
+    .expect("bench runs");
+    assert!(alone.decisions > 0, "{alone:?}");
+    assert_eq!((alone.denied, alone.errors), (0, 0), "{alone:?}");
+    let kind = AlgorithmKind::TokenBucket;
+    let decided = |metrics: &Metrics| -> u64 {
+        [Outcome::Allowed, Outcome::Denied]
+            .into_iter()
+            .map(|o| metrics.evaluations(kind, o))
+            .sum()
+    };
+    assert_eq!(decided(&metrics), 0, "the route alone asks Redis nothing");
+
+    // 20 requests per key per second, asked for far faster: most are 429s.
+    let tight = ratelockr::Rule::token_bucket("tight", 2, 20.0).expect("rule");
+    let limited = ApiBench {
+        served: Served::LimitedRoute,
+        rule: tight,
+        ..short_api()
+    }
+    .run_on_own_runtime(&limiter, 1)
+    .await
+    .expect("bench runs");
+    assert_eq!(limited.errors, 0, "{limited:?}");
+    assert!(
+        limited.allowed > 0 && limited.denied > limited.allowed,
+        "{limited:?}"
+    );
+    assert!(decided(&metrics) >= limited.decisions, "{limited:?}");
 }
 
 #[tokio::test]
