@@ -96,6 +96,9 @@ struct CpuPerDecision {
     /// The layer's cost per request: the median of each round's limited − alone.
     layer_us: Option<f64>,
     layer_us_rounds: Vec<f64>,
+    /// What the decision endpoint costs on top of HTTP's own cost: the median of each
+    /// round's serve − the route alone.
+    serve_over_http_us: Option<f64>,
 }
 
 impl CpuPerDecision {
@@ -121,13 +124,15 @@ impl CpuPerDecision {
                 .collect()
         };
         let serve_to_engine_rounds = to_engine(api);
-        let layer_us_rounds: Vec<f64> = route
-            .iter()
-            .zip(limited)
-            .filter_map(|(a, b)| {
-                Some(b.process_cpu_us_per_decision? - a.process_cpu_us_per_decision?)
-            })
-            .collect();
+        let minus = |a: &[ApiReport], b: &[ApiReport]| -> Vec<f64> {
+            a.iter()
+                .zip(b)
+                .filter_map(|(a, b)| {
+                    Some(a.process_cpu_us_per_decision? - b.process_cpu_us_per_decision?)
+                })
+                .collect()
+        };
+        let layer_us_rounds = minus(limited, route);
         CpuPerDecision {
             engine_us: med(engine
                 .iter()
@@ -142,6 +147,7 @@ impl CpuPerDecision {
             limited_route_us: cpu(limited),
             layer_us: med(layer_us_rounds.clone()),
             layer_us_rounds,
+            serve_over_http_us: med(minus(api, route)),
         }
     }
 
@@ -149,17 +155,19 @@ impl CpuPerDecision {
     fn text(&self) -> String {
         let us = |v: Option<f64>| v.map_or_else(|| "?".into(), |v| format!("{v:.1} us"));
         let x = |v: Option<f64>| v.map_or_else(|| "?".into(), |v| format!("{v:.2} x"));
+        let plus = |v: Option<f64>| v.map_or_else(|| "?".into(), |v| format!("{v:+.1} us"));
         format!(
-            "CPU per decision: engine {}, serve {} ({} the engine; rounds {}), batch {} ({}); GET /hello alone {}, behind the layer {} (the layer {})",
+            "CPU per decision: engine {}, serve {} ({} the engine; rounds {}; {} over HTTP alone), batch {} ({}); GET /hello alone {}, behind the layer {} (the layer {})",
             us(self.engine_us),
             us(self.serve_us),
             x(self.serve_to_engine),
             rounds_text(&self.serve_to_engine_rounds),
+            plus(self.serve_over_http_us),
             us(self.batch_us),
             x(self.batch_to_engine),
             us(self.route_us),
             us(self.limited_route_us),
-            self.layer_us.map_or_else(|| "?".into(), |v| format!("{v:+.1} us")),
+            plus(self.layer_us),
         )
     }
 }
