@@ -70,12 +70,15 @@ function ping() {
 }
 
 async function until(check, timeoutMs, what) {
-  const deadline = Date.now() + timeoutMs;
+  const started = Date.now();
+  const deadline = started + timeoutMs;
   for (;;) {
     const value = await check();
     if (value) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
+    // Most waits end within a few hundred ms (an answer over IPC, a repaint): asked often at
+    // first; a long wait (a run, a replay) is asked less, so it leaves the app its cores.
+    await new Promise((r) => setTimeout(r, Date.now() - started < 1_000 ? 50 : 200));
   }
 }
 
@@ -171,6 +174,7 @@ async function pointerAway() {
  * scrolled WebKit page was captured half repainted).
  */
 async function photograph(file, hide, crop) {
+  settledAt = 0;
   await pointerAway();
   await browser.execute((ids) => {
     window.scrollTo(0, 0);
@@ -182,7 +186,11 @@ async function photograph(file, hide, crop) {
   await browser.execute((ids) => {
     for (const id of ids) document.getElementById(id).style.display = "";
   }, hide);
+  if (hide.length === 0) settledAt = Date.now();
 }
+
+/** When a picture with no card hidden was last taken: the window had a second to settle for it. */
+let settledAt = 0;
 
 /** Shows a view by its tab in the header, as a newcomer does; waits until it is the one shown. */
 async function view(name) {
@@ -374,7 +382,8 @@ const CROP = "1280x720+0+0";
 
 /** At 1280 × 720, a job's result is in view and nothing of it is cut off. */
 async function fits(what, results) {
-  await new Promise((r) => setTimeout(r, 600));
+  // Called right after the view's picture, the window has settled already; else it settles here.
+  if (Date.now() - settledAt > 250) await new Promise((r) => setTimeout(r, 600));
   const cut = await clipped(results);
   // E2E_FIT_SOFT=1 (while working on the layout): say what is cut off, and go on.
   if (process.env.E2E_FIT_SOFT) console.log(`${what}: ${JSON.stringify(cut, null, 1)}`);
