@@ -22,20 +22,27 @@ fn short(kind: AlgorithmKind) -> EngineBench {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn counts_every_decision_once_and_no_errors_against_a_healthy_redis() {
-    let redis = EmbeddedRedis::start().expect("redis-server on PATH");
+/// A limiter on `redis` with its keys under `prefix`, a deadline no run on a busy machine
+/// reaches, and metrics observing every decision.
+fn observed_limiter(redis: &EmbeddedRedis, prefix: &str) -> (Limiter, Metrics) {
     let target = RedisTarget::parse(&redis.url()).expect("url");
     let metrics = Metrics::new();
     let limiter = Limiter::new(
         &target,
         LimiterOptions {
-            keys: KeySpace::new("bench-test"),
+            keys: KeySpace::new(prefix),
             deadline: Duration::from_secs(2),
             ..LimiterOptions::default()
         },
     )
     .with_observer(Arc::new(metrics.clone()));
+    (limiter, metrics)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counts_every_decision_once_and_no_errors_against_a_healthy_redis() {
+    let redis = EmbeddedRedis::start().expect("redis-server on PATH");
+    let (limiter, metrics) = observed_limiter(&redis, "bench-test");
     for kind in AlgorithmKind::ALL {
         let report = short(kind).run(&limiter).await.expect("bench runs");
         assert_eq!(report.algorithm, kind.as_str());
@@ -134,17 +141,7 @@ fn short_api() -> ApiBench {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_http_load_generator_counts_answers_redis_decided() {
     let redis = EmbeddedRedis::start().expect("redis-server on PATH");
-    let target = RedisTarget::parse(&redis.url()).expect("url");
-    let metrics = Metrics::new();
-    let limiter = Limiter::new(
-        &target,
-        LimiterOptions {
-            keys: KeySpace::new("bench-api-test"),
-            deadline: Duration::from_secs(2),
-            ..LimiterOptions::default()
-        },
-    )
-    .with_observer(Arc::new(metrics.clone()));
+    let (limiter, metrics) = observed_limiter(&redis, "bench-api-test");
     let report = short_api()
         .run_on_own_runtime(&limiter, 1)
         .await
@@ -165,15 +162,7 @@ async fn the_http_load_generator_counts_answers_redis_decided() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_batch_form_counts_every_item_redis_decided() {
     let redis = EmbeddedRedis::start().expect("redis-server on PATH");
-    let target = RedisTarget::parse(&redis.url()).expect("url");
-    let limiter = Limiter::new(
-        &target,
-        LimiterOptions {
-            keys: KeySpace::new("bench-api-batch-test"),
-            deadline: Duration::from_secs(2),
-            ..LimiterOptions::default()
-        },
-    );
+    let (limiter, _) = observed_limiter(&redis, "bench-api-batch-test");
     let report = ApiBench {
         batch: 8,
         connections: 2,
@@ -195,17 +184,7 @@ async fn the_batch_form_counts_every_item_redis_decided() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_route_is_measured_alone_and_behind_the_layer() {
     let redis = EmbeddedRedis::start().expect("redis-server on PATH");
-    let target = RedisTarget::parse(&redis.url()).expect("url");
-    let metrics = Metrics::new();
-    let limiter = Limiter::new(
-        &target,
-        LimiterOptions {
-            keys: KeySpace::new("bench-layer-test"),
-            deadline: Duration::from_secs(2),
-            ..LimiterOptions::default()
-        },
-    )
-    .with_observer(Arc::new(metrics.clone()));
+    let (limiter, metrics) = observed_limiter(&redis, "bench-layer-test");
     let alone = ApiBench {
         served: Served::Route,
         ..short_api()
