@@ -143,7 +143,7 @@ fn tls_errors_name_what_failed() {
     // A short one where nothing answers within any deadline (a plain Redis behind rediss://
     // never answers the handshake): check, simulate and serve each wait it out, some more than
     // once, before the port is asked in plain TCP (a probe with its own time limit).
-    const NEVER_ANSWERS_MS: &str = "500";
+    const NEVER_ANSWERS_MS: &str = "250";
     let mut plain_base: Vec<&str> = [
         &CHECK[..1],
         &["--deadline-ms", NEVER_ANSWERS_MS],
