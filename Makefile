@@ -103,10 +103,10 @@ app: deps-app ui
 test-ui: ui-deps
 	cd ui && npx tsc --noEmit && npx vitest run
 
-# The Tauri crate's tests alone (test-engine runs them with the rest), by their binaries' names
+# The Tauri crate's tests alone (test-engine runs them with the rest), by their binary's name
 # within the workspace's selection, so nothing is compiled again.
 test-app: deps-app ui
-	$(CARGO) test --workspace --test commands --test connection_kinds --test policies_file --test watch
+	$(CARGO) test --workspace --test app
 
 # The workspace build of test-engine (the app, with tauri's `test` feature from its
 # dev-dependencies, and the CLI: the Watch test sends traffic with `ratelockr check` from

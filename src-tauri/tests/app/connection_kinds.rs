@@ -4,11 +4,10 @@
 //! which it is on, a cluster lists its topology, a failed handshake lands on the field it
 //! concerns, and the TLS settings survive a restart (and a broken CA file after one).
 
-mod common;
-#[path = "../../tests/common/tls.rs"]
+#[path = "../../../tests/common/tls.rs"]
 mod tls;
 
-use common::{redis, run_allowed, run_request, Ui};
+use crate::common::{redis, run_allowed, run_request, Ui};
 use ratelockr::embedded_cluster::EmbeddedCluster;
 use serde_json::{json, Value};
 use tls::{Pki, TlsRedis, TlsServer};

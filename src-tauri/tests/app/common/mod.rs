@@ -2,7 +2,7 @@
 //! handler, capabilities and settings store, called over IPC as the window calls it, and a
 //! real redis-server (no mocks of Redis).
 //!
-//! Each test file uses a part of it, hence the `dead_code` allowance.
+//! Each test module uses a part of it, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
 use ratelockr::EmbeddedRedis;
@@ -14,15 +14,25 @@ use tauri::test::{get_ipc_response, mock_builder, MockRuntime, INVOKE_KEY};
 use tauri::webview::InvokeRequest;
 use tauri::{App, WebviewWindow, WebviewWindowBuilder};
 
-#[path = "../../../tests/common/tempdir.rs"]
+#[path = "../../../../tests/common/tempdir.rs"]
 mod tempdir;
-#[allow(unused_imports)] // not every test binary makes a directory
+#[allow(unused_imports)] // not every test makes a directory
 pub use tempdir::{tempdir, TempDir};
 
 /// The app as the window sees it: commands are called through IPC.
 pub struct Ui {
     pub app: App<MockRuntime>,
     pub window: WebviewWindow<MockRuntime>,
+}
+
+/// Held by a test while it answers the open dialog through the environment
+/// (`RATELOCKR_OPEN_POLICIES`): the tests share one process, so two answering it at once would
+/// each open the other's file.
+pub fn open_dialog() -> std::sync::MutexGuard<'static, ()> {
+    static DIALOG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    DIALOG
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Ui {

@@ -1,9 +1,7 @@
 //! The command layer over IPC, as the window calls it: the real handler, the real capabilities
 //! and settings store, the mock runtime, and a real redis-server (no mocks of Redis).
 
-mod common;
-
-use common::{redis, run_allowed, run_request, wait_for_run, Ui};
+use crate::common::{redis, run_allowed, run_request, wait_for_run, Ui};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -2,9 +2,7 @@
 //! `RATELOCKR_OPEN_POLICIES`, the file followed and remembered, traffic decided by another
 //! limiter on the same real redis-server, and an invalid file refused with its field.
 
-mod common;
-
-use common::{redis, Ui};
+use crate::common::{redis, Ui};
 use ratelockr::policy::load_policies_file;
 use ratelockr::{Limiter, LimiterOptions, RedisTarget};
 use ratelockr_app::open_dialog::OPEN_POLICIES_ENV;
@@ -24,6 +22,7 @@ fn total(status: &Value, field: &str) -> u64 {
 
 #[test]
 fn a_policies_file_is_watched_live_over_ipc_and_remembered() {
+    let _dialog = crate::common::open_dialog();
     let server = redis();
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("policies.json");

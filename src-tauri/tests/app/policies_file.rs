@@ -4,9 +4,7 @@
 //! says overwrite, an invalid outside edit shown with the last good policies kept, and the file
 //! reopened after a restart; a rule of the app put into it.
 
-mod common;
-
-use common::{redis, Ui};
+use crate::common::{redis, Ui};
 use ratelockr::policy::{load_policies_file, Mode};
 use ratelockr_app::open_dialog::OPEN_POLICIES_ENV;
 use serde_json::{json, Value};
@@ -49,6 +47,7 @@ fn edit_outside(path: &Path, text: &str) {
 
 #[test]
 fn the_policies_file_is_the_truth_over_ipc() {
+    let _dialog = crate::common::open_dialog();
     let server = redis();
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("policies.toml");
