@@ -84,8 +84,17 @@ fn decisions_follow_their_slot_through_a_migration_and_a_failover() {
         );
         admitted += decide(&limiter, &rule, 10, "on the new master").await;
 
-        // Failover: the slot's master is killed; its replica, in sync, takes over.
-        node(target.port, &["WAIT", "1", "2000"]);
+        // Failover: the slot's master is killed; its replica, in sync, takes over. WAIT says
+        // how many replicas hold every write so far: on a loaded machine a replica's link can
+        // be down for a moment (a resync), and a master killed then leaves a replica without
+        // the counts, which is Redis's asynchronous replication, not the routing under test.
+        let synced = Instant::now();
+        while replicas_in_sync(target.port) < 1 {
+            assert!(
+                synced.elapsed() < Duration::from_secs(30),
+                "the slot's new master has no replica in sync"
+            );
+        }
         assert!(cluster.kill(target.port));
         let started = Instant::now();
         loop {
@@ -129,6 +138,17 @@ async fn decide(limiter: &Limiter, rule: &Rule, n: u64, what: &str) -> u64 {
 }
 
 /// One command to one node by port.
+/// `WAIT 1 1000` on the node at `port`: how many of its replicas acknowledged every write.
+fn replicas_in_sync(port: u16) -> i64 {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).expect("URL");
+    let mut conn = client.get_connection().expect("connect to the node");
+    redis::cmd("WAIT")
+        .arg(1)
+        .arg(1000)
+        .query(&mut conn)
+        .unwrap_or_else(|e| panic!("WAIT on {port}: {e}"))
+}
+
 fn node(port: u16, args: &[&str]) {
     let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).expect("URL");
     let mut conn = client.get_connection().expect("connect to the node");
