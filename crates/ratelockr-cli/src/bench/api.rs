@@ -185,9 +185,7 @@ impl ApiBench {
             process_cpu_us_per_decision: cpu.map(|(b, a)| (a - b) * 1e6 / decisions.max(1) as f64),
         })
     }
-}
 
-impl ApiBench {
     /// The service to measure over `limiter`, and what to ask it.
     fn app(&self, limiter: &Limiter) -> anyhow::Result<(Router, Ask)> {
         let get_route = || Ask::Get {
