@@ -129,6 +129,19 @@ pub struct SimSpec {
 }
 
 impl SimSpec {
+    /// `targets` on `workload`, on the simulated clock, in a fresh scope, no sweep, a
+    /// connection per server.
+    fn of(workload: Workload, targets: Vec<Target>) -> Self {
+        SimSpec {
+            workload,
+            targets,
+            clock: SimClock::default(),
+            scope: None,
+            sweep: Vec::new(),
+            connections: None,
+        }
+    }
+
     /// One rule; with `naive`, the naive limiter runs beside it on the same traffic, under the
     /// rule's name with `-naive` appended.
     pub fn single(rule: Rule, workload: Workload, naive: bool) -> Result<Self, RuleError> {
@@ -140,14 +153,7 @@ impl SimSpec {
                 ..Target::rule(naive_rule)
             });
         }
-        Ok(SimSpec {
-            workload,
-            targets,
-            clock: SimClock::default(),
-            scope: None,
-            sweep: Vec::new(),
-            connections: None,
-        })
+        Ok(SimSpec::of(workload, targets))
     }
 
     /// All five algorithms with equal nominal limits: `limit` per `window_ms`. The windows and
@@ -165,28 +171,9 @@ impl SimSpec {
         naive: bool,
     ) -> Result<Self, RuleError> {
         let name = |n: &str| format!("{prefix}{n}");
-        let refill = limit as f64 * 1000.0 / window_ms.max(1) as f64;
         let mut targets = Vec::new();
         for kind in AlgorithmKind::RATES {
-            let algorithm = match kind {
-                AlgorithmKind::TokenBucket => Algorithm::TokenBucket {
-                    capacity: limit,
-                    refill_per_sec: refill,
-                },
-                AlgorithmKind::Gcra => Algorithm::Gcra {
-                    limit,
-                    window_ms,
-                    burst: limit,
-                },
-                AlgorithmKind::SlidingWindowLog => Algorithm::SlidingWindowLog { limit, window_ms },
-                AlgorithmKind::SlidingWindowCounter => {
-                    Algorithm::SlidingWindowCounter { limit, window_ms }
-                }
-                AlgorithmKind::FixedWindow => Algorithm::FixedWindow { limit, window_ms },
-                AlgorithmKind::Concurrency | AlgorithmKind::Calendar => {
-                    unreachable!("not a rate algorithm")
-                }
-            };
+            let algorithm = equal_limit(kind, limit, window_ms);
             targets.push(Target::rule(Rule::new(name(kind.cli_name()), algorithm)?));
         }
         if naive {
@@ -199,14 +186,7 @@ impl SimSpec {
                 )?)
             });
         }
-        Ok(SimSpec {
-            workload,
-            targets,
-            clock: SimClock::default(),
-            scope: None,
-            sweep: Vec::new(),
-            connections: None,
-        })
+        Ok(SimSpec::of(workload, targets))
     }
 
     /// A concurrency limit of `slots` requests in flight per key beside a token bucket of
@@ -221,26 +201,17 @@ impl SimSpec {
         window_ms: u64,
         workload: Workload,
     ) -> Result<Self, RuleError> {
-        let rate = Algorithm::TokenBucket {
-            capacity: limit,
-            refill_per_sec: limit as f64 * 1000.0 / window_ms.max(1) as f64,
-        };
         let slots = Algorithm::Concurrency {
             limit: slots,
             lease_ms: ratelockr::rule::DEFAULT_LEASE_MS,
         };
         let name = |kind: AlgorithmKind| format!("{prefix}{}", kind.cli_name());
-        Ok(SimSpec {
-            workload,
-            targets: vec![
-                Target::rule(Rule::new(name(AlgorithmKind::TokenBucket), rate)?),
-                Target::rule(Rule::new(name(AlgorithmKind::Concurrency), slots)?),
-            ],
-            clock: SimClock::default(),
-            scope: None,
-            sweep: Vec::new(),
-            connections: None,
-        })
+        let rate = AlgorithmKind::TokenBucket;
+        let targets = vec![
+            Target::rule(Rule::new(name(rate), equal_limit(rate, limit, window_ms))?),
+            Target::rule(Rule::new(name(AlgorithmKind::Concurrency), slots)?),
+        ];
+        Ok(SimSpec::of(workload, targets))
     }
 
     /// The same GCRA limit twice on the same traffic (the smooth a burst demo): `<prefix>gcra`
@@ -256,26 +227,16 @@ impl SimSpec {
         max_delay_ms: u64,
         workload: Workload,
     ) -> Result<Self, PolicyError> {
-        let gcra = Algorithm::Gcra {
-            limit,
-            window_ms,
-            burst: limit,
-        };
+        let gcra = equal_limit(AlgorithmKind::Gcra, limit, window_ms);
         let policy = |suffix: &str| {
             let name = format!("{prefix}{}{suffix}", AlgorithmKind::Gcra.cli_name());
             Policy::new(name, vec![Limit::new("rate", gcra)?])
         };
-        Ok(SimSpec {
-            workload,
-            targets: vec![
-                Target::policy(policy("")?),
-                Target::policy(policy("-delayed")?.with_max_delay_ms(max_delay_ms)?),
-            ],
-            clock: SimClock::default(),
-            scope: None,
-            sweep: Vec::new(),
-            connections: None,
-        })
+        let targets = vec![
+            Target::policy(policy("")?),
+            Target::policy(policy("-delayed")?.with_max_delay_ms(max_delay_ms)?),
+        ];
+        Ok(SimSpec::of(workload, targets))
     }
 
     /// Every configuration of `axes` (one or two of `base`'s parameters, at most
@@ -286,19 +247,16 @@ impl SimSpec {
             parameter: "sweep",
             reason: err.to_string(),
         })?;
+        let targets = grid
+            .into_iter()
+            .map(|point| Target {
+                params: point.params,
+                ..Target::rule(point.rule)
+            })
+            .collect();
         Ok(SimSpec {
-            workload,
-            targets: grid
-                .into_iter()
-                .map(|point| Target {
-                    params: point.params,
-                    ..Target::rule(point.rule)
-                })
-                .collect(),
-            clock: SimClock::default(),
-            scope: None,
             sweep: axes,
-            connections: None,
+            ..SimSpec::of(workload, targets)
         })
     }
 
@@ -318,14 +276,8 @@ impl SimSpec {
                 });
             }
         }
-        Ok(SimSpec {
-            workload,
-            targets: policies.into_iter().map(Target::policy).collect(),
-            clock: SimClock::default(),
-            scope: None,
-            sweep: Vec::new(),
-            connections: None,
-        })
+        let targets = policies.into_iter().map(Target::policy).collect();
+        Ok(SimSpec::of(workload, targets))
     }
 
     /// Checks the workload and that every target can admit the workload's cost.
@@ -410,5 +362,28 @@ impl SimSpec {
             None => String::new(),
         };
         format!("{what}: {}{shared}", self.workload.describe())
+    }
+}
+
+/// `kind` at `limit` per `window_ms`, as [`SimSpec::compare`] sets all five side by side: the
+/// windows and the counter take them as they are; the token bucket holds `limit` tokens and
+/// refills `limit` per window; GCRA has burst `limit` and period `window_ms`.
+fn equal_limit(kind: AlgorithmKind, limit: u64, window_ms: u64) -> Algorithm {
+    match kind {
+        AlgorithmKind::TokenBucket => Algorithm::TokenBucket {
+            capacity: limit,
+            refill_per_sec: limit as f64 * 1000.0 / window_ms.max(1) as f64,
+        },
+        AlgorithmKind::Gcra => Algorithm::Gcra {
+            limit,
+            window_ms,
+            burst: limit,
+        },
+        AlgorithmKind::SlidingWindowLog => Algorithm::SlidingWindowLog { limit, window_ms },
+        AlgorithmKind::SlidingWindowCounter => Algorithm::SlidingWindowCounter { limit, window_ms },
+        AlgorithmKind::FixedWindow => Algorithm::FixedWindow { limit, window_ms },
+        AlgorithmKind::Concurrency | AlgorithmKind::Calendar => {
+            unreachable!("not a rate algorithm")
+        }
     }
 }
