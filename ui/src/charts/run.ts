@@ -197,13 +197,7 @@ export class RunChart {
             // The band under the lines, its words over them.
             drawClear: plot.mark ? [(self) => drawBand(self, plot.mark!)] : [],
             draw: plot.mark ? [(self) => drawWords(self, plot.mark!)] : [],
-            setScale: [
-              (self, key) => {
-                if (key !== "x") return;
-                markXRange(self);
-                this.syncX(self);
-              },
-            ],
+            setScale: [this.onXScale],
           },
         },
         [view.x, ...plot.lines.map((l) => l.values)] as uPlot.AlignedData,
@@ -247,13 +241,7 @@ export class RunChart {
         ],
         plugins: [wheelZoomPlugin()],
         hooks: {
-          setScale: [
-            (self, key) => {
-              if (key !== "x") return;
-              markXRange(self);
-              this.syncX(self);
-            },
-          ],
+          setScale: [this.onXScale],
         },
       },
       [plot.x, ...plot.lines.map((l) => l.values)] as uPlot.AlignedData,
@@ -268,6 +256,13 @@ export class RunChart {
     const first = this.plots[0];
     if (first) first.setScale("x", { min: from, max: to });
   }
+
+  /** A panel's x range changed (zoom, pan): marked on it, and every panel follows. */
+  private readonly onXScale = (self: uPlot, key: string) => {
+    if (key !== "x") return;
+    markXRange(self);
+    this.syncX(self);
+  };
 
   /** Keeps every panel on the same x range as the one zoomed or panned. */
   private syncX(from: uPlot) {
